@@ -1,0 +1,6 @@
+"""g2gsim: predict what GPU-aware MPI saves an MPI+GPU application, by trace replay."""
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from .trace import Comm, Trace, TraceBuilder, TraceError  # noqa: F401

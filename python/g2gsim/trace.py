@@ -1,0 +1,283 @@
+"""The native trace: one Parquet file of per-rank operations (see docs/trace-format.md).
+
+``Trace`` holds a pyarrow Table plus the communicator list and metadata.  Readers build traces with
+``TraceBuilder`` (row at a time, for converters) or ``Trace.from_columns`` (numpy columns, for
+generators of millions of rows); writers and the core read the file written by ``Trace.write``.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+FORMAT_VERSION = 1
+DEFAULT_WINDOW_OPS = 4096
+
+ANY_SOURCE = -1
+PROC_NULL = -2
+ANY_TAG = -1
+
+P2P_OPS = {"Send", "Ssend", "Bsend", "Rsend", "Isend", "Issend", "Recv", "Irecv", "Sendrecv"}
+WAIT_OPS = {"Wait", "Waitall", "Waitany", "Waitsome"}
+TEST_OPS = {"Test", "Testall", "Testany", "Testsome"}
+BLOCKING_COLLECTIVES = [
+    "Barrier", "Bcast", "Reduce", "Allreduce", "Gather", "Gatherv", "Scatter", "Scatterv",
+    "Allgather", "Allgatherv", "Alltoall", "Alltoallv", "Reduce_scatter", "Reduce_scatter_block",
+    "Scan", "Exscan",
+]
+NONBLOCKING_COLLECTIVES = ["I" + c[0].lower() + c[1:] for c in BLOCKING_COLLECTIVES]  # Ibcast, ...
+COLLECTIVES = set(BLOCKING_COLLECTIVES) | set(NONBLOCKING_COLLECTIVES)
+OTHER_OPS = {"Compute", "Memcpy", "Init", "Finalize", "Kernel"}
+ALL_OPS = P2P_OPS | WAIT_OPS | TEST_OPS | COLLECTIVES | OTHER_OPS
+MEM_SPACES = ("host", "device", "managed", "unknown")
+COPY_KINDS = ("d2h", "h2d", "d2d", "h2h")
+
+SCHEMA = pa.schema([
+    ("rank", pa.uint32()),
+    ("seq", pa.uint32()),
+    ("op", pa.string()),
+    ("t_start_ns", pa.int64()),
+    ("t_end_ns", pa.int64()),
+    ("dur_ns", pa.int64()),
+    ("peer", pa.int32()),
+    ("tag", pa.int32()),
+    ("comm_id", pa.uint32()),
+    ("bytes", pa.uint64()),
+    ("recv_bytes", pa.uint64()),
+    ("recv_peer", pa.int32()),
+    ("recv_tag", pa.int32()),
+    ("root", pa.int32()),
+    ("req", pa.uint64()),
+    ("reqs", pa.list_(pa.uint64())),
+    ("counts_bytes", pa.list_(pa.uint64())),
+    ("recv_counts_bytes", pa.list_(pa.uint64())),
+    ("mem_space", pa.string()),
+    ("copy_kind", pa.string()),
+    ("stream", pa.int32()),
+    ("contiguous", pa.bool_()),
+    ("callsite", pa.string()),
+])
+
+DEFAULTS: dict[str, Any] = {
+    "t_start_ns": None, "t_end_ns": None, "dur_ns": 0, "peer": -1, "tag": -1, "comm_id": 0,
+    "bytes": 0, "recv_bytes": 0, "recv_peer": -1, "recv_tag": -1, "root": -1, "req": 0,
+    "reqs": None, "counts_bytes": None, "recv_counts_bytes": None, "mem_space": "host",
+    "copy_kind": None, "stream": -1, "contiguous": True, "callsite": None,
+}
+
+
+class TraceError(ValueError):
+    """A trace that cannot be read or is inconsistent; the message names file, rank and event."""
+
+
+@dataclass
+class Comm:
+    id: int
+    name: str
+    members: list[int] | None  # world ranks in comm-rank order; None = all world ranks
+
+    def to_json(self) -> dict:
+        return {"id": self.id, "name": self.name, "members": self.members}
+
+
+@dataclass
+class Trace:
+    table: pa.Table
+    nranks: int
+    comms: list[Comm] = field(default_factory=lambda: [Comm(0, "MPI_COMM_WORLD", None)])
+    source: str = ""
+    buffers: str = "traced"
+    path: Path | None = None
+
+    # ----------------------------------------------------------------- construction
+    @classmethod
+    def from_columns(cls, nranks: int, columns: dict[str, Any], comms: list[Comm] | None = None,
+                     source: str = "", buffers: str = "traced") -> "Trace":
+        """Build from column arrays (numpy or lists); missing columns take their defaults.
+
+        ``rank`` and ``op`` are required; ``seq`` is computed from the order of rows of each rank
+        when absent (rows of one rank must be given in program order).
+        """
+        n = len(columns["rank"])
+        arrays = []
+        rank = np.asarray(columns["rank"], dtype=np.uint32)
+        if "seq" in columns:
+            seq = np.asarray(columns["seq"], dtype=np.uint32)
+        else:
+            seq = _seq_from_ranks(rank, nranks)
+        for f in SCHEMA:
+            if f.name == "rank":
+                arrays.append(pa.array(rank, type=f.type))
+            elif f.name == "seq":
+                arrays.append(pa.array(seq, type=f.type))
+            elif f.name in columns:
+                v = columns[f.name]
+                if isinstance(v, np.ndarray) and not pa.types.is_list(f.type) and f.type != pa.string():
+                    arrays.append(pa.array(v.astype(f.type.to_pandas_dtype(), copy=False), type=f.type))
+                else:
+                    arrays.append(pa.array(v, type=f.type))
+            else:
+                d = DEFAULTS[f.name]
+                if d is None:
+                    arrays.append(pa.nulls(n, type=f.type))
+                elif f.type == pa.string():
+                    arrays.append(pa.DictionaryArray.from_arrays(
+                        pa.array(np.zeros(n, dtype=np.int32)), pa.array([d])).cast(pa.string()))
+                else:
+                    arrays.append(pa.array(np.full(n, d, dtype=f.type.to_pandas_dtype()), type=f.type))
+        table = pa.Table.from_arrays(arrays, schema=SCHEMA)
+        return cls(table=table, nranks=nranks, comms=comms or [Comm(0, "MPI_COMM_WORLD", None)],
+                   source=source, buffers=buffers)
+
+    # ----------------------------------------------------------------- I/O
+    def write(self, path: str | Path, window_ops: int = DEFAULT_WINDOW_OPS) -> Path:
+        """Write as Parquet in streaming order (window, rank, seq)."""
+        path = Path(path)
+        t = self.table
+        rank = t.column("rank").to_numpy()
+        seq = t.column("seq").to_numpy()
+        window = seq // window_ops
+        order = np.lexsort((seq, rank, window))
+        if not np.all(order[1:] > order[:-1]):
+            t = t.take(pa.array(order))
+        meta = {
+            "g2gsim.format_version": str(FORMAT_VERSION),
+            "g2gsim.nranks": str(self.nranks),
+            "g2gsim.window_ops": str(window_ops),
+            "g2gsim.comms": json.dumps([c.to_json() for c in self.comms]),
+            "g2gsim.source": self.source,
+            "g2gsim.buffers": self.buffers,
+        }
+        t = t.replace_schema_metadata(meta)
+        # row groups hold whole windows: cut at window boundaries, about 1M rows each
+        wsorted = window[order]
+        nwin = int(wsorted[-1]) + 1 if len(wsorted) else 0
+        bounds = np.searchsorted(wsorted, np.arange(nwin + 1), side="left") if nwin else np.array([0, 0])
+        with pq.ParquetWriter(path, t.schema, compression="zstd", use_dictionary=["op", "mem_space",
+                              "copy_kind", "callsite"]) as w:
+            start = 0
+            rows = 0
+            for k in range(1, len(bounds)):
+                rows = int(bounds[k]) - start
+                if rows >= 1 << 20 or k == len(bounds) - 1:
+                    if rows:
+                        w.write_table(t.slice(start, rows), row_group_size=max(rows, 1))
+                    start = int(bounds[k])
+            if len(t) == 0:
+                w.write_table(t)
+        self.path = path
+        return path
+
+    @classmethod
+    def read(cls, path: str | Path) -> "Trace":
+        path = Path(path)
+        if not path.exists():
+            raise TraceError(f"{path}: no such trace file")
+        try:
+            pf = pq.ParquetFile(path)
+        except Exception as e:  # noqa: BLE001 - pyarrow raises several kinds
+            raise TraceError(f"{path}: not a readable Parquet trace ({e})") from None
+        md = {k.decode(): v.decode() for k, v in (pf.schema_arrow.metadata or {}).items()}
+        if "g2gsim.format_version" not in md:
+            raise TraceError(f"{path}: Parquet file has no g2gsim metadata (not a g2gsim trace)")
+        if int(md["g2gsim.format_version"]) > FORMAT_VERSION:
+            raise TraceError(f"{path}: trace format version {md['g2gsim.format_version']} is newer "
+                             f"than this g2gsim understands ({FORMAT_VERSION})")
+        table = pf.read()
+        comms = [Comm(c["id"], c.get("name", ""), c.get("members"))
+                 for c in json.loads(md.get("g2gsim.comms", "[]"))]
+        return cls(table=table, nranks=int(md["g2gsim.nranks"]), comms=comms,
+                   source=md.get("g2gsim.source", ""), buffers=md.get("g2gsim.buffers", "traced"),
+                   path=path)
+
+    def to_pandas(self):
+        return self.table.to_pandas()
+
+    # ----------------------------------------------------------------- checks and summaries
+    def validate(self) -> None:
+        """Raise TraceError naming file, rank and seq for the first inconsistency found."""
+        where = str(self.path) if self.path else "<trace>"
+        t = self.table
+        ops = t.column("op").to_pylist() if len(t) < 5_000_000 else None
+        rank = t.column("rank").to_numpy()
+        seq = t.column("seq").to_numpy()
+        if len(rank) and int(rank.max()) >= self.nranks:
+            i = int(np.argmax(rank >= self.nranks))
+            raise TraceError(f"{where}: rank {rank[i]} (seq {seq[i]}) is outside 0..{self.nranks - 1}")
+        if ops is not None:
+            for i, o in enumerate(ops):
+                if o not in ALL_OPS:
+                    raise TraceError(f"{where}: rank {rank[i]}, event {seq[i]}: unknown operation {o!r}")
+        ids = {c.id: c for c in self.comms}
+        comm = t.column("comm_id").to_numpy()
+        bad = ~np.isin(comm, np.array(list(ids), dtype=comm.dtype))
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise TraceError(f"{where}: rank {rank[i]}, event {seq[i]}: communicator {comm[i]} "
+                             f"is not defined")
+
+    def op_counts(self) -> dict[str, int]:
+        vc = self.table.column("op").value_counts()
+        return {str(d["values"]): int(d["counts"]) for d in vc.to_pylist()}
+
+
+def _seq_from_ranks(rank: np.ndarray, nranks: int) -> np.ndarray:
+    """seq = index of each row among the rows of its rank, in row order."""
+    order = np.argsort(rank, kind="stable")
+    counts = np.bincount(rank, minlength=nranks)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    seq_sorted = np.arange(len(rank), dtype=np.int64) - np.repeat(starts, counts)
+    seq = np.empty(len(rank), dtype=np.uint32)
+    seq[order] = seq_sorted
+    return seq
+
+
+class TraceBuilder:
+    """Row-at-a-time construction for readers: ``b.add(rank, "Send", peer=1, bytes=8)``."""
+
+    def __init__(self, nranks: int, source: str = "", buffers: str = "traced"):
+        self.nranks = nranks
+        self.source = source
+        self.buffers = buffers
+        self.comms: list[Comm] = [Comm(0, "MPI_COMM_WORLD", None)]
+        self._cols: dict[str, list] = {f.name: [] for f in SCHEMA if f.name != "seq"}
+        self._next_seq = [0] * nranks
+        self._seq: list[int] = []
+
+    def add_comm(self, comm_id: int, name: str, members: Sequence[int] | None) -> None:
+        if any(c.id == comm_id for c in self.comms):
+            raise TraceError(f"communicator id {comm_id} defined twice")
+        self.comms.append(Comm(comm_id, name, list(members) if members is not None else None))
+
+    def add(self, rank: int, op: str, **kw: Any) -> None:
+        if op not in ALL_OPS:
+            raise TraceError(f"rank {rank}, event {self._next_seq[rank]}: unknown operation {op!r}")
+        unknown = set(kw) - set(DEFAULTS)
+        if unknown:
+            raise TypeError(f"unknown trace columns {sorted(unknown)}")
+        cols = self._cols
+        cols["rank"].append(rank)
+        cols["op"].append(op)
+        for k, d in DEFAULTS.items():
+            cols[k].append(kw.get(k, d))
+        self._seq.append(self._next_seq[rank])
+        self._next_seq[rank] += 1
+
+    def __len__(self) -> int:
+        return len(self._seq)
+
+    def build(self) -> Trace:
+        cols: dict[str, Any] = dict(self._cols)
+        cols["seq"] = self._seq
+        t = Trace.from_columns(self.nranks, cols, comms=self.comms, source=self.source,
+                               buffers=self.buffers)
+        return t
+
+
+def iter_ops(ops: Iterable[str]) -> list[str]:
+    return sorted(set(ops))
