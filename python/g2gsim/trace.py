@@ -195,6 +195,18 @@ class Trace:
                    source=md.get("g2gsim.source", ""), buffers=md.get("g2gsim.buffers", "traced"),
                    path=path)
 
+    @classmethod
+    def from_otf2(cls, anchor: str | Path, **kw) -> "Trace":
+        """Imports a Score-P / g2gsim-tracer OTF2 archive (see readers/otf2_reader.py)."""
+        from .readers.otf2_reader import read_otf2
+        return read_otf2(anchor, **kw)
+
+    @classmethod
+    def from_dumpi(cls, meta: str | Path, **kw) -> "Trace":
+        """Imports an SST DUMPI trace from its .meta file (see readers/dumpi_reader.py)."""
+        from .readers.dumpi_reader import read_dumpi
+        return read_dumpi(meta, **kw)
+
     def to_pandas(self):
         return self.table.to_pandas()
 

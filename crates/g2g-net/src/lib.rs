@@ -1,3 +1,12 @@
 //! The machine model: links as shared resources, max-min fair sharing, inter-node topologies,
 //! the GPU data paths, and machine files.
+pub mod config;
+pub mod lmm;
+pub mod machine;
+pub mod paths;
 pub mod topology;
+pub mod units;
+
+pub use config::{ConfigError, MachineConfig};
+pub use lmm::FlowNet;
+pub use machine::{Machine, Placement};

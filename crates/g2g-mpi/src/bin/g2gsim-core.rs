@@ -1,1 +1,73 @@
-fn main() {}
+//! Pure-Rust command line for benchmarks and debugging without Python:
+//! `g2gsim-core TRACE.g2g.parquet MACHINE.toml [--mode M] [--gpus-per-node N] [--json]`.
+use g2g_mpi::{simulate, Mode, SimOptions};
+use g2g_net::MachineConfig;
+use g2g_trace::ParquetTrace;
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.len() < 3 || args.iter().any(|a| a == "--help" || a == "-h") {
+        eprintln!("usage: g2gsim-core TRACE.g2g.parquet MACHINE.toml [--mode as-traced|hostcopy|gpudirect] [--gpus-per-node N] [--staged-buffers-are-device] [--json]");
+        std::process::exit(2);
+    }
+    let mut opt = SimOptions::default();
+    let mut json = false;
+    let mut i = 3;
+    while i < args.len() {
+        match args[i].as_str() {
+            "--mode" => {
+                i += 1;
+                opt.mode = Mode::parse(args.get(i).map(|s| s.as_str()).unwrap_or("")).unwrap_or_else(|| {
+                    eprintln!("--mode must be as-traced, hostcopy or gpudirect");
+                    std::process::exit(2)
+                });
+            }
+            "--gpus-per-node" => {
+                i += 1;
+                opt.gpus_per_node = args.get(i).and_then(|s| s.parse().ok());
+            }
+            "--staged-buffers-are-device" => opt.staged_as_device = true,
+            "--json" => json = true,
+            a => {
+                eprintln!("unknown argument {a}");
+                std::process::exit(2);
+            }
+        }
+        i += 1;
+    }
+    let text = std::fs::read_to_string(&args[2]).unwrap_or_else(|e| {
+        eprintln!("{}: {e}", args[2]);
+        std::process::exit(1)
+    });
+    let cfg = MachineConfig::from_toml(&text, &args[2]).unwrap_or_else(|e| {
+        eprintln!("{e}");
+        std::process::exit(1)
+    });
+    let mut tr = ParquetTrace::open(&args[1]).unwrap_or_else(|e| {
+        eprintln!("{e}");
+        std::process::exit(1)
+    });
+    let rows = tr.total_rows;
+    opt.per_rank = tr_nranks_small(&tr);
+    match simulate(&mut tr, cfg, opt, rows, None) {
+        Ok(rep) => {
+            if json {
+                println!("{}", rep.to_json());
+            } else {
+                println!(
+                    "total {:.6} s  comm {:.6} s  events {}  {:.0} events/s  {:.0} ops/s  wall {:.3} s",
+                    rep.total_time_s, rep.comm_time_s, rep.engine.events, rep.engine.events_per_s, rep.engine.ops_per_s, rep.engine.wall_s
+                );
+            }
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(1);
+        }
+    }
+}
+
+fn tr_nranks_small(t: &ParquetTrace) -> bool {
+    use g2g_trace::TraceSource;
+    t.nranks() <= 100_000
+}

@@ -1,0 +1,83 @@
+//! What a simulation returns; serialised as the JSON report (`--json`).
+use serde::Serialize;
+
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct RankStat {
+    pub rank: u32,
+    pub node: u32,
+    pub gpu: u32,
+    pub end_s: f64,
+    /// time inside MPI calls (including staging copies the mode adds to them)
+    pub comm_s: f64,
+    pub compute_s: f64,
+    /// explicit Memcpy operations and HostCopy staging copies
+    pub copy_s: f64,
+}
+
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct OpStat {
+    pub count: u64,
+    pub total_s: f64,
+    pub min_s: f64,
+    pub max_s: f64,
+    pub bytes: u64,
+}
+
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct PathStat {
+    pub messages: u64,
+    pub bytes: u64,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct EngineStat {
+    pub events: u64,
+    pub wall_s: f64,
+    pub events_per_s: f64,
+    pub ops: u64,
+    pub ops_per_s: f64,
+    pub messages: u64,
+    pub flow_solves: u64,
+    pub peak_flows: u64,
+    pub links: u64,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Report {
+    pub trace: String,
+    pub machine: String,
+    pub mode: String,
+    pub nranks: u32,
+    pub nodes: u32,
+    pub gpus_per_node: u32,
+    pub total_time_s: f64,
+    pub comm_time_s: f64,
+    pub compute_time_s: f64,
+    pub copy_time_s: f64,
+    pub per_rank: Vec<RankStat>,
+    pub per_op: std::collections::BTreeMap<String, OpStat>,
+    /// messages and bytes per data-path model (host, hostcopy, gpudirect-p2p, ...)
+    pub paths: std::collections::BTreeMap<String, PathStat>,
+    /// point-to-point messages by size class (bytes upper bound label)
+    pub p2p_size_classes: std::collections::BTreeMap<String, PathStat>,
+    pub collective_messages: u64,
+    pub p2p_messages: u64,
+    pub engine: EngineStat,
+}
+
+impl Report {
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+    }
+}
+
+/// Size class label of a message: "<=1KiB", "<=64KiB", "<=1MiB", ">1MiB" and finer.
+pub fn size_class(bytes: u64) -> &'static str {
+    match bytes {
+        0..=1024 => "a: <=1KiB",
+        1025..=65536 => "b: 1KiB-64KiB",
+        65537..=1048576 => "c: 64KiB-1MiB",
+        1048577..=16777216 => "d: 1MiB-16MiB",
+        _ => "e: >16MiB",
+    }
+}

@@ -1,0 +1,1500 @@
+//! The replay engine.
+//!
+//! Each rank runs its operations in order.  An operation either finishes at once, makes the rank
+//! busy for a while (compute, o_send, a blocking copy), or blocks it on requests (a receive, a wait,
+//! a collective).  Messages are matched at the receiver by (context, source, tag) in posting order,
+//! with MPI_ANY_SOURCE / MPI_ANY_TAG and an unexpected queue.  Eager messages complete at the sender
+//! after the send overhead; rendezvous messages exchange RTS / CTS before the data moves.  Data moves
+//! as a [`Plan`] from the data-path models of g2g-net: stages of flows that share links max-min fairly.
+use std::collections::{HashMap, VecDeque};
+use std::time::Instant;
+
+use g2g_coll::{AlgoOverrides, CollArgs, CollKind, Round, Thresholds};
+use g2g_engine::{EventQueue, Time};
+use g2g_net::lmm::Reschedule;
+use g2g_net::machine::{Machine, Placement};
+use g2g_net::paths::{self, DataPath, Endpoint, Plan, StagedPath};
+use g2g_net::MachineConfig;
+use g2g_trace::{CommDef, CopyKind, MemSpace, Op, OpKind, TraceError, TraceSource, ANY_SOURCE, ANY_TAG, PROC_NULL};
+
+use crate::report::{size_class, EngineStat, OpStat, PathStat, RankStat, Report};
+
+/// How device-buffer messages travel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// each call takes the path its recorded buffer space implies
+    AsTraced,
+    /// device-buffer messages are staged through host memory by the application
+    HostCopy,
+    /// device-buffer messages go GPU to GPU (GPUDirect P2P / RDMA, or pipelined without RDMA)
+    GpuDirect,
+}
+
+impl Mode {
+    pub fn parse(s: &str) -> Option<Mode> {
+        match s {
+            "as-traced" => Some(Mode::AsTraced),
+            "hostcopy" => Some(Mode::HostCopy),
+            "gpudirect" => Some(Mode::GpuDirect),
+            _ => None,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::AsTraced => "as-traced",
+            Mode::HostCopy => "hostcopy",
+            Mode::GpuDirect => "gpudirect",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Mapping {
+    Linear,
+    RoundRobin,
+    /// node index per rank
+    Nodes(Vec<u32>),
+}
+
+pub type Progress<'a> = &'a mut dyn FnMut(u64, u64) -> bool;
+
+#[derive(Clone, Debug)]
+pub struct SimOptions {
+    pub mode: Mode,
+    /// gpudirect what-if for HostCopy traces: host-buffer messages are treated as device data and the
+    /// explicit D2H/H2D copies that only stage an MPI buffer are dropped
+    pub staged_as_device: bool,
+    pub gpus_per_node: Option<u32>,
+    pub mapping: Mapping,
+    /// "allreduce=ring,bcast=binomial"
+    pub coll_algos: String,
+    /// mixed what-if: under gpudirect, only messages of at least this size go GPU-direct
+    pub gpudirect_min_bytes: u64,
+    /// mixed what-if: GPU-direct for collectives only (point-to-point staged)
+    pub gpudirect_collectives_only: bool,
+    /// multiplies NIC and network link bandwidth
+    pub network_scale: f64,
+    /// keep per-rank rows in the report (off for huge runs)
+    pub per_rank: bool,
+}
+
+impl Default for SimOptions {
+    fn default() -> Self {
+        SimOptions {
+            mode: Mode::AsTraced,
+            staged_as_device: false,
+            gpus_per_node: None,
+            mapping: Mapping::Linear,
+            coll_algos: String::new(),
+            gpudirect_min_bytes: 0,
+            gpudirect_collectives_only: false,
+            network_scale: 1.0,
+            per_rank: true,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum SimError {
+    Trace(TraceError),
+    Machine(String),
+    Options(String),
+    /// the replay cannot go on: each line names a blocked rank and what it waits for
+    Deadlock(Vec<String>),
+    Interrupted,
+}
+
+impl std::fmt::Display for SimError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SimError::Trace(e) => write!(f, "{e}"),
+            SimError::Machine(e) => write!(f, "machine: {e}"),
+            SimError::Options(e) => write!(f, "options: {e}"),
+            SimError::Deadlock(v) => {
+                write!(f, "deadlock: {} rank(s) blocked forever:", v.len())?;
+                for l in v.iter().take(64) {
+                    write!(f, "\n  {l}")?;
+                }
+                if v.len() > 64 {
+                    write!(f, "\n  ... and {} more", v.len() - 64)?;
+                }
+                Ok(())
+            }
+            SimError::Interrupted => write!(f, "interrupted"),
+        }
+    }
+}
+impl std::error::Error for SimError {}
+
+impl From<TraceError> for SimError {
+    fn from(e: TraceError) -> Self {
+        SimError::Trace(e)
+    }
+}
+
+type ReqId = u32;
+type MsgId = u32;
+type XferId = u32;
+type CollId = u32;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Owner {
+    Rank(u32),
+    Coll(CollId),
+}
+
+#[derive(Clone, Debug)]
+struct Req {
+    owner: Owner,
+    done: bool,
+    /// H2D copy the rank performs after waiting on this receive (HostCopy staging)
+    post_copy: u64,
+    live: bool,
+}
+
+#[derive(Clone, Debug)]
+struct Msg {
+    src: u32,
+    dst: u32,
+    ctx: u64,
+    tag: i32,
+    bytes: u64,
+    eager: bool,
+    send_req: ReqId,
+    recv_req: Option<ReqId>,
+    data_arrived: bool,
+    plan: Option<Box<Plan>>,
+    ctl_latency: u64,
+}
+
+#[derive(Clone, Debug)]
+struct Posted {
+    ctx: u64,
+    src: i32,
+    tag: i32,
+    req: ReqId,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum XferOwner {
+    Msg(MsgId),
+    /// a blocking copy the rank waits for
+    RankCopy(u32),
+    /// an asynchronous copy nobody waits for
+    Detached,
+}
+
+struct Xfer {
+    plan: Plan,
+    owner: XferOwner,
+    busy: Vec<bool>,
+    started: Vec<u32>,
+    done: Vec<u32>,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Ev {
+    Wake(u32),
+    Envelope(MsgId),
+    Cts(MsgId),
+    StageFlow(XferId, u8),
+    StageDone(XferId, u8),
+    FlowDone(u32, u32),
+    Resolve,
+    ReqDone(ReqId),
+    CollNext(CollId),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+enum Block {
+    None,
+    Busy,
+    Wait { reqs: Vec<ReqId>, any: bool },
+    Copy,
+    Coll(CollId),
+    Done,
+}
+
+struct Rank {
+    q: VecDeque<Op>,
+    cur: Option<Op>,
+    phase: u8,
+    block: Block,
+    call_start: Time,
+    reqmap: HashMap<u64, ReqId>,
+    coll_seq: HashMap<u32, u32>,
+    posted: Vec<Posted>,
+    unexpected: Vec<MsgId>,
+    pending_copies: Vec<u64>,
+    recent_recv_bytes: u64,
+    end: Time,
+    comm: Time,
+    compute: Time,
+    copy: Time,
+    copy_start: Time,
+    /// collective ops ran on GPU data (reduction on the GPU)
+    ops_done: u64,
+}
+
+impl Rank {
+    fn new() -> Rank {
+        Rank {
+            q: VecDeque::new(),
+            cur: None,
+            phase: 0,
+            block: Block::None,
+            call_start: 0,
+            reqmap: HashMap::new(),
+            coll_seq: HashMap::new(),
+            posted: Vec::new(),
+            unexpected: Vec::new(),
+            pending_copies: Vec::new(),
+            recent_recv_bytes: u64::MAX,
+            end: 0,
+            comm: 0,
+            compute: 0,
+            copy: 0,
+            copy_start: 0,
+            ops_done: 0,
+        }
+    }
+}
+
+struct CollRun {
+    rank: u32,
+    comm: u32,
+    ctx: u64,
+    rounds: Vec<Round>,
+    idx: usize,
+    pending: u32,
+    on_gpu: bool,
+    gpu_path: bool,
+    req: Option<ReqId>,
+    live: bool,
+}
+
+/// Pre-resolved communicator: world rank of each comm rank.
+struct Comm {
+    def: CommDef,
+    size: u32,
+}
+
+struct Sim<'a> {
+    m: Machine,
+    opt: SimOptions,
+    q: EventQueue<Ev>,
+    ranks: Vec<Rank>,
+    reqs: Vec<Req>,
+    free_reqs: Vec<ReqId>,
+    msgs: Vec<Msg>,
+    free_msgs: Vec<MsgId>,
+    xfers: Vec<Option<Xfer>>,
+    free_xfers: Vec<XferId>,
+    colls: Vec<CollRun>,
+    free_colls: Vec<CollId>,
+    comms: HashMap<u32, Comm>,
+    nranks: u32,
+    src: &'a mut dyn TraceSource,
+    exhausted: bool,
+    resolve_pending: bool,
+    resched: Vec<Reschedule>,
+    th: Thresholds,
+    ov: AlgoOverrides,
+    stats: Vec<OpStat>,
+    paths: HashMap<&'static str, PathStat>,
+    sizes: HashMap<&'static str, PathStat>,
+    p2p_msgs: u64,
+    coll_msgs: u64,
+    ops_total: u64,
+    ops_done: u64,
+    peak_flows: u64,
+    scratch: Vec<u32>,
+}
+
+fn coll_kind(k: OpKind) -> Option<(CollKind, bool)> {
+    match k {
+        OpKind::Coll(i) => Some((CollKind::ALL[i as usize], false)),
+        OpKind::ICol(i) => Some((CollKind::ALL[i as usize], true)),
+        _ => None,
+    }
+}
+
+fn thresholds_from(cfg: &MachineConfig) -> Result<Thresholds, String> {
+    let mut th = Thresholds::default();
+    for (k, v) in &cfg.coll.entries {
+        match k.as_str() {
+            "bcast_small" => th.bcast_small_bytes = *v,
+            "bcast_segment" => th.bcast_segment_bytes = *v,
+            "allreduce_small" => th.allreduce_small_bytes = *v,
+            "allgather_small" => th.allgather_small_bytes = *v,
+            "alltoall_small" => th.alltoall_small_bytes = *v,
+            "reduce_segment" => th.reduce_segment_bytes = *v,
+            _ => return Err(format!("collectives.{k}: unknown threshold (bcast_small, bcast_segment, allreduce_small, allgather_small, alltoall_small, reduce_segment)")),
+        }
+    }
+    Ok(th)
+}
+
+/// Runs a trace on a machine.  `progress(done_ops, total_ops)` is called now and then; returning
+/// false interrupts the run.
+pub fn simulate(
+    src: &mut dyn TraceSource,
+    cfg: MachineConfig,
+    opt: SimOptions,
+    total_ops_hint: u64,
+    progress: Option<Progress>,
+) -> Result<Report, SimError> {
+    let wall = Instant::now();
+    let nranks = src.nranks();
+    if nranks == 0 {
+        return Err(SimError::Trace(TraceError { file: src.name().into(), rank: None, seq: None, msg: "trace has no ranks".into() }));
+    }
+    let gpn = opt.gpus_per_node.unwrap_or(cfg.gpus_per_node).max(1);
+    let place = match &opt.mapping {
+        Mapping::Linear => Placement::linear(nranks, gpn),
+        Mapping::RoundRobin => Placement::round_robin(nranks, gpn),
+        Mapping::Nodes(v) => {
+            if v.len() != nranks as usize {
+                return Err(SimError::Options(format!("mapping has {} entries but the trace has {nranks} ranks", v.len())));
+            }
+            Placement::from_nodes(v.clone(), gpn).map_err(SimError::Options)?
+        }
+    };
+    let th = thresholds_from(&cfg).map_err(SimError::Machine)?;
+    let mut ov_spec = cfg.coll.algos.join(",");
+    if !opt.coll_algos.is_empty() {
+        if !ov_spec.is_empty() {
+            ov_spec.push(',');
+        }
+        ov_spec.push_str(&opt.coll_algos);
+    }
+    let ov = if ov_spec.is_empty() { AlgoOverrides::default() } else { AlgoOverrides::parse(&ov_spec).map_err(|e| SimError::Options(e.to_string()))? };
+    let machine_name = cfg.name.clone();
+    let mut m = Machine::build(cfg, place).map_err(SimError::Machine)?;
+    if opt.network_scale != 1.0 {
+        if !(opt.network_scale > 0.0) {
+            return Err(SimError::Options("network scale must be positive".into()));
+        }
+        m.scale_network(opt.network_scale);
+    }
+    let mut comms = HashMap::new();
+    for c in src.comms() {
+        let size = c.size(nranks);
+        if let Some(mem) = &c.members {
+            if let Some(bad) = mem.iter().find(|&&w| w >= nranks) {
+                return Err(SimError::Trace(TraceError { file: src.name().into(), rank: Some(*bad), seq: None, msg: format!("communicator {} names rank {bad} outside the trace", c.id) }));
+            }
+        }
+        comms.insert(c.id, Comm { def: c.clone(), size });
+    }
+    if !comms.contains_key(&0) {
+        comms.insert(0, Comm { def: CommDef { id: 0, name: "MPI_COMM_WORLD".into(), members: None }, size: nranks });
+    }
+    let trace_name = src.name().to_string();
+    let mut sim = Sim {
+        m,
+        opt,
+        q: EventQueue::new(),
+        ranks: (0..nranks).map(|_| Rank::new()).collect(),
+        reqs: Vec::new(),
+        free_reqs: Vec::new(),
+        msgs: Vec::new(),
+        free_msgs: Vec::new(),
+        xfers: Vec::new(),
+        free_xfers: Vec::new(),
+        colls: Vec::new(),
+        free_colls: Vec::new(),
+        comms,
+        nranks,
+        src,
+        exhausted: false,
+        resolve_pending: false,
+        resched: Vec::new(),
+        th,
+        ov,
+        stats: vec![OpStat::default(); OpKind::COUNT],
+        paths: HashMap::new(),
+        sizes: HashMap::new(),
+        p2p_msgs: 0,
+        coll_msgs: 0,
+        ops_total: total_ops_hint,
+        ops_done: 0,
+        peak_flows: 0,
+        scratch: Vec::new(),
+    };
+    sim.run(progress)?;
+    Ok(sim.report(trace_name, machine_name, wall.elapsed().as_secs_f64()))
+}
+
+impl<'a> Sim<'a> {
+    // ------------------------------------------------------------------ driver
+    fn run(&mut self, mut progress: Option<Progress>) -> Result<(), SimError> {
+        for r in 0..self.nranks {
+            self.q.push(0, Ev::Wake(r));
+        }
+        let mut next_report = 1u64 << 16;
+        while let Some((_, ev)) = self.q.pop() {
+            self.handle(ev)?;
+            if self.q.processed() >= next_report {
+                next_report += 1 << 16;
+                if let Some(p) = progress.as_mut() {
+                    if !p(self.ops_done, self.ops_total) {
+                        return Err(SimError::Interrupted);
+                    }
+                }
+            }
+        }
+        if let Some(p) = progress.as_mut() {
+            p(self.ops_done, self.ops_total.max(self.ops_done));
+        }
+        let mut blocked = vec![];
+        for r in 0..self.nranks {
+            if self.ranks[r as usize].block != Block::Done {
+                blocked.push(self.describe_blocked(r));
+            }
+        }
+        if !blocked.is_empty() {
+            return Err(SimError::Deadlock(blocked));
+        }
+        Ok(())
+    }
+
+    fn describe_blocked(&self, r: u32) -> String {
+        let rk = &self.ranks[r as usize];
+        let what = match &rk.cur {
+            Some(op) => {
+                let mut s = format!("in {} (event {})", op.kind.name(), op.seq);
+                match op.kind {
+                    OpKind::Recv | OpKind::Irecv | OpKind::Send | OpKind::Ssend | OpKind::Isend | OpKind::Issend | OpKind::Bsend | OpKind::Rsend => {
+                        let peer = if op.peer == ANY_SOURCE { "ANY_SOURCE".to_string() } else { op.peer.to_string() };
+                        let tag = if op.tag == ANY_TAG { "ANY_TAG".to_string() } else { op.tag.to_string() };
+                        s += &format!(" peer {peer} tag {tag} comm {}", op.comm);
+                    }
+                    OpKind::Sendrecv => s += &format!(" send to {} tag {}, receive from {} tag {}, comm {}", op.peer, op.tag, op.recv_peer, op.recv_tag, op.comm),
+                    OpKind::Wait | OpKind::Waitall | OpKind::Waitany | OpKind::Waitsome => {
+                        s += &format!(" on request(s) {:?}", if op.reqs().is_empty() { vec![op.req] } else { op.reqs().to_vec() });
+                    }
+                    _ if op.kind.is_collective() => s += &format!(" on comm {} root {}", op.comm, op.root),
+                    _ => {}
+                }
+                s
+            }
+            None => "between operations".to_string(),
+        };
+        let pending: Vec<String> = rk.posted.iter().take(4).map(|p| {
+            let src = if p.src == ANY_SOURCE { "ANY_SOURCE".into() } else { p.src.to_string() };
+            format!("recv from world rank {src} tag {}", p.tag)
+        }).collect();
+        if pending.is_empty() {
+            format!("rank {r}: {what}")
+        } else {
+            format!("rank {r}: {what}; unmatched: {}", pending.join(", "))
+        }
+    }
+
+    fn handle(&mut self, ev: Ev) -> Result<(), SimError> {
+        match ev {
+            Ev::Wake(r) => {
+                let rk = &mut self.ranks[r as usize];
+                if rk.block == Block::Busy || rk.block == Block::None {
+                    rk.block = Block::None;
+                    self.step(r)?;
+                }
+            }
+            Ev::Envelope(m) => self.envelope(m),
+            Ev::Cts(m) => self.start_data(m),
+            Ev::StageFlow(x, s) => self.stage_flow(x, s as usize),
+            Ev::StageDone(x, s) => self.stage_done(x, s as usize)?,
+            Ev::FlowDone(f, v) => {
+                if self.m.net.is_current(f, v) {
+                    let token = self.m.net.finish(f);
+                    self.need_resolve();
+                    let x = (token >> 8) as XferId;
+                    let s = (token & 0xff) as usize;
+                    let lat = self.xfers[x as usize].as_ref().map(|t| t.plan.stages[s].latency_ns).unwrap_or(0);
+                    self.q.push_in(lat, Ev::StageDone(x, s as u8));
+                }
+            }
+            Ev::Resolve => {
+                self.resolve_pending = false;
+                let now = self.q.now();
+                self.resched.clear();
+                let mut out = std::mem::take(&mut self.resched);
+                self.m.net.resolve(now, &mut out);
+                for r in &out {
+                    self.q.push(r.finish, Ev::FlowDone(r.flow, r.version));
+                }
+                self.resched = out;
+                self.peak_flows = self.peak_flows.max(self.m.net.active_flows as u64);
+            }
+            Ev::ReqDone(q) => self.complete_req(q)?,
+            Ev::CollNext(c) => self.coll_round(c)?,
+        }
+        Ok(())
+    }
+
+    fn need_resolve(&mut self) {
+        if !self.resolve_pending {
+            self.resolve_pending = true;
+            self.q.push_in(0, Ev::Resolve);
+        }
+    }
+
+    // ------------------------------------------------------------------ trace feeding
+    fn next_op(&mut self, r: u32) -> Result<Option<Op>, SimError> {
+        loop {
+            if let Some(op) = self.ranks[r as usize].q.pop_front() {
+                return Ok(Some(op));
+            }
+            if self.exhausted {
+                return Ok(None);
+            }
+            let mut qs = self.take_queues();
+            let more = self.src.fill(&mut qs)?;
+            self.put_queues(qs);
+            if !more {
+                self.exhausted = true;
+            }
+        }
+    }
+
+    fn take_queues(&mut self) -> Vec<VecDeque<Op>> {
+        self.ranks.iter_mut().map(|r| std::mem::take(&mut r.q)).collect()
+    }
+    fn put_queues(&mut self, qs: Vec<VecDeque<Op>>) {
+        for (r, q) in self.ranks.iter_mut().zip(qs) {
+            r.q = q;
+        }
+    }
+
+    fn peek_next_mpi(&mut self, r: u32) -> Option<&Op> {
+        self.ranks[r as usize].q.iter().find(|o| o.kind != OpKind::Compute)
+    }
+
+    // ------------------------------------------------------------------ helpers
+    fn ep(&self, world: u32) -> Endpoint {
+        Endpoint { node: self.m.place.node_of[world as usize], gpu: self.m.place.gpu_of[world as usize] }
+    }
+
+    fn world_of(&self, r: u32, comm: u32, peer: i32, seq: u32) -> Result<u32, SimError> {
+        let c = self.comms.get(&comm).ok_or_else(|| self.terr(r, seq, format!("communicator {comm} is not defined in the trace")))?;
+        if peer < 0 || peer as u32 >= c.size {
+            return Err(self.terr(r, seq, format!("peer {peer} is outside communicator {comm} (size {})", c.size)));
+        }
+        Ok(c.def.world(peer as u32).unwrap())
+    }
+
+    fn terr(&self, r: u32, seq: u32, msg: String) -> SimError {
+        SimError::Trace(TraceError { file: self.src.name().to_string(), rank: Some(r), seq: Some(seq), msg })
+    }
+
+    fn new_req(&mut self, owner: Owner) -> ReqId {
+        let rq = Req { owner, done: false, post_copy: 0, live: true };
+        if let Some(id) = self.free_reqs.pop() {
+            self.reqs[id as usize] = rq;
+            id
+        } else {
+            self.reqs.push(rq);
+            (self.reqs.len() - 1) as ReqId
+        }
+    }
+    fn free_req(&mut self, id: ReqId) {
+        self.reqs[id as usize].live = false;
+        self.free_reqs.push(id);
+    }
+
+    /// Is data in this buffer on the GPU for the purpose of the simulated mode?
+    fn effective_gpu(&self, mem: MemSpace) -> bool {
+        mem.on_gpu() || (self.opt.staged_as_device && self.opt.mode == Mode::GpuDirect)
+    }
+
+    /// Chooses the data path of a message and whether each side stages through the host.
+    /// Returns (model, sender staging copy, receiver staging copy).
+    fn choose_path(&self, src: u32, dst: u32, src_gpu: bool, dst_gpu: bool, bytes: u64, collective: bool) -> (&'static dyn DataPath, bool, bool) {
+        let (a, b) = (self.ep(src), self.ep(dst));
+        let gpu_aware = match self.opt.mode {
+            Mode::HostCopy => false,
+            Mode::AsTraced => true,
+            Mode::GpuDirect => {
+                bytes >= self.opt.gpudirect_min_bytes && (!self.opt.gpudirect_collectives_only || collective)
+            }
+        };
+        if src_gpu && dst_gpu && gpu_aware {
+            if a.node == b.node {
+                return (&paths::P2P, false, false);
+            }
+            if self.m.cfg.gpudirect_rdma {
+                return (&paths::RDMA, false, false);
+            }
+            if bytes > self.m.cfg.pipeline_threshold {
+                return (&paths::PIPELINED, false, false);
+            }
+            return (&paths::HOST, true, true);
+        }
+        // host path; a GPU side stages (the application's cudaMemcpy, or the MPI's own for a
+        // CUDA-aware call with one host side)
+        (&paths::HOST, src_gpu, dst_gpu)
+    }
+
+    fn op_stat(&mut self, kind: OpKind, dt: Time, bytes: u64) {
+        let s = &mut self.stats[kind.index()];
+        let d = dt as f64 * 1e-9;
+        if s.count == 0 || d < s.min_s {
+            s.min_s = d;
+        }
+        if d > s.max_s {
+            s.max_s = d;
+        }
+        s.count += 1;
+        s.total_s += d;
+        s.bytes += bytes;
+    }
+
+    // ------------------------------------------------------------------ rank execution
+    /// Runs rank `r` until it blocks or finishes.
+    fn step(&mut self, r: u32) -> Result<(), SimError> {
+        loop {
+            if self.ranks[r as usize].block != Block::None {
+                return Ok(());
+            }
+            // staging copies owed after a completed wait
+            if let Some(bytes) = self.ranks[r as usize].pending_copies.pop() {
+                self.start_rank_copy(r, bytes, false);
+                return Ok(());
+            }
+            if self.ranks[r as usize].cur.is_none() {
+                match self.next_op(r)? {
+                    Some(op) => {
+                        let rk = &mut self.ranks[r as usize];
+                        rk.cur = Some(op);
+                        rk.phase = 0;
+                        rk.call_start = self.q.now();
+                    }
+                    None => {
+                        let now = self.q.now();
+                        let rk = &mut self.ranks[r as usize];
+                        rk.block = Block::Done;
+                        rk.end = now;
+                        return Ok(());
+                    }
+                }
+            }
+            let finished = self.exec(r)?;
+            if finished {
+                self.finish_op(r);
+            }
+        }
+    }
+
+    fn finish_op(&mut self, r: u32) {
+        let now = self.q.now();
+        let rk = &mut self.ranks[r as usize];
+        let op = rk.cur.take().expect("op");
+        let dt = now - rk.call_start;
+        match op.kind {
+            OpKind::Compute | OpKind::Kernel => rk.compute += dt,
+            OpKind::Memcpy => rk.copy += dt,
+            OpKind::Init | OpKind::Finalize => {}
+            _ => rk.comm += dt,
+        }
+        rk.ops_done += 1;
+        self.ops_done += 1;
+        let bytes = op.bytes.max(op.recv_bytes);
+        self.op_stat(op.kind, dt, bytes);
+    }
+
+    /// Executes (or resumes) the current op; true when it is complete.
+    fn exec(&mut self, r: u32) -> Result<bool, SimError> {
+        let (kind, phase) = {
+            let rk = &self.ranks[r as usize];
+            (rk.cur.as_ref().unwrap().kind, rk.phase)
+        };
+        let op = self.ranks[r as usize].cur.clone().unwrap();
+        match kind {
+            OpKind::Init | OpKind::Finalize | OpKind::Test => Ok(true),
+            OpKind::Compute | OpKind::Kernel => {
+                if phase == 0 && op.dur_ns > 0 {
+                    self.ranks[r as usize].phase = 1;
+                    self.busy(r, op.dur_ns);
+                    Ok(false)
+                } else {
+                    Ok(true)
+                }
+            }
+            OpKind::Memcpy => self.exec_memcpy(r, &op, phase),
+            OpKind::Send | OpKind::Ssend | OpKind::Bsend | OpKind::Rsend | OpKind::Isend | OpKind::Issend => {
+                self.exec_send(r, &op, phase)
+            }
+            OpKind::Recv | OpKind::Irecv => self.exec_recv(r, &op, phase),
+            OpKind::Sendrecv => self.exec_sendrecv(r, &op, phase),
+            OpKind::Wait | OpKind::Waitall | OpKind::Waitany | OpKind::Waitsome => self.exec_wait(r, &op, phase),
+            OpKind::Coll(_) | OpKind::ICol(_) => self.exec_coll(r, &op, phase),
+        }
+    }
+
+    fn busy(&mut self, r: u32, dt: Time) {
+        self.ranks[r as usize].block = Block::Busy;
+        self.q.push_in(dt, Ev::Wake(r));
+    }
+
+    fn exec_memcpy(&mut self, r: u32, op: &Op, phase: u8) -> Result<bool, SimError> {
+        if phase > 0 {
+            return Ok(true);
+        }
+        // the gpudirect what-if for HostCopy traces drops the copies that only stage MPI buffers
+        if self.opt.staged_as_device && self.opt.mode == Mode::GpuDirect {
+            match op.copy {
+                CopyKind::D2H => {
+                    let b = op.bytes;
+                    if let Some(n) = self.peek_next_mpi(r) {
+                        let is_send = matches!(n.kind, OpKind::Send | OpKind::Ssend | OpKind::Isend | OpKind::Issend | OpKind::Bsend | OpKind::Rsend | OpKind::Sendrecv)
+                            || n.kind.is_collective();
+                        if is_send && n.bytes == b && !n.mem.on_gpu() {
+                            return Ok(true);
+                        }
+                    }
+                }
+                CopyKind::H2D => {
+                    if self.ranks[r as usize].recent_recv_bytes == op.bytes {
+                        return Ok(true);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let at = self.ep(r);
+        let plan = match op.copy {
+            CopyKind::D2H | CopyKind::H2D => {
+                let st = StagedPath::copy_stage(&self.m, at, op.copy == CopyKind::D2H);
+                Plan { model: "memcpy", setup_ns: 0, stages: vec![st], chunks: 1, chunk_bytes: op.bytes, last_chunk_bytes: op.bytes, depth: 1 }
+            }
+            CopyKind::D2D => {
+                let st = g2g_net::paths::Stage { delay_ns: self.m.cfg.copy_delay_ns as u64, links: vec![self.m.ce_d2h(at.node, at.gpu)], latency_ns: 0 };
+                Plan { model: "memcpy", setup_ns: 0, stages: vec![st], chunks: 1, chunk_bytes: op.bytes, last_chunk_bytes: op.bytes, depth: 1 }
+            }
+            CopyKind::H2H | CopyKind::None => {
+                let st = g2g_net::paths::Stage { delay_ns: 0, links: vec![self.m.shm(at.node)], latency_ns: 0 };
+                Plan { model: "memcpy", setup_ns: 0, stages: vec![st], chunks: 1, chunk_bytes: op.bytes, last_chunk_bytes: op.bytes, depth: 1 }
+            }
+        };
+        if op.stream >= 0 {
+            // asynchronous copy on a stream: it occupies the links but the host goes on
+            self.start_xfer(plan, XferOwner::Detached, 0);
+            return Ok(true);
+        }
+        self.ranks[r as usize].phase = 1;
+        self.ranks[r as usize].block = Block::Copy;
+        self.start_xfer(plan, XferOwner::RankCopy(r), 0);
+        Ok(false)
+    }
+
+    /// A blocking staging copy done by the rank (HostCopy): D2H before a send, H2D after a receive.
+    fn start_rank_copy(&mut self, r: u32, bytes: u64, d2h: bool) {
+        let at = self.ep(r);
+        let st = StagedPath::copy_stage(&self.m, at, d2h);
+        let plan = Plan { model: "hostcopy", setup_ns: 0, stages: vec![st], chunks: 1, chunk_bytes: bytes, last_chunk_bytes: bytes, depth: 1 };
+        let rk = &mut self.ranks[r as usize];
+        rk.block = Block::Copy;
+        rk.copy_start = self.q.now();
+        self.start_xfer(plan, XferOwner::RankCopy(r), 0);
+    }
+
+    fn exec_send(&mut self, r: u32, op: &Op, phase: u8) -> Result<bool, SimError> {
+        let blocking = matches!(op.kind, OpKind::Send | OpKind::Ssend | OpKind::Bsend | OpKind::Rsend);
+        if op.peer == PROC_NULL {
+            return Ok(true);
+        }
+        match phase {
+            0 => {
+                let dst = self.world_of(r, op.comm, op.peer, op.seq)?;
+                let src_gpu = self.effective_gpu(op.mem);
+                // the receiver's buffer space is not known at the sender: assume it matches ours
+                let (_, stage_src, _) = self.choose_path(r, dst, src_gpu, src_gpu, op.bytes, false);
+                if stage_src && op.bytes > 0 {
+                    self.ranks[r as usize].phase = 1;
+                    self.start_rank_copy(r, op.bytes, true);
+                    return Ok(false);
+                }
+                self.exec_send(r, op, 1)
+            }
+            1 => {
+                let dst = self.world_of(r, op.comm, op.peer, op.seq)?;
+                let src_gpu = self.effective_gpu(op.mem);
+                let sync = matches!(op.kind, OpKind::Ssend | OpKind::Issend);
+                let req = self.post_send(r, dst, op.comm as u64, op.tag, op.bytes, src_gpu, sync, false, Owner::Rank(r));
+                if blocking {
+                    self.ranks[r as usize].phase = 2;
+                    self.wait_on(r, vec![req], false);
+                    Ok(false)
+                } else {
+                    self.map_req(r, op, req);
+                    Ok(true)
+                }
+            }
+            _ => Ok(true),
+        }
+    }
+
+    fn map_req(&mut self, r: u32, op: &Op, req: ReqId) {
+        if op.req != 0 {
+            if let Some(old) = self.ranks[r as usize].reqmap.insert(op.req, req) {
+                // a request id reused before being waited: the old one is simply forgotten
+                if self.reqs[old as usize].done {
+                    self.free_req(old);
+                }
+            }
+        }
+    }
+
+    fn exec_recv(&mut self, r: u32, op: &Op, phase: u8) -> Result<bool, SimError> {
+        if op.peer == PROC_NULL {
+            return Ok(true);
+        }
+        match phase {
+            0 => {
+                let src = if op.peer == ANY_SOURCE { -1 } else { self.world_of(r, op.comm, op.peer, op.seq)? as i32 };
+                let gpu = self.effective_gpu(op.mem);
+                let req = self.post_recv(r, src, op.comm as u64, op.tag, Owner::Rank(r));
+                // a receive into a GPU buffer that arrives over the host path is staged H2D after
+                let staged = gpu && self.recv_is_staged(r, src, op.recv_bytes.max(op.bytes));
+                if staged {
+                    self.reqs[req as usize].post_copy = op.recv_bytes.max(op.bytes);
+                }
+                self.ranks[r as usize].recent_recv_bytes = op.recv_bytes.max(op.bytes);
+                if op.kind == OpKind::Recv {
+                    self.ranks[r as usize].phase = 1;
+                    self.wait_on(r, vec![req], false);
+                    Ok(false)
+                } else {
+                    self.map_req(r, op, req);
+                    Ok(true)
+                }
+            }
+            _ => Ok(true),
+        }
+    }
+
+    fn recv_is_staged(&self, r: u32, src: i32, bytes: u64) -> bool {
+        let s = if src < 0 { r } else { src as u32 };
+        let (_, _, stage_dst) = self.choose_path(s, r, true, true, bytes, false);
+        stage_dst
+    }
+
+    fn exec_sendrecv(&mut self, r: u32, op: &Op, phase: u8) -> Result<bool, SimError> {
+        match phase {
+            0 => {
+                let gpu = self.effective_gpu(op.mem);
+                if op.peer != PROC_NULL {
+                    let dst = self.world_of(r, op.comm, op.peer, op.seq)?;
+                    let (_, stage_src, _) = self.choose_path(r, dst, gpu, gpu, op.bytes, false);
+                    if stage_src && op.bytes > 0 {
+                        self.ranks[r as usize].phase = 1;
+                        self.start_rank_copy(r, op.bytes, true);
+                        return Ok(false);
+                    }
+                }
+                self.exec_sendrecv(r, op, 1)
+            }
+            1 => {
+                let gpu = self.effective_gpu(op.mem);
+                let mut reqs = vec![];
+                if op.recv_peer != PROC_NULL {
+                    let src = if op.recv_peer == ANY_SOURCE { -1 } else { self.world_of(r, op.comm, op.recv_peer, op.seq)? as i32 };
+                    let rq = self.post_recv(r, src, op.comm as u64, op.recv_tag, Owner::Rank(r));
+                    if gpu && self.recv_is_staged(r, src, op.recv_bytes) {
+                        self.reqs[rq as usize].post_copy = op.recv_bytes;
+                    }
+                    self.ranks[r as usize].recent_recv_bytes = op.recv_bytes;
+                    reqs.push(rq);
+                }
+                if op.peer != PROC_NULL {
+                    let dst = self.world_of(r, op.comm, op.peer, op.seq)?;
+                    reqs.push(self.post_send(r, dst, op.comm as u64, op.tag, op.bytes, gpu, false, false, Owner::Rank(r)));
+                }
+                self.ranks[r as usize].phase = 2;
+                self.wait_on(r, reqs, false);
+                Ok(false)
+            }
+            _ => Ok(true),
+        }
+    }
+
+    fn exec_wait(&mut self, r: u32, op: &Op, phase: u8) -> Result<bool, SimError> {
+        if phase > 0 {
+            return Ok(true);
+        }
+        let ids: Vec<u64> = if op.reqs().is_empty() { vec![op.req] } else { op.reqs().to_vec() };
+        let mut reqs = Vec::with_capacity(ids.len());
+        for id in ids {
+            if id == 0 {
+                continue; // MPI_REQUEST_NULL
+            }
+            match self.ranks[r as usize].reqmap.remove(&id) {
+                Some(q) => reqs.push(q),
+                None => {
+                    return Err(self.terr(r, op.seq, format!("{} on request {id} that was never posted (or was already completed)", op.kind.name())));
+                }
+            }
+        }
+        let any = matches!(op.kind, OpKind::Waitany | OpKind::Waitsome);
+        self.ranks[r as usize].phase = 1;
+        self.wait_on(r, reqs, any);
+        Ok(self.ranks[r as usize].block == Block::None)
+    }
+
+    /// Blocks rank r until all (or any) of `reqs` are done; retires them when satisfied.
+    fn wait_on(&mut self, r: u32, reqs: Vec<ReqId>, any: bool) {
+        self.ranks[r as usize].block = Block::Wait { reqs, any };
+        self.check_wait(r);
+    }
+
+    /// If the rank's wait is satisfied, retires the requests and unblocks it (the caller or an event
+    /// continues it).  Returns true if it unblocked.
+    fn check_wait(&mut self, r: u32) -> bool {
+        let (sat, reqs, any) = match &self.ranks[r as usize].block {
+            Block::Wait { reqs, any } => {
+                let sat = if *any { reqs.is_empty() || reqs.iter().any(|&q| self.reqs[q as usize].done) } else { reqs.iter().all(|&q| self.reqs[q as usize].done) };
+                (sat, reqs.clone(), *any)
+            }
+            _ => return false,
+        };
+        if !sat {
+            return false;
+        }
+        let mut retired_one = false;
+        for q in reqs {
+            let rq = &self.reqs[q as usize];
+            if rq.done && !(any && retired_one) {
+                if rq.post_copy > 0 {
+                    let b = rq.post_copy;
+                    self.ranks[r as usize].pending_copies.push(b);
+                }
+                self.free_req(q);
+                retired_one = true;
+            } else if any {
+                // not retired: put it back under a synthetic id so a later wait can find it
+                let key = u64::MAX - q as u64;
+                self.ranks[r as usize].reqmap.insert(key, q);
+            }
+        }
+        self.ranks[r as usize].block = Block::None;
+        true
+    }
+
+    fn complete_req(&mut self, q: ReqId) -> Result<(), SimError> {
+        let rq = &mut self.reqs[q as usize];
+        if rq.done {
+            return Ok(());
+        }
+        rq.done = true;
+        match rq.owner {
+            Owner::Rank(r) => {
+                if matches!(self.ranks[r as usize].block, Block::Wait { .. }) && self.check_wait(r) {
+                    self.step(r)?;
+                }
+            }
+            Owner::Coll(c) => {
+                self.free_req(q);
+                let cr = &mut self.colls[c as usize];
+                cr.pending -= 1;
+                if cr.pending == 0 {
+                    self.coll_round_done(c)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    // ------------------------------------------------------------------ messages
+    #[allow(clippy::too_many_arguments)]
+    fn post_send(&mut self, src: u32, dst: u32, ctx: u64, tag: i32, bytes: u64, src_gpu: bool, sync: bool, collective: bool, owner: Owner) -> ReqId {
+        let req = self.new_req(owner);
+        let (model, stage_src, stage_dst) = self.choose_path(src, dst, src_gpu, src_gpu, bytes, collective);
+        // a staged side has its data in host memory by the time MPI moves it
+        let path: &dyn DataPath = if stage_src || stage_dst { &paths::HOST } else { model };
+        let plan = path.plan(&self.m, self.ep(src), self.ep(dst), bytes);
+        let gpu_direct = path.name() != "host";
+        let eager = !sync && bytes <= self.m.cfg.eager_limit && (!gpu_direct || self.m.cfg.gpudirect_eager);
+        let ctl_latency: u64 = plan.stages.iter().map(|s| s.latency_ns).sum();
+        {
+            let ps = self.paths.entry(if stage_src || stage_dst { "hostcopy" } else { path.name() }).or_default();
+            ps.messages += 1;
+            ps.bytes += bytes;
+        }
+        if collective {
+            self.coll_msgs += 1;
+        } else {
+            self.p2p_msgs += 1;
+            let s = self.sizes.entry(size_class(bytes)).or_default();
+            s.messages += 1;
+            s.bytes += bytes;
+        }
+        let msg = Msg { src, dst, ctx, tag, bytes, eager, send_req: req, recv_req: None, data_arrived: false, plan: None, ctl_latency };
+        let id = if let Some(id) = self.free_msgs.pop() {
+            self.msgs[id as usize] = msg;
+            id
+        } else {
+            self.msgs.push(msg);
+            (self.msgs.len() - 1) as MsgId
+        };
+        let o_send = self.m.cfg.send_overhead_ns as u64;
+        if eager {
+            // data leaves after the send overhead; the envelope travels with it (header first)
+            self.q.push_in(o_send + ctl_latency, Ev::Envelope(id));
+            self.start_xfer(plan, XferOwner::Msg(id), o_send);
+            self.q.push_in(o_send, Ev::ReqDone(req));
+        } else {
+            self.msgs[id as usize].plan = Some(Box::new(plan));
+            self.q.push_in(o_send + ctl_latency, Ev::Envelope(id));
+        }
+        req
+    }
+
+    fn post_recv(&mut self, r: u32, src: i32, ctx: u64, tag: i32, owner: Owner) -> ReqId {
+        let req = self.new_req(owner);
+        // search the unexpected queue in arrival order
+        let pos = self.ranks[r as usize].unexpected.iter().position(|&m| {
+            let msg = &self.msgs[m as usize];
+            msg.ctx == ctx && (src == ANY_SOURCE || msg.src as i32 == src) && (tag == ANY_TAG || msg.tag == tag)
+        });
+        match pos {
+            Some(p) => {
+                let m = self.ranks[r as usize].unexpected.remove(p);
+                self.matched(m, req);
+            }
+            None => self.ranks[r as usize].posted.push(Posted { ctx, src, tag, req }),
+        }
+        req
+    }
+
+    fn envelope(&mut self, m: MsgId) {
+        let (dst, src, ctx, tag) = {
+            let msg = &self.msgs[m as usize];
+            (msg.dst, msg.src as i32, msg.ctx, msg.tag)
+        };
+        let pos = self.ranks[dst as usize].posted.iter().position(|p| {
+            p.ctx == ctx && (p.src == ANY_SOURCE || p.src == src) && (p.tag == ANY_TAG || p.tag == tag)
+        });
+        match pos {
+            Some(p) => {
+                let posted = self.ranks[dst as usize].posted.remove(p);
+                self.matched(m, posted.req);
+            }
+            None => self.ranks[dst as usize].unexpected.push(m),
+        }
+    }
+
+    fn matched(&mut self, m: MsgId, recv_req: ReqId) {
+        let now = self.q.now();
+        let msg = &mut self.msgs[m as usize];
+        msg.recv_req = Some(recv_req);
+        if msg.eager {
+            if msg.data_arrived {
+                let o = self.m.cfg.recv_overhead_ns as u64;
+                self.q.push(now + o, Ev::ReqDone(recv_req));
+                self.free_msg(m);
+            }
+        } else {
+            let lat = msg.ctl_latency;
+            self.q.push(now + lat, Ev::Cts(m));
+        }
+    }
+
+    fn start_data(&mut self, m: MsgId) {
+        let plan = *self.msgs[m as usize].plan.take().expect("rendezvous plan");
+        self.start_xfer(plan, XferOwner::Msg(m), 0);
+    }
+
+    fn data_arrived(&mut self, m: MsgId) {
+        let o = self.m.cfg.recv_overhead_ns as u64;
+        let msg = &mut self.msgs[m as usize];
+        msg.data_arrived = true;
+        if msg.eager {
+            if let Some(rq) = msg.recv_req {
+                self.q.push_in(o, Ev::ReqDone(rq));
+                self.free_msg(m);
+            }
+        } else {
+            let (sq, rq) = (msg.send_req, msg.recv_req.expect("rendezvous data before match"));
+            self.q.push_in(0, Ev::ReqDone(sq));
+            self.q.push_in(o, Ev::ReqDone(rq));
+            self.free_msg(m);
+        }
+    }
+
+    fn free_msg(&mut self, m: MsgId) {
+        self.free_msgs.push(m);
+    }
+
+    // ------------------------------------------------------------------ transfers (pipelines)
+    fn start_xfer(&mut self, plan: Plan, owner: XferOwner, extra_delay: u64) {
+        let ns = plan.stages.len();
+        let setup = plan.setup_ns + extra_delay;
+        let x = Xfer { plan, owner, busy: vec![false; ns], started: vec![0; ns], done: vec![0; ns] };
+        let id = if let Some(id) = self.free_xfers.pop() {
+            self.xfers[id as usize] = Some(x);
+            id
+        } else {
+            self.xfers.push(Some(x));
+            (self.xfers.len() - 1) as XferId
+        };
+        if ns == 0 {
+            self.q.push_in(setup, Ev::StageDone(id, u8::MAX));
+            return;
+        }
+        // stage 0 of chunk 0 starts after the setup cost and its own delay
+        self.try_start(id, 0, setup);
+    }
+
+    /// Starts the next chunk on stage s if allowed.
+    fn try_start(&mut self, x: XferId, s: usize, extra: u64) {
+        let t = self.xfers[x as usize].as_mut().unwrap();
+        if t.busy[s] || t.started[s] >= t.plan.chunks {
+            return;
+        }
+        let c = t.started[s];
+        let ok = if s == 0 { c < t.done[t.plan.stages.len() - 1] + t.plan.depth } else { c < t.done[s - 1] };
+        if !ok {
+            return;
+        }
+        t.busy[s] = true;
+        t.started[s] += 1;
+        let delay = t.plan.stages[s].delay_ns + extra;
+        if delay > 0 {
+            self.q.push_in(delay, Ev::StageFlow(x, s as u8));
+        } else {
+            self.stage_flow(x, s);
+        }
+    }
+
+    fn stage_flow(&mut self, x: XferId, s: usize) {
+        let now = self.q.now();
+        let t = self.xfers[x as usize].as_ref().unwrap();
+        let c = t.started[s] - 1;
+        let bytes = t.plan.chunk_len(c);
+        let st = &t.plan.stages[s];
+        if bytes == 0 || st.links.is_empty() {
+            let lat = st.latency_ns;
+            self.q.push_in(lat, Ev::StageDone(x, s as u8));
+            return;
+        }
+        self.scratch.clear();
+        self.scratch.extend_from_slice(&st.links);
+        let token = ((x as u64) << 8) | s as u64;
+        let links = std::mem::take(&mut self.scratch);
+        self.m.net.start(now, &links, bytes as f64, token);
+        self.scratch = links;
+        self.need_resolve();
+    }
+
+    fn stage_done(&mut self, x: XferId, s: usize) -> Result<(), SimError> {
+        let complete = if s == u8::MAX as usize {
+            true
+        } else {
+            let t = self.xfers[x as usize].as_mut().unwrap();
+            t.busy[s] = false;
+            t.done[s] += 1;
+            let last = t.plan.stages.len() - 1;
+            let nchunks = t.plan.chunks;
+            let complete = t.done[last] == nchunks;
+            if !complete {
+                self.try_start(x, s, 0);
+                if s < last {
+                    self.try_start(x, s + 1, 0);
+                }
+                if s == last {
+                    self.try_start(x, 0, 0);
+                }
+            }
+            complete
+        };
+        if complete {
+            let t = self.xfers[x as usize].take().unwrap();
+            self.free_xfers.push(x);
+            match t.owner {
+                XferOwner::Msg(m) => self.data_arrived(m),
+                XferOwner::Detached => {}
+                XferOwner::RankCopy(r) => {
+                    let now = self.q.now();
+                    let rk = &mut self.ranks[r as usize];
+                    if rk.block == Block::Copy {
+                        rk.block = Block::None;
+                        // staging copies count as copy time, not inside the op they serve
+                        if rk.cur.as_ref().map(|o| o.kind != OpKind::Memcpy).unwrap_or(true) {
+                            rk.copy += now - rk.copy_start;
+                        }
+                        self.step(r)?;
+                    } else if let Block::Coll(c) = rk.block {
+                        rk.copy += now - rk.copy_start;
+                        self.coll_round(c)?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    // ------------------------------------------------------------------ collectives
+    fn exec_coll(&mut self, r: u32, op: &Op, phase: u8) -> Result<bool, SimError> {
+        let (kind, nonblocking) = coll_kind(op.kind).unwrap();
+        match phase {
+            0 => {
+                let comm = self.comms.get(&op.comm).ok_or_else(|| self.terr(r, op.seq, format!("communicator {} is not defined in the trace", op.comm)))?;
+                let size = comm.size;
+                let me = match &comm.def.members {
+                    None => r,
+                    Some(m) => m.iter().position(|&w| w == r).ok_or_else(|| self.terr(r, op.seq, format!("rank is not a member of communicator {}", op.comm)))? as u32,
+                };
+                if kind.is_rooted() && (op.root < 0 || op.root as u32 >= size) {
+                    return Err(self.terr(r, op.seq, format!("root {} is outside communicator {} (size {size})", op.root, op.comm)));
+                }
+                let root = if kind.is_rooted() { op.root.max(0) as u32 } else { 0 };
+                let bytes_for_algo = match kind {
+                    CollKind::Gather | CollKind::Allgather => op.bytes.max(op.recv_bytes / size.max(1) as u64),
+                    CollKind::Scatter => op.recv_bytes.max(op.bytes / size.max(1) as u64),
+                    _ => op.bytes.max(op.recv_bytes),
+                };
+                let algo = g2g_coll::select(kind, size, bytes_for_algo, &self.th, &self.ov);
+                let lists = op.lists.as_deref();
+                let args = CollArgs {
+                    kind,
+                    size,
+                    rank: me,
+                    root,
+                    bytes: op.bytes,
+                    recv_bytes: op.recv_bytes,
+                    counts: lists.and_then(|l| (!l.counts.is_empty()).then_some(l.counts.as_slice())),
+                    recv_counts: lists.and_then(|l| (!l.recv_counts.is_empty()).then_some(l.recv_counts.as_slice())),
+                };
+                let rounds = g2g_coll::schedule(algo, &args).map_err(|e| self.terr(r, op.seq, format!("{}: {e}", kind.name())))?;
+                let inst = {
+                    let c = self.ranks[r as usize].coll_seq.entry(op.comm).or_insert(0);
+                    let v = *c;
+                    *c += 1;
+                    v
+                };
+                let ctx = (1u64 << 63) | ((op.comm as u64) << 32) | inst as u64;
+                let on_gpu = self.effective_gpu(op.mem);
+                let gpu_path = on_gpu && match self.opt.mode {
+                    Mode::HostCopy => false,
+                    Mode::AsTraced => true,
+                    Mode::GpuDirect => op.bytes.max(op.recv_bytes) >= self.opt.gpudirect_min_bytes,
+                };
+                let req = if nonblocking { Some(self.new_req(Owner::Rank(r))) } else { None };
+                let cr = CollRun { rank: r, comm: op.comm, ctx, rounds, idx: 0, pending: 0, on_gpu, gpu_path, req, live: true };
+                let c = if let Some(c) = self.free_colls.pop() {
+                    self.colls[c as usize] = cr;
+                    c
+                } else {
+                    self.colls.push(cr);
+                    (self.colls.len() - 1) as CollId
+                };
+                // HostCopy staging of a device send buffer before the collective
+                let staged = on_gpu && !gpu_path;
+                if let Some(q) = req {
+                    self.map_req(r, op, q);
+                    if staged && op.recv_bytes > 0 {
+                        self.reqs[q as usize].post_copy = op.recv_bytes;
+                    }
+                }
+                if staged && op.bytes > 0 {
+                    // the rank copies its send buffer to the host, then runs the collective
+                    self.ranks[r as usize].phase = if nonblocking { 3 } else { 1 };
+                    self.ranks[r as usize].block = Block::Coll(c);
+                    let at = self.ep(r);
+                    let st = StagedPath::copy_stage(&self.m, at, true);
+                    let plan = Plan { model: "hostcopy", setup_ns: 0, stages: vec![st], chunks: 1, chunk_bytes: op.bytes, last_chunk_bytes: op.bytes, depth: 1 };
+                    self.ranks[r as usize].copy_start = self.q.now();
+                    self.colls[c as usize].idx = usize::MAX; // start rounds after the copy
+                    self.start_xfer(plan, XferOwner::RankCopy(r), 0);
+                    return Ok(false);
+                }
+                if nonblocking {
+                    self.coll_start(c)?;
+                    Ok(true)
+                } else {
+                    self.ranks[r as usize].phase = 1;
+                    self.ranks[r as usize].block = Block::Coll(c);
+                    self.coll_start(c)?;
+                    Ok(self.ranks[r as usize].block == Block::None && self.ranks[r as usize].phase == 2)
+                }
+            }
+            1 => Ok(false),
+            2 => {
+                // finished; a staged receive buffer is copied back to the GPU
+                let staged = self.effective_gpu(op.mem) && self.opt.mode == Mode::HostCopy || (self.effective_gpu(op.mem) && self.opt.mode == Mode::GpuDirect && op.bytes.max(op.recv_bytes) < self.opt.gpudirect_min_bytes);
+                let rb = if op.recv_bytes > 0 { op.recv_bytes } else { op.bytes };
+                if staged && rb > 0 && !nonblocking && !matches!(kind, CollKind::Barrier) {
+                    self.ranks[r as usize].phase = 4;
+                    self.start_rank_copy(r, rb, false);
+                    return Ok(false);
+                }
+                Ok(true)
+            }
+            _ => Ok(true),
+        }
+    }
+
+    fn coll_start(&mut self, c: CollId) -> Result<(), SimError> {
+        self.colls[c as usize].idx = 0;
+        self.coll_round(c)
+    }
+
+    /// Posts the messages of the current round (or finishes the collective).
+    fn coll_round(&mut self, c: CollId) -> Result<(), SimError> {
+        if self.colls[c as usize].idx == usize::MAX {
+            // called back after the staging copy
+            let r = self.colls[c as usize].rank;
+            let nonblocking = self.colls[c as usize].req.is_some();
+            if nonblocking {
+                self.ranks[r as usize].block = Block::None;
+                self.ranks[r as usize].phase = 5;
+                self.coll_start(c)?;
+                if self.ranks[r as usize].block == Block::None {
+                    self.step(r)?;
+                }
+                return Ok(());
+            }
+            self.ranks[r as usize].phase = 1;
+            return self.coll_start(c);
+        }
+        loop {
+            let cr = &self.colls[c as usize];
+            if cr.idx >= cr.rounds.len() {
+                return self.coll_finish(c);
+            }
+            let round = cr.rounds[cr.idx].clone();
+            let (r, comm, ctx, gpu) = (cr.rank, cr.comm, cr.ctx, cr.gpu_path);
+            let mut n = 0;
+            for s in &round.recvs {
+                let w = self.comms[&comm].def.world(s.peer).unwrap();
+                self.post_recv(r, w as i32, ctx, 0, Owner::Coll(c));
+                n += 1;
+            }
+            for s in &round.sends {
+                let w = self.comms[&comm].def.world(s.peer).unwrap();
+                self.post_send(r, w, ctx, 0, s.bytes, gpu, false, true, Owner::Coll(c));
+                n += 1;
+            }
+            self.colls[c as usize].pending += n;
+            if n > 0 {
+                return Ok(());
+            }
+            // an empty round: just its reduction
+            if round.reduce_bytes > 0 {
+                let dt = self.reduce_time(c, round.reduce_bytes);
+                self.colls[c as usize].idx += 1;
+                self.q.push_in(dt, Ev::CollNext(c));
+                return Ok(());
+            }
+            self.colls[c as usize].idx += 1;
+        }
+    }
+
+    fn reduce_time(&self, c: CollId, bytes: u64) -> Time {
+        let bw = if self.colls[c as usize].gpu_path { self.m.cfg.gpu_reduce_bw } else { self.m.cfg.cpu_reduce_bw };
+        (bytes as f64 / bw * 1e9).ceil() as Time
+    }
+
+    fn coll_round_done(&mut self, c: CollId) -> Result<(), SimError> {
+        let cr = &self.colls[c as usize];
+        let red = cr.rounds[cr.idx].reduce_bytes;
+        self.colls[c as usize].idx += 1;
+        if red > 0 {
+            let dt = self.reduce_time(c, red);
+            self.q.push_in(dt, Ev::CollNext(c));
+            Ok(())
+        } else {
+            self.coll_round(c)
+        }
+    }
+
+    fn coll_finish(&mut self, c: CollId) -> Result<(), SimError> {
+        let cr = &mut self.colls[c as usize];
+        if !cr.live {
+            return Ok(());
+        }
+        cr.live = false;
+        let r = cr.rank;
+        let req = cr.req;
+        cr.rounds = Vec::new();
+        self.free_colls.push(c);
+        match req {
+            Some(q) => {
+                self.q.push_in(0, Ev::ReqDone(q));
+            }
+            None => {
+                let rk = &mut self.ranks[r as usize];
+                if rk.block == Block::Coll(c) {
+                    rk.block = Block::None;
+                    rk.phase = 2;
+                    self.step(r)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    // ------------------------------------------------------------------ report
+    fn report(&self, trace: String, machine: String, wall_s: f64) -> Report {
+        let mut rep = Report {
+            trace,
+            machine,
+            mode: self.opt.mode.name().to_string() + if self.opt.staged_as_device { "+staged-as-device" } else { "" },
+            nranks: self.nranks,
+            nodes: self.m.place.nodes,
+            gpus_per_node: self.m.place.gpus_per_node,
+            ..Default::default()
+        };
+        let mut end: Time = 0;
+        let (mut comm, mut comp, mut copy) = (0u128, 0u128, 0u128);
+        for (i, rk) in self.ranks.iter().enumerate() {
+            end = end.max(rk.end);
+            comm += rk.comm as u128;
+            comp += rk.compute as u128;
+            copy += rk.copy as u128;
+            if self.opt.per_rank {
+                rep.per_rank.push(RankStat {
+                    rank: i as u32,
+                    node: self.m.place.node_of[i],
+                    gpu: self.m.place.gpu_of[i],
+                    end_s: rk.end as f64 * 1e-9,
+                    comm_s: rk.comm as f64 * 1e-9,
+                    compute_s: rk.compute as f64 * 1e-9,
+                    copy_s: rk.copy as f64 * 1e-9,
+                });
+            }
+        }
+        let n = self.nranks as f64;
+        rep.total_time_s = end as f64 * 1e-9;
+        rep.comm_time_s = comm as f64 * 1e-9 / n;
+        rep.compute_time_s = comp as f64 * 1e-9 / n;
+        rep.copy_time_s = copy as f64 * 1e-9 / n;
+        for (i, s) in self.stats.iter().enumerate() {
+            if s.count > 0 {
+                rep.per_op.insert(OpKind::from_index(i).name().to_string(), s.clone());
+            }
+        }
+        for (k, v) in &self.paths {
+            rep.paths.insert(k.to_string(), v.clone());
+        }
+        for (k, v) in &self.sizes {
+            rep.p2p_size_classes.insert(k.to_string(), v.clone());
+        }
+        rep.p2p_messages = self.p2p_msgs;
+        rep.collective_messages = self.coll_msgs;
+        let events = self.q.processed();
+        rep.engine = EngineStat {
+            events,
+            wall_s,
+            events_per_s: events as f64 / wall_s.max(1e-9),
+            ops: self.ops_done,
+            ops_per_s: self.ops_done as f64 / wall_s.max(1e-9),
+            messages: self.p2p_msgs + self.coll_msgs,
+            flow_solves: self.m.net.solves,
+            peak_flows: self.peak_flows,
+            links: self.m.num_links() as u64,
+        };
+        rep
+    }
+}

@@ -1,0 +1,189 @@
+//! Analytic timing of the MPI semantics on tiny traces (issue: core).
+mod common;
+use common::*;
+use g2g_mpi::{Mode, SimError, SimOptions};
+use g2g_trace::ANY_SOURCE;
+
+// Inter-node host path on SIMPLE: o_send 200, control/data latency = hop 100 + NIC 1000 = 1100,
+// NIC 1 B/ns, o_recv 300.
+const LAT: u64 = 1100;
+
+#[test]
+fn eager_message_exact() {
+    let r = run(vec![vec![send(1, 7, 1000)], vec![recv(0, 7, 1000)]], SIMPLE, SimOptions::default()).unwrap();
+    // sender: done after o_send
+    assert_eq!(end_ns(&r, 0), 200);
+    // data leaves at 200, 1000 B at 1 B/ns, + latency, + o_recv
+    assert_eq!(end_ns(&r, 1), 200 + 1000 + LAT + 300);
+    assert_eq!(r.paths["host"].messages, 1);
+}
+
+#[test]
+fn rendezvous_message_exact() {
+    let b = 100_000; // above the 64 KiB eager limit
+    let r = run(vec![vec![send(1, 0, b)], vec![recv(0, 0, b)]], SIMPLE, SimOptions::default()).unwrap();
+    // RTS arrives at 200+LAT, CTS back after LAT, data b ns + LAT
+    let data_done = 200 + LAT + LAT + b + LAT;
+    assert_eq!(end_ns(&r, 0), data_done);
+    assert_eq!(end_ns(&r, 1), data_done + 300);
+}
+
+#[test]
+fn late_receiver_rendezvous_waits_for_post() {
+    let b = 100_000;
+    let r = run(vec![vec![send(1, 0, b)], vec![compute(50_000), recv(0, 0, b)]], SIMPLE, SimOptions::default()).unwrap();
+    // RTS waits in the unexpected queue until the receive is posted at 50000
+    let data_done = 50_000 + LAT + b + LAT;
+    assert_eq!(end_ns(&r, 0), data_done);
+    assert_eq!(end_ns(&r, 1), data_done + 300);
+}
+
+#[test]
+fn ping_pong() {
+    let n = 1000;
+    let r = run(
+        vec![vec![send(1, 0, n), recv(1, 0, n)], vec![recv(0, 0, n), send(0, 0, n)]],
+        SIMPLE,
+        SimOptions::default(),
+    )
+    .unwrap();
+    let one_way = 200 + n + LAT + 300; // o_send + data + latency + o_recv
+    assert_eq!(end_ns(&r, 0), 2 * one_way);
+    assert_eq!(end_ns(&r, 1), one_way + 200);
+}
+
+#[test]
+fn two_nonblocking_messages_share_the_nic() {
+    // rank 0 sends two 10000 B eager... use rendezvous-free eager sizes: both flows share the NIC
+    let n = 10_000;
+    let r = run(
+        vec![vec![isend(1, 0, n, 1), isend(1, 1, n, 2), waitall(&[1, 2])], vec![irecv(0, 0, n, 1), irecv(0, 1, n, 2), waitall(&[1, 2])]],
+        SIMPLE,
+        SimOptions::default(),
+    )
+    .unwrap();
+    // both flows start at 200 and share 1 B/ns: each gets 0.5 -> both end at 200 + 2n, + LAT + o_recv
+    assert_eq!(end_ns(&r, 1), 200 + 2 * n + LAT + 300);
+    // the sender's Isends complete locally after o_send each
+    assert_eq!(end_ns(&r, 0), 200);
+}
+
+#[test]
+fn nonblocking_overlap_hides_communication() {
+    let n = 10_000;
+    let r = run(
+        vec![vec![isend(1, 0, n, 1), compute(50_000), waitall(&[1])], vec![irecv(0, 0, n, 1), compute(50_000), waitall(&[1])]],
+        SIMPLE,
+        SimOptions::default(),
+    )
+    .unwrap();
+    // the message (done at 200+n+LAT+300 = 11600) is hidden behind 50 us of compute
+    assert_eq!(end_ns(&r, 1), 50_000);
+    assert!(r.per_rank[1].comm_s < 1e-9);
+}
+
+#[test]
+fn any_source_matches_in_arrival_order() {
+    // ranks 1 and 2 send to 0; rank 2 sends first (rank 1 computes first). ANY_SOURCE receives
+    // match rank 2's message first: the second receive (tag-specific to rank 1's tag) then works.
+    let mut r0 = vec![recv(ANY_SOURCE, 5, 100), recv(ANY_SOURCE, 5, 100)];
+    r0.push(compute(1));
+    let r = run(
+        vec![r0, vec![compute(10_000), send(0, 5, 100)], vec![send(0, 5, 100)]],
+        SIMPLE,
+        SimOptions::default(),
+    )
+    .unwrap();
+    let first = 200 + 100 + LAT + 300;
+    let second = 10_000 + 200 + 100 + LAT + 300;
+    assert_eq!(end_ns(&r, 0), second + 1);
+    assert!(end_ns(&r, 0) > first);
+    assert_eq!(r.per_op["Recv"].count, 2);
+    // the first receive completed at `first`, the second at `second`
+    assert_eq!((r.per_op["Recv"].min_s * 1e9).round() as u64, first);
+}
+
+#[test]
+fn deadlock_is_reported_with_each_blocked_rank() {
+    let e = run(vec![vec![recv(1, 3, 8)], vec![recv(0, 4, 8)]], SIMPLE, SimOptions::default()).unwrap_err();
+    match &e {
+        SimError::Deadlock(lines) => {
+            assert_eq!(lines.len(), 2);
+            assert!(lines[0].contains("rank 0") && lines[0].contains("Recv") && lines[0].contains("peer 1") && lines[0].contains("tag 3"), "{}", lines[0]);
+            assert!(lines[1].contains("rank 1") && lines[1].contains("tag 4"), "{}", lines[1]);
+        }
+        other => panic!("expected deadlock, got {other:?}"),
+    }
+    assert!(e.to_string().starts_with("deadlock: 2 rank(s) blocked forever"));
+}
+
+#[test]
+fn wait_on_unknown_request_is_an_error() {
+    let e = run(vec![vec![waitall(&[42])]], SIMPLE, SimOptions::default()).unwrap_err();
+    match e {
+        SimError::Trace(t) => {
+            assert_eq!(t.rank, Some(0));
+            assert_eq!(t.seq, Some(0));
+            assert!(t.msg.contains("request 42"), "{}", t.msg);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn bad_peer_is_an_error_naming_rank_and_event() {
+    let e = run(vec![vec![compute(5), send(9, 0, 8)], vec![]], SIMPLE, SimOptions::default()).unwrap_err();
+    match e {
+        SimError::Trace(t) => {
+            assert_eq!((t.rank, t.seq), (Some(0), Some(1)));
+            assert!(t.msg.contains("peer 9"));
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn same_inputs_give_identical_reports() {
+    let mk = || {
+        let mut ranks = vec![];
+        for r in 0..8i32 {
+            let mut v = vec![];
+            for it in 0..5 {
+                v.push(irecv((r + 7) % 8, it, 5000 + it as u64, 1));
+                v.push(isend((r + 1) % 8, it, 5000 + it as u64, 2));
+                v.push(compute(1000 * (r as u64 + 1)));
+                v.push(waitall(&[1, 2]));
+            }
+            ranks.push(v);
+        }
+        ranks
+    };
+    let a = run(mk(), SIMPLE, SimOptions::default()).unwrap();
+    let b = run(mk(), SIMPLE, SimOptions::default()).unwrap();
+    let strip = |r: &g2g_mpi::Report| {
+        let mut r = r.clone();
+        r.engine.wall_s = 0.0;
+        r.engine.events_per_s = 0.0;
+        r.engine.ops_per_s = 0.0;
+        r.to_json()
+    };
+    assert_eq!(strip(&a), strip(&b));
+    assert!(a.total_time_s > 0.0);
+}
+
+#[test]
+fn modes_change_device_messages_only() {
+    let b = 1_000_000;
+    let t = || vec![vec![dev(send(1, 0, b))], vec![dev(recv(0, 0, b))]];
+    let host = run(vec![vec![send(1, 0, b)], vec![recv(0, 0, b)]], SIMPLE, SimOptions { mode: Mode::HostCopy, ..Default::default() }).unwrap();
+    let hc = run(t(), SIMPLE, SimOptions { mode: Mode::HostCopy, ..Default::default() }).unwrap();
+    let gd = run(t(), SIMPLE, SimOptions { mode: Mode::GpuDirect, ..Default::default() }).unwrap();
+    // HostCopy adds a D2H and an H2D copy (copy_delay 2000 + PCIe latency 50 + b / 10 B/ns each)
+    let copy = 2000 + 50 + b / 10;
+    assert_eq!(end_ns(&hc, 1), end_ns(&host, 1) + 2 * copy);
+    // GPUDirect RDMA: pinning 4000, then RTS/CTS and one flow over PCIe-NIC-PCIe (NIC-bound)
+    let lat_rdma = 50 + 100 + 1000 + 50;
+    assert_eq!(end_ns(&gd, 1), 200 + 4000 + lat_rdma * 2 + b + lat_rdma + 300);
+    assert_eq!(gd.paths["gpudirect-rdma"].messages, 1);
+    assert_eq!(hc.paths["hostcopy"].messages, 1);
+}

@@ -1,0 +1,539 @@
+//! Machine files: TOML with a schema version and unit strings, validated with errors that name the
+//! key and its line.  See docs/machine-files.md.
+use crate::topology::TopologySpec;
+use crate::units::{parse_bandwidth, parse_duration_ns, parse_size};
+
+pub const SCHEMA_VERSION: i64 = 1;
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum NvlinkKind {
+    None,
+    /// a direct link between every pair of GPUs, `bw` per pair per direction
+    AllToAll,
+    /// every GPU has one port of `bw` per direction into a non-blocking switch (NVSwitch)
+    Switch,
+    /// only the listed pairs, each with its own bandwidth
+    Pairs(Vec<(u32, u32, f64)>),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum NicAffinity {
+    /// GPU g uses NIC g % count
+    PerGpu,
+    /// every GPU (and the host) shares NIC 0.. round robin is not applied: all use NIC 0
+    Shared,
+    /// explicit NIC index per GPU
+    List(Vec<u32>),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct MachineConfig {
+    pub name: String,
+    pub description: String,
+    pub gpus_per_node: u32,
+    pub pcie_bw: f64,
+    pub pcie_latency_ns: f64,
+    pub nvlink: NvlinkKind,
+    pub nvlink_bw: f64,
+    pub nvlink_latency_ns: f64,
+    pub shm_bw: f64,
+    pub shm_latency_ns: f64,
+    pub nic_count: u32,
+    pub nic_bw: f64,
+    pub nic_latency_ns: f64,
+    pub nic_affinity: NicAffinity,
+    pub gpudirect_rdma: bool,
+    pub network: TopologySpec,
+    pub eager_limit: u64,
+    pub send_overhead_ns: f64,
+    pub recv_overhead_ns: f64,
+    pub gpudirect_eager: bool,
+    pub copy_delay_ns: f64,
+    /// if set, cudaMemcpy moves at most 1/copy_per_byte bytes per ns
+    pub copy_per_byte_ns: Option<f64>,
+    pub gpudirect_delay_ns: f64,
+    pub pipeline_chunk: u64,
+    pub pipeline_depth: u32,
+    pub pipeline_threshold: u64,
+    pub gpu_reduce_bw: f64,
+    pub cpu_reduce_bw: f64,
+    pub gpu_pack_bw: f64,
+    pub pack_kernel_latency_ns: f64,
+    pub coll: CollConfig,
+}
+
+/// `[collectives]` thresholds (see g2g-coll's Thresholds for what each selects).
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct CollConfig {
+    pub entries: Vec<(String, u64)>,
+    /// "kind=algo" overrides
+    pub algos: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConfigError {
+    pub file: String,
+    pub key: String,
+    pub line: Option<usize>,
+    pub msg: String,
+}
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.line {
+            Some(l) => write!(f, "{}:{}: {}: {}", self.file, l, self.key, self.msg),
+            None => write!(f, "{}: {}: {}", self.file, self.key, self.msg),
+        }
+    }
+}
+impl std::error::Error for ConfigError {}
+
+struct Ctx<'a> {
+    file: &'a str,
+    text: &'a str,
+}
+
+impl<'a> Ctx<'a> {
+    /// Line (1-based) where `key` of `table` is set, found by scanning the text.
+    fn line_of(&self, path: &str) -> Option<usize> {
+        let (table, key) = match path.rfind('.') {
+            Some(i) => (&path[..i], &path[i + 1..]),
+            None => ("", path),
+        };
+        let mut cur = String::new();
+        for (i, line) in self.text.lines().enumerate() {
+            let t = line.trim();
+            if t.starts_with('[') {
+                cur = t.trim_matches(|c| c == '[' || c == ']').trim().to_string();
+                if key.is_empty() && cur == table {
+                    return Some(i + 1);
+                }
+                continue;
+            }
+            if cur == table {
+                if let Some(eq) = t.find('=') {
+                    if t[..eq].trim().trim_matches('"') == key {
+                        return Some(i + 1);
+                    }
+                }
+            }
+        }
+        None
+    }
+    fn err(&self, key: &str, msg: impl Into<String>) -> ConfigError {
+        ConfigError { file: self.file.into(), key: key.into(), line: self.line_of(key), msg: msg.into() }
+    }
+}
+
+struct T<'a, 'b> {
+    ctx: &'b Ctx<'a>,
+    path: String,
+    t: Option<&'b toml::Table>,
+    used: Vec<&'static str>,
+}
+
+impl<'a, 'b> T<'a, 'b> {
+    fn key(&self, k: &str) -> String {
+        if self.path.is_empty() {
+            k.to_string()
+        } else {
+            format!("{}.{}", self.path, k)
+        }
+    }
+    fn get(&mut self, k: &'static str) -> Option<&'b toml::Value> {
+        self.used.push(k);
+        self.t.and_then(|t| t.get(k))
+    }
+    fn str_(&mut self, k: &'static str) -> Result<Option<String>, ConfigError> {
+        match self.get(k) {
+            None => Ok(None),
+            Some(toml::Value::String(s)) => Ok(Some(s.clone())),
+            Some(v) => Err(self.ctx.err(&self.key(k), format!("expected a string, found {}", v.type_str()))),
+        }
+    }
+    fn bw(&mut self, k: &'static str, default: Option<f64>) -> Result<f64, ConfigError> {
+        match self.str_(k)? {
+            Some(s) => parse_bandwidth(&s).map_err(|e| self.ctx.err(&self.key(k), e)),
+            None => default.ok_or_else(|| self.ctx.err(&self.key(k), "required (a bandwidth such as \"25GB/s\")")),
+        }
+    }
+    fn dur(&mut self, k: &'static str, default: Option<f64>) -> Result<f64, ConfigError> {
+        match self.str_(k)? {
+            Some(s) => parse_duration_ns(&s).map_err(|e| self.ctx.err(&self.key(k), e)),
+            None => default.ok_or_else(|| self.ctx.err(&self.key(k), "required (a duration such as \"1.2us\")")),
+        }
+    }
+    fn size(&mut self, k: &'static str, default: Option<u64>) -> Result<u64, ConfigError> {
+        match self.get(k) {
+            Some(toml::Value::Integer(i)) if *i >= 0 => Ok(*i as u64),
+            Some(toml::Value::String(s)) => parse_size(s).map_err(|e| self.ctx.err(&self.key(k), e)),
+            Some(v) => Err(self.ctx.err(&self.key(k), format!("expected a size such as \"64KiB\", found {}", v.type_str()))),
+            None => default.ok_or_else(|| self.ctx.err(&self.key(k), "required (a size such as \"64KiB\")")),
+        }
+    }
+    fn int(&mut self, k: &'static str, default: Option<i64>, min: i64) -> Result<i64, ConfigError> {
+        match self.get(k) {
+            Some(toml::Value::Integer(i)) if *i >= min => Ok(*i),
+            Some(toml::Value::Integer(i)) => Err(self.ctx.err(&self.key(k), format!("must be at least {min}, found {i}"))),
+            Some(v) => Err(self.ctx.err(&self.key(k), format!("expected an integer, found {}", v.type_str()))),
+            None => default.ok_or_else(|| self.ctx.err(&self.key(k), "required (an integer)")),
+        }
+    }
+    fn float(&mut self, k: &'static str, default: Option<f64>) -> Result<f64, ConfigError> {
+        match self.get(k) {
+            Some(toml::Value::Float(f)) => Ok(*f),
+            Some(toml::Value::Integer(i)) => Ok(*i as f64),
+            Some(v) => Err(self.ctx.err(&self.key(k), format!("expected a number, found {}", v.type_str()))),
+            None => default.ok_or_else(|| self.ctx.err(&self.key(k), "required (a number)")),
+        }
+    }
+    fn boolean(&mut self, k: &'static str, default: bool) -> Result<bool, ConfigError> {
+        match self.get(k) {
+            Some(toml::Value::Boolean(b)) => Ok(*b),
+            Some(v) => Err(self.ctx.err(&self.key(k), format!("expected true or false, found {}", v.type_str()))),
+            None => Ok(default),
+        }
+    }
+    /// Unknown keys are errors: a misspelt key must not be silently ignored.
+    fn finish(self) -> Result<(), ConfigError> {
+        if let Some(t) = self.t {
+            for (k, v) in t.iter() {
+                if v.is_table() {
+                    continue;
+                }
+                if !self.used.contains(&k.as_str()) {
+                    let mut valid: Vec<&str> = self.used.clone();
+                    valid.sort();
+                    return Err(self.ctx.err(&self.key(k), format!("unknown key (valid here: {})", valid.join(", "))));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn sub<'a, 'b>(ctx: &'b Ctx<'a>, root: &'b toml::Table, path: &str) -> Result<T<'a, 'b>, ConfigError> {
+    let mut t = Some(root);
+    for part in path.split('.') {
+        t = match t.and_then(|x| x.get(part)) {
+            None => None,
+            Some(toml::Value::Table(tt)) => Some(tt),
+            Some(_) => return Err(ctx.err(path, "expected a table")),
+        };
+    }
+    Ok(T { ctx, path: path.into(), t, used: vec![] })
+}
+
+impl MachineConfig {
+    /// Parses a machine file's text; `file` names it in errors.
+    pub fn from_toml(text: &str, file: &str) -> Result<MachineConfig, ConfigError> {
+        let ctx = Ctx { file, text };
+        let root: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+            let line = e.span().map(|s| text[..s.start.min(text.len())].lines().count().max(1));
+            ConfigError { file: file.into(), key: "<syntax>".into(), line, msg: e.message().to_string() }
+        })?;
+        for k in root.keys() {
+            const TOP: [&str; 10] = ["schema_version", "name", "description", "sources", "node", "network", "mpi", "gpu", "cpu", "collectives"];
+            if !TOP.contains(&k.as_str()) {
+                return Err(ctx.err(k, format!("unknown top-level key (valid: {})", TOP.join(", "))));
+            }
+        }
+        let mut top = T { ctx: &ctx, path: String::new(), t: Some(&root), used: vec![] };
+        let ver = top.int("schema_version", None, 1)?;
+        if ver != SCHEMA_VERSION {
+            return Err(ctx.err("schema_version", format!("version {ver} is not supported (this g2gsim reads {SCHEMA_VERSION})")));
+        }
+        let name = top.str_("name")?.unwrap_or_else(|| file.to_string());
+        let description = top.str_("description")?.unwrap_or_default();
+        let _ = top.get("sources");
+        top.finish()?;
+
+        let mut node = sub(&ctx, &root, "node")?;
+        if node.t.is_none() {
+            return Err(ctx.err("node", "the [node] table is required"));
+        }
+        let gpus = node.int("gpus", None, 1)? as u32;
+        let _ = node.get("cpu");
+        node.finish()?;
+
+        let mut pcie = sub(&ctx, &root, "node.pcie")?;
+        let pcie_bw = pcie.bw("bw", None)?;
+        let pcie_latency_ns = pcie.dur("latency", Some(500.0))?;
+        let _ = pcie.get("generation");
+        let _ = pcie.get("width");
+        pcie.finish()?;
+
+        let mut nv = sub(&ctx, &root, "node.nvlink")?;
+        let kind = nv.str_("kind")?.unwrap_or_else(|| if nv.t.is_some() { "all-to-all".into() } else { "none".into() });
+        let nvlink_bw = if kind == "none" { 0.0 } else if kind == "pairs" { nv.bw("bw", Some(0.0))? } else { nv.bw("bw", None)? };
+        let nvlink_latency_ns = nv.dur("latency", Some(700.0))?;
+        let _ = nv.get("links_per_pair");
+        let nvlink = match kind.as_str() {
+            "none" => NvlinkKind::None,
+            "all-to-all" => NvlinkKind::AllToAll,
+            "switch" => NvlinkKind::Switch,
+            "pairs" => {
+                let mut v = vec![];
+                match nv.get("pairs") {
+                    Some(toml::Value::Array(a)) => {
+                        for p in a {
+                            let bad = || ctx.err("node.nvlink.pairs", "each pair is [gpu_a, gpu_b, \"bandwidth\"]");
+                            let arr = p.as_array().ok_or_else(bad)?;
+                            if arr.len() != 3 {
+                                return Err(bad());
+                            }
+                            let a = arr[0].as_integer().ok_or_else(bad)?;
+                            let b = arr[1].as_integer().ok_or_else(bad)?;
+                            let bw = parse_bandwidth(arr[2].as_str().ok_or_else(bad)?)
+                                .map_err(|e| ctx.err("node.nvlink.pairs", e))?;
+                            if a < 0 || b < 0 || a as u32 >= gpus || b as u32 >= gpus || a == b {
+                                return Err(ctx.err("node.nvlink.pairs", format!("pair [{a}, {b}] names a GPU outside 0..{}", gpus - 1)));
+                            }
+                            v.push((a as u32, b as u32, bw));
+                        }
+                    }
+                    _ => return Err(ctx.err("node.nvlink.pairs", "required when kind = \"pairs\"")),
+                }
+                NvlinkKind::Pairs(v)
+            }
+            k => return Err(ctx.err("node.nvlink.kind", format!("unknown NVLink kind {k:?} (none, all-to-all, switch, pairs)"))),
+        };
+        if !matches!(nvlink, NvlinkKind::Pairs(_)) {
+            let _ = nv.get("pairs");
+        }
+        nv.finish()?;
+
+        let mut host = sub(&ctx, &root, "node.host")?;
+        let shm_bw = host.bw("shm_bw", Some(20e9))?;
+        let shm_latency_ns = host.dur("shm_latency", Some(300.0))?;
+        host.finish()?;
+
+        let mut nic = sub(&ctx, &root, "node.nic")?;
+        let nic_count = nic.int("count", Some(1), 1)? as u32;
+        let nic_bw = nic.bw("bw", None)?;
+        let nic_latency_ns = nic.dur("latency", Some(1000.0))?;
+        let gpudirect_rdma = nic.boolean("gpudirect_rdma", true)?;
+        let nic_affinity = match nic.get("affinity") {
+            None => NicAffinity::PerGpu,
+            Some(toml::Value::String(s)) if s == "per-gpu" => NicAffinity::PerGpu,
+            Some(toml::Value::String(s)) if s == "shared" => NicAffinity::Shared,
+            Some(toml::Value::Array(a)) => {
+                let mut v = vec![];
+                for x in a {
+                    match x.as_integer() {
+                        Some(i) if i >= 0 && (i as u32) < nic_count => v.push(i as u32),
+                        _ => return Err(ctx.err("node.nic.affinity", format!("each entry must be a NIC index in 0..{}", nic_count - 1))),
+                    }
+                }
+                if v.len() != gpus as usize {
+                    return Err(ctx.err("node.nic.affinity", format!("lists {} NICs but the node has {gpus} GPUs", v.len())));
+                }
+                NicAffinity::List(v)
+            }
+            Some(v) => return Err(ctx.err("node.nic.affinity", format!("expected \"per-gpu\", \"shared\" or a list of NIC indices, found {v}"))),
+        };
+        nic.finish()?;
+
+        let mut net = sub(&ctx, &root, "network")?;
+        let topo = net.str_("topology")?.unwrap_or_else(|| "crossbar".into());
+        let hop_latency_ns = net.dur("hop_latency", Some(100.0))? as u64;
+        let link_bw = net.bw("link_bw", Some(nic_bw))?;
+        let rails = net.int("rails", Some(nic_count as i64), 1)? as u32;
+        let _ = net.get("nodes");
+        let network = match topo.as_str() {
+            "crossbar" => TopologySpec::Crossbar { link_bw_bytes_per_s: nic_bw.min(link_bw), hop_latency_ns, rails },
+            "fat-tree" => TopologySpec::FatTree {
+                levels: net.int("levels", Some(2), 2)? as u32,
+                nodes_per_leaf: net.int("nodes_per_leaf", Some(16), 1)? as u32,
+                leaves_per_pod: net.int("leaves_per_pod", Some(16), 1)? as u32,
+                taper: net.float("taper", Some(1.0))?,
+                link_bw_bytes_per_s: link_bw,
+                hop_latency_ns,
+                rails,
+            },
+            "dragonfly" => TopologySpec::Dragonfly {
+                groups: net.int("groups", None, 1)? as u32,
+                routers_per_group: net.int("routers_per_group", None, 1)? as u32,
+                nodes_per_router: net.int("nodes_per_router", None, 1)? as u32,
+                global_links_per_router: net.int("global_links_per_router", None, 1)? as u32,
+                local_bw_bytes_per_s: net.bw("local_bw", Some(link_bw))?,
+                global_bw_bytes_per_s: net.bw("global_bw", Some(link_bw))?,
+                nic_bw_bytes_per_s: nic_bw,
+                hop_latency_ns,
+                rails,
+            },
+            "torus" => {
+                let dims = match net.get("dims") {
+                    Some(toml::Value::Array(a)) if a.len() == 3 && a.iter().all(|x| x.as_integer().map(|i| i > 0).unwrap_or(false)) => {
+                        [a[0].as_integer().unwrap() as u32, a[1].as_integer().unwrap() as u32, a[2].as_integer().unwrap() as u32]
+                    }
+                    _ => return Err(ctx.err("network.dims", "required for a torus: [x, y, z] positive integers")),
+                };
+                TopologySpec::Torus {
+                    dims,
+                    nodes_per_router: net.int("nodes_per_router", Some(1), 1)? as u32,
+                    link_bw_bytes_per_s: link_bw,
+                    nic_bw_bytes_per_s: nic_bw,
+                    hop_latency_ns,
+                    rails,
+                }
+            }
+            t => return Err(ctx.err("network.topology", format!("unknown topology {t:?} (crossbar, fat-tree, dragonfly, torus)"))),
+        };
+        net.finish()?;
+
+        let mut mpi = sub(&ctx, &root, "mpi")?;
+        let eager_limit = mpi.size("eager_limit", Some(64 * 1024))?;
+        let send_overhead_ns = mpi.dur("send_overhead", Some(300.0))?;
+        let recv_overhead_ns = mpi.dur("recv_overhead", Some(300.0))?;
+        let gpudirect_eager = mpi.boolean("gpudirect_eager", false)?;
+        let _ = mpi.get("library");
+        mpi.finish()?;
+
+        let mut gpu = sub(&ctx, &root, "gpu")?;
+        let copy_delay_ns = gpu.dur("copy_delay", Some(2000.0))?;
+        let copy_per_byte_ns = match gpu.str_("copy_per_byte")? {
+            Some(s) => Some(parse_duration_ns(&s).map_err(|e| ctx.err("gpu.copy_per_byte", e))?),
+            None => None,
+        };
+        let gpudirect_delay_ns = gpu.dur("gpudirect_delay", Some(4000.0))?;
+        let pipeline_chunk = gpu.size("pipeline_chunk", Some(512 * 1024))?.max(1);
+        let pipeline_depth = gpu.int("pipeline_depth", Some(16), 1)? as u32;
+        let pipeline_threshold = gpu.size("pipeline_threshold", Some(pipeline_chunk))?;
+        let gpu_reduce_bw = gpu.bw("reduce_bw", Some(500e9))?;
+        let gpu_pack_bw = gpu.bw("pack_bw", Some(300e9))?;
+        let pack_kernel_latency_ns = gpu.dur("pack_kernel_latency", Some(5000.0))?;
+        let _ = gpu.get("model");
+        gpu.finish()?;
+
+        let mut cpu = sub(&ctx, &root, "cpu")?;
+        let cpu_reduce_bw = cpu.bw("reduce_bw", Some(5e9))?;
+        let _ = cpu.get("model");
+        cpu.finish()?;
+
+        let mut coll = CollConfig::default();
+        if let Some(toml::Value::Table(t)) = root.get("collectives") {
+            for (k, v) in t {
+                if k == "algorithms" {
+                    match v {
+                        toml::Value::Table(a) => {
+                            for (kind, algo) in a {
+                                let s = algo.as_str().ok_or_else(|| ctx.err(&format!("collectives.algorithms.{kind}"), "expected an algorithm name"))?;
+                                coll.algos.push(format!("{kind}={s}"));
+                            }
+                        }
+                        _ => return Err(ctx.err("collectives.algorithms", "expected a table kind = \"algorithm\"")),
+                    }
+                    continue;
+                }
+                let val = match v {
+                    toml::Value::Integer(i) if *i >= 0 => *i as u64,
+                    toml::Value::String(s) => parse_size(s).map_err(|e| ctx.err(&format!("collectives.{k}"), e))?,
+                    _ => return Err(ctx.err(&format!("collectives.{k}"), "expected a size")),
+                };
+                coll.entries.push((k.clone(), val));
+            }
+        }
+
+        Ok(MachineConfig {
+            name,
+            description,
+            gpus_per_node: gpus,
+            pcie_bw,
+            pcie_latency_ns,
+            nvlink,
+            nvlink_bw,
+            nvlink_latency_ns,
+            shm_bw,
+            shm_latency_ns,
+            nic_count,
+            nic_bw,
+            nic_latency_ns,
+            nic_affinity,
+            gpudirect_rdma,
+            network,
+            eager_limit,
+            send_overhead_ns,
+            recv_overhead_ns,
+            gpudirect_eager,
+            copy_delay_ns,
+            copy_per_byte_ns,
+            gpudirect_delay_ns,
+            pipeline_chunk,
+            pipeline_depth,
+            pipeline_threshold,
+            gpu_reduce_bw,
+            cpu_reduce_bw,
+            gpu_pack_bw,
+            pack_kernel_latency_ns,
+            coll,
+        })
+    }
+
+    /// NIC (rail) used by GPU `g` of a node.
+    pub fn nic_of_gpu(&self, g: u32) -> u32 {
+        match &self.nic_affinity {
+            NicAffinity::PerGpu => g % self.nic_count,
+            NicAffinity::Shared => 0,
+            NicAffinity::List(v) => v.get(g as usize).copied().unwrap_or(0),
+        }
+    }
+
+    /// Copy bandwidth of cudaMemcpy over PCIe: the PCIe link, capped by copy_per_byte when given.
+    pub fn copy_bw(&self) -> f64 {
+        match self.copy_per_byte_ns {
+            Some(p) if p > 0.0 => self.pcie_bw.min(1e9 / p),
+            _ => self.pcie_bw,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIN: &str = r#"
+schema_version = 1
+name = "t"
+[node]
+gpus = 4
+[node.pcie]
+bw = "16GB/s"
+[node.nvlink]
+kind = "all-to-all"
+bw = "75GB/s"
+[node.nic]
+bw = "12.5GB/s"
+"#;
+
+    #[test]
+    fn minimal_file_parses_with_defaults() {
+        let m = MachineConfig::from_toml(MIN, "t.toml").unwrap();
+        assert_eq!(m.gpus_per_node, 4);
+        assert_eq!(m.pcie_bw, 16e9);
+        assert_eq!(m.nvlink, NvlinkKind::AllToAll);
+        assert_eq!(m.eager_limit, 65536);
+        assert!(matches!(m.network, TopologySpec::Crossbar { .. }));
+    }
+
+    #[test]
+    fn errors_name_key_and_line() {
+        let bad = MIN.replace("bw = \"16GB/s\"", "bw = \"16GB\"");
+        let e = MachineConfig::from_toml(&bad, "m.toml").unwrap_err();
+        assert_eq!(e.key, "node.pcie.bw");
+        assert_eq!(e.line, Some(7));
+        assert!(e.to_string().starts_with("m.toml:7: node.pcie.bw:"), "{e}");
+
+        let typo = MIN.replace("[node.nic]\n", "[node.nic]\nbandwith = \"1GB/s\"\n");
+        let e = MachineConfig::from_toml(&typo, "m.toml").unwrap_err();
+        assert_eq!(e.key, "node.nic.bandwith");
+        assert!(e.msg.contains("unknown key"));
+
+        let e = MachineConfig::from_toml("schema_version = 1\n[node\n", "x.toml").unwrap_err();
+        assert_eq!(e.key, "<syntax>");
+        assert_eq!(e.line, Some(2));
+
+        let e = MachineConfig::from_toml(&MIN.replace("schema_version = 1", "schema_version = 9"), "m.toml").unwrap_err();
+        assert_eq!(e.key, "schema_version");
+    }
+}

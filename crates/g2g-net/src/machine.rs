@@ -1,0 +1,206 @@
+//! A built machine: ranks placed on nodes and GPUs, and every link of every node and of the network
+//! registered in one [`FlowNet`].
+//!
+//! Per node, links are laid out as (G = GPUs per node):
+//! `pcie_up[G] pcie_down[G] ce_d2h[G] ce_h2d[G] nvlink[..] shm[1]`, where `pcie_up` carries GPU→host
+//! traffic, `ce_*` are the copy engines that cap cudaMemcpy speed, and the NVLink block depends on the
+//! NVLink kind (ordered pairs, switch ports, or listed pairs).  Network links follow all nodes.
+use crate::config::{MachineConfig, NvlinkKind};
+use crate::lmm::FlowNet;
+use crate::topology::{self, LinkId, Topology};
+
+/// Where each rank runs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Placement {
+    pub node_of: Vec<u32>,
+    pub gpu_of: Vec<u32>,
+    pub nodes: u32,
+    pub gpus_per_node: u32,
+}
+
+impl Placement {
+    /// Ranks fill node 0's GPUs, then node 1's, ... (the default of most launchers).
+    pub fn linear(nranks: u32, gpn: u32) -> Placement {
+        let gpn = gpn.max(1);
+        Placement {
+            node_of: (0..nranks).map(|r| r / gpn).collect(),
+            gpu_of: (0..nranks).map(|r| r % gpn).collect(),
+            nodes: nranks.div_ceil(gpn).max(1),
+            gpus_per_node: gpn,
+        }
+    }
+    /// Rank r on node r % nodes (cyclic, as `--map-by node`).
+    pub fn round_robin(nranks: u32, gpn: u32) -> Placement {
+        let gpn = gpn.max(1);
+        let nodes = nranks.div_ceil(gpn).max(1);
+        Placement {
+            node_of: (0..nranks).map(|r| r % nodes).collect(),
+            gpu_of: (0..nranks).map(|r| r / nodes).collect(),
+            nodes,
+            gpus_per_node: gpn,
+        }
+    }
+    /// Explicit node per rank; GPUs assigned in rank order within each node.
+    pub fn from_nodes(node_of: Vec<u32>, gpn: u32) -> Result<Placement, String> {
+        let nodes = node_of.iter().copied().max().map(|m| m + 1).unwrap_or(1);
+        let mut used = vec![0u32; nodes as usize];
+        let mut gpu_of = Vec::with_capacity(node_of.len());
+        for (r, &n) in node_of.iter().enumerate() {
+            let g = used[n as usize];
+            if g >= gpn {
+                return Err(format!("mapping puts more than {gpn} ranks on node {n} (rank {r})"));
+            }
+            used[n as usize] += 1;
+            gpu_of.push(g);
+        }
+        Ok(Placement { node_of, gpu_of, nodes, gpus_per_node: gpn })
+    }
+}
+
+pub struct Machine {
+    pub cfg: MachineConfig,
+    pub place: Placement,
+    pub net: FlowNet,
+    /// latency of each link in ns
+    pub latency: Vec<u64>,
+    pub topo: Box<dyn Topology>,
+    stride: u32,
+    nv_off: u32,
+    shm_off: u32,
+    topo_base: LinkId,
+}
+
+impl Machine {
+    pub fn build(cfg: MachineConfig, place: Placement) -> Result<Machine, String> {
+        if place.gpus_per_node > cfg.gpus_per_node && place.gpus_per_node != cfg.gpus_per_node {
+            // a what-if may ask for more GPUs per node than the preset has: the node grows
+        }
+        let g = place.gpus_per_node;
+        let mut cfg = cfg;
+        cfg.gpus_per_node = g;
+        let nv_links = match &cfg.nvlink {
+            NvlinkKind::None => 0,
+            NvlinkKind::AllToAll => g * g.saturating_sub(1),
+            NvlinkKind::Switch => 2 * g,
+            NvlinkKind::Pairs(p) => 2 * p.len() as u32,
+        };
+        let nv_off = 4 * g;
+        let shm_off = nv_off + nv_links;
+        let stride = shm_off + 1;
+        let topo = topology::build(&cfg.network, place.nodes).map_err(|e| format!("network: {e}"))?;
+        if topo.rails() < cfg.nic_count.min(topo.rails()) {
+            return Err("network has fewer rails than NICs".into());
+        }
+        let mut net = FlowNet::new();
+        let total = stride as usize * place.nodes as usize + topo.links().len();
+        let mut latency = Vec::with_capacity(total);
+        let copy_bw = cfg.copy_bw();
+        for _n in 0..place.nodes {
+            for _ in 0..2 * g {
+                net.add_link(cfg.pcie_bw);
+                latency.push(cfg.pcie_latency_ns as u64);
+            }
+            for _ in 0..2 * g {
+                net.add_link(copy_bw);
+                latency.push(0);
+            }
+            match &cfg.nvlink {
+                NvlinkKind::None => {}
+                NvlinkKind::AllToAll | NvlinkKind::Switch => {
+                    for _ in 0..nv_links {
+                        net.add_link(cfg.nvlink_bw);
+                        latency.push(cfg.nvlink_latency_ns as u64);
+                    }
+                }
+                NvlinkKind::Pairs(p) => {
+                    for &(_, _, bw) in p {
+                        for _ in 0..2 {
+                            net.add_link(bw);
+                            latency.push(cfg.nvlink_latency_ns as u64);
+                        }
+                    }
+                }
+            }
+            net.add_link(cfg.shm_bw);
+            latency.push(cfg.shm_latency_ns as u64);
+        }
+        let topo_base = net.num_links() as LinkId;
+        for l in topo.links() {
+            net.add_link(l.bw_bytes_per_s);
+            latency.push(l.latency_ns);
+        }
+        Ok(Machine { cfg, place, net, latency, topo, stride, nv_off, shm_off, topo_base })
+    }
+
+    #[inline]
+    fn base(&self, node: u32) -> LinkId {
+        node * self.stride
+    }
+    pub fn pcie_up(&self, node: u32, gpu: u32) -> LinkId {
+        self.base(node) + gpu
+    }
+    pub fn pcie_down(&self, node: u32, gpu: u32) -> LinkId {
+        self.base(node) + self.place.gpus_per_node + gpu
+    }
+    pub fn ce_d2h(&self, node: u32, gpu: u32) -> LinkId {
+        self.base(node) + 2 * self.place.gpus_per_node + gpu
+    }
+    pub fn ce_h2d(&self, node: u32, gpu: u32) -> LinkId {
+        self.base(node) + 3 * self.place.gpus_per_node + gpu
+    }
+    pub fn shm(&self, node: u32) -> LinkId {
+        self.base(node) + self.shm_off
+    }
+    /// NVLink links from GPU a to GPU b of one node; false if they have none.
+    pub fn nvlink(&self, node: u32, a: u32, b: u32, out: &mut Vec<LinkId>) -> bool {
+        let g = self.place.gpus_per_node;
+        let base = self.base(node) + self.nv_off;
+        match &self.cfg.nvlink {
+            NvlinkKind::None => false,
+            NvlinkKind::AllToAll => {
+                // ordered pair index: a*(g-1) + (b if b<a else b-1)
+                let j = if b < a { b } else { b - 1 };
+                out.push(base + a * (g - 1) + j);
+                true
+            }
+            NvlinkKind::Switch => {
+                out.push(base + a); // a's port up
+                out.push(base + g + b); // b's port down
+                true
+            }
+            NvlinkKind::Pairs(p) => {
+                for (i, &(x, y, _)) in p.iter().enumerate() {
+                    if x == a && y == b {
+                        out.push(base + 2 * i as u32);
+                        return true;
+                    }
+                    if x == b && y == a {
+                        out.push(base + 2 * i as u32 + 1);
+                        return true;
+                    }
+                }
+                false
+            }
+        }
+    }
+    /// Network links between two nodes' NICs on `rail`.
+    pub fn net_route(&self, src: u32, dst: u32, rail: u32, out: &mut Vec<LinkId>) {
+        let start = out.len();
+        self.topo.route(src, dst, rail % self.topo.rails(), out);
+        for l in &mut out[start..] {
+            *l += self.topo_base;
+        }
+    }
+    pub fn path_latency(&self, links: &[LinkId]) -> u64 {
+        links.iter().map(|&l| self.latency[l as usize]).sum()
+    }
+    pub fn num_links(&self) -> usize {
+        self.net.num_links()
+    }
+    /// Multiplies the bandwidth of every NIC-attached and network link (NIC bandwidth what-ifs).
+    pub fn scale_network(&mut self, factor: f64) {
+        for l in self.topo_base..self.net.num_links() as LinkId {
+            self.net.scale_link(l, factor);
+        }
+    }
+}

@@ -1,0 +1,220 @@
+//! GPU data paths, one model per way a message can travel, behind one trait and registered by name
+//! (`g2gsim models` lists them).  A model turns (source, destination, bytes) into a [`Plan`]: stages
+//! that every chunk crosses in order, each a fixed delay then a flow over links (shared max-min with
+//! everything else in flight), then the links' latency.  Docs: docs/models/<name>.md.
+use crate::machine::Machine;
+use crate::topology::LinkId;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Endpoint {
+    pub node: u32,
+    pub gpu: u32,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Stage {
+    /// fixed cost per chunk before the data moves (copy launch, ...)
+    pub delay_ns: u64,
+    pub links: Vec<LinkId>,
+    /// sum of the links' latencies, paid once per chunk after its data has moved
+    pub latency_ns: u64,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Plan {
+    pub model: &'static str,
+    /// once, before the first chunk (memory registration / pinning)
+    pub setup_ns: u64,
+    pub stages: Vec<Stage>,
+    pub chunks: u32,
+    pub chunk_bytes: u64,
+    pub last_chunk_bytes: u64,
+    /// chunks allowed in flight at once
+    pub depth: u32,
+}
+
+impl Plan {
+    fn single(model: &'static str, setup_ns: u64, stages: Vec<Stage>, bytes: u64) -> Plan {
+        Plan { model, setup_ns, stages, chunks: 1, chunk_bytes: bytes, last_chunk_bytes: bytes, depth: 1 }
+    }
+    pub fn chunk_len(&self, c: u32) -> u64 {
+        if c + 1 == self.chunks {
+            self.last_chunk_bytes
+        } else {
+            self.chunk_bytes
+        }
+    }
+}
+
+pub trait DataPath: Sync {
+    fn name(&self) -> &'static str;
+    fn summary(&self) -> &'static str;
+    /// machine-file keys the model reads
+    fn params(&self) -> &'static [&'static str];
+    fn plan(&self, m: &Machine, src: Endpoint, dst: Endpoint, bytes: u64) -> Plan;
+}
+
+fn stage(m: &Machine, delay_ns: u64, links: Vec<LinkId>) -> Stage {
+    let latency_ns = m.path_latency(&links);
+    Stage { delay_ns, links, latency_ns }
+}
+
+/// Host memory to host memory: shared memory inside a node, the NIC and network across nodes.
+pub struct HostPath;
+impl HostPath {
+    pub fn links(m: &Machine, src: Endpoint, dst: Endpoint) -> (Vec<LinkId>, u64) {
+        let mut links = vec![];
+        if src.node == dst.node {
+            links.push(m.shm(src.node));
+            (links, 0)
+        } else {
+            let rail = m.cfg.nic_of_gpu(src.gpu);
+            m.net_route(src.node, dst.node, rail, &mut links);
+            (links, m.cfg.nic_latency_ns as u64)
+        }
+    }
+}
+impl DataPath for HostPath {
+    fn name(&self) -> &'static str {
+        "host"
+    }
+    fn summary(&self) -> &'static str {
+        "host buffer to host buffer: shared memory inside a node, NIC + network across nodes"
+    }
+    fn params(&self) -> &'static [&'static str] {
+        &["node.host.shm_bw", "node.host.shm_latency", "node.nic.*", "network.*"]
+    }
+    fn plan(&self, m: &Machine, src: Endpoint, dst: Endpoint, bytes: u64) -> Plan {
+        let (links, nic) = HostPath::links(m, src, dst);
+        let mut s = stage(m, 0, links);
+        s.latency_ns += nic;
+        Plan::single("host", 0, vec![s], bytes)
+    }
+}
+
+/// The application stages through host memory (HostCopy): cudaMemcpy D2H, host MPI, cudaMemcpy H2D.
+pub struct StagedPath;
+impl StagedPath {
+    /// One blocking cudaMemcpy between a GPU and host memory over its copy engine and PCIe link.
+    pub fn copy_stage(m: &Machine, at: Endpoint, d2h: bool) -> Stage {
+        let links = if d2h {
+            vec![m.ce_d2h(at.node, at.gpu), m.pcie_up(at.node, at.gpu)]
+        } else {
+            vec![m.ce_h2d(at.node, at.gpu), m.pcie_down(at.node, at.gpu)]
+        };
+        stage(m, m.cfg.copy_delay_ns as u64, links)
+    }
+}
+impl DataPath for StagedPath {
+    fn name(&self) -> &'static str {
+        "hostcopy"
+    }
+    fn summary(&self) -> &'static str {
+        "HostCopy: D2H copy over the sender's PCIe, host-to-host MPI, H2D copy on the receiver (the copies block the ranks)"
+    }
+    fn params(&self) -> &'static [&'static str] {
+        &["gpu.copy_delay", "gpu.copy_per_byte", "node.pcie.*", "+ host path"]
+    }
+    fn plan(&self, m: &Machine, src: Endpoint, dst: Endpoint, bytes: u64) -> Plan {
+        let host = HostPath.plan(m, src, dst, bytes);
+        let stages = vec![
+            StagedPath::copy_stage(m, src, true),
+            host.stages.into_iter().next().unwrap(),
+            StagedPath::copy_stage(m, dst, false),
+        ];
+        Plan::single("hostcopy", 0, stages, bytes)
+    }
+}
+
+/// GPUDirect P2P inside a node: CUDA IPC over NVLink, or PCIe peer-to-peer where no NVLink joins them.
+pub struct GpuP2P;
+impl DataPath for GpuP2P {
+    fn name(&self) -> &'static str {
+        "gpudirect-p2p"
+    }
+    fn summary(&self) -> &'static str {
+        "GPUDirect P2P inside a node: NVLink between the two GPUs, else PCIe peer-to-peer; pinning cost once"
+    }
+    fn params(&self) -> &'static [&'static str] {
+        &["node.nvlink.*", "node.pcie.*", "gpu.gpudirect_delay"]
+    }
+    fn plan(&self, m: &Machine, src: Endpoint, dst: Endpoint, bytes: u64) -> Plan {
+        let mut links = vec![];
+        if src.gpu == dst.gpu {
+            // two ranks on one GPU: a device-local copy
+            links.push(m.ce_d2h(src.node, src.gpu));
+        } else if !m.nvlink(src.node, src.gpu, dst.gpu, &mut links) {
+            links.push(m.pcie_up(src.node, src.gpu));
+            links.push(m.pcie_down(dst.node, dst.gpu));
+        }
+        Plan::single("gpudirect-p2p", m.cfg.gpudirect_delay_ns as u64, vec![stage(m, 0, links)], bytes)
+    }
+}
+
+/// GPUDirect RDMA across nodes: GPU, PCIe, NIC, network, NIC, PCIe, GPU in one flow.
+pub struct GpuRdma;
+impl DataPath for GpuRdma {
+    fn name(&self) -> &'static str {
+        "gpudirect-rdma"
+    }
+    fn summary(&self) -> &'static str {
+        "GPUDirect RDMA across nodes: the NIC reads and writes GPU memory over PCIe; pinning cost once"
+    }
+    fn params(&self) -> &'static [&'static str] {
+        &["node.nic.gpudirect_rdma", "node.pcie.*", "node.nic.*", "network.*", "gpu.gpudirect_delay"]
+    }
+    fn plan(&self, m: &Machine, src: Endpoint, dst: Endpoint, bytes: u64) -> Plan {
+        let mut links = vec![m.pcie_up(src.node, src.gpu)];
+        let (net, nic) = HostPath::links(m, src, dst);
+        links.extend(net);
+        links.push(m.pcie_down(dst.node, dst.gpu));
+        let mut s = stage(m, 0, links);
+        s.latency_ns += nic;
+        Plan::single("gpudirect-rdma", m.cfg.gpudirect_delay_ns as u64, vec![s], bytes)
+    }
+}
+
+/// CUDA-aware MPI without GPUDirect RDMA: the library pipelines chunks D2H, network, H2D.
+pub struct Pipelined;
+impl DataPath for Pipelined {
+    fn name(&self) -> &'static str {
+        "pipelined"
+    }
+    fn summary(&self) -> &'static str {
+        "CUDA-aware MPI without GPUDirect RDMA: chunks staged D2H / network / H2D, several in flight (e.g. MPICH_G2G_PIPELINE 16 x 512 KiB)"
+    }
+    fn params(&self) -> &'static [&'static str] {
+        &["gpu.pipeline_chunk", "gpu.pipeline_depth", "gpu.pipeline_threshold", "gpu.copy_delay", "node.pcie.*", "+ host path"]
+    }
+    fn plan(&self, m: &Machine, src: Endpoint, dst: Endpoint, bytes: u64) -> Plan {
+        let chunk = m.cfg.pipeline_chunk.max(1);
+        let chunks = bytes.div_ceil(chunk).max(1) as u32;
+        let last = bytes - chunk * (chunks as u64 - 1);
+        let host = HostPath.plan(m, src, dst, bytes).stages.into_iter().next().unwrap();
+        let stages = vec![StagedPath::copy_stage(m, src, true), host, StagedPath::copy_stage(m, dst, false)];
+        Plan {
+            model: "pipelined",
+            setup_ns: 0,
+            stages,
+            chunks,
+            chunk_bytes: chunk.min(bytes.max(1)),
+            last_chunk_bytes: last,
+            depth: m.cfg.pipeline_depth.max(1),
+        }
+    }
+}
+
+pub static HOST: HostPath = HostPath;
+pub static STAGED: StagedPath = StagedPath;
+pub static P2P: GpuP2P = GpuP2P;
+pub static RDMA: GpuRdma = GpuRdma;
+pub static PIPELINED: Pipelined = Pipelined;
+
+/// Every data-path model, in the order `g2gsim models` lists them.
+pub fn registry() -> [&'static dyn DataPath; 5] {
+    [&HOST, &STAGED, &P2P, &RDMA, &PIPELINED]
+}
+
+pub fn by_name(name: &str) -> Option<&'static dyn DataPath> {
+    registry().into_iter().find(|p| p.name() == name)
+}

@@ -1,0 +1,383 @@
+"""The `g2gsim` command line."""
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+from . import __version__, machines
+from .sim import SimulationError, as_native, simulate as run_simulation
+from .trace import Trace, TraceError
+
+console = Console()
+err_console = Console(stderr=True)
+
+MODES = ["as-traced", "hostcopy", "gpudirect"]
+
+
+def _fail(msg: str, code: int = 1):
+    err_console.print(f"[bold red]error:[/] {msg}", highlight=False, markup=True, soft_wrap=True)
+    sys.exit(code)
+
+
+class _Bar:
+    """A rich progress bar fed by the core's (done, total) callbacks; silent when not a terminal."""
+
+    def __init__(self, label: str, enabled: bool):
+        self.enabled = enabled and sys.stderr.isatty()
+        self.p = None
+        self.label = label
+
+    def __enter__(self):
+        if self.enabled:
+            self.p = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed:,}/{task.total:,} ops"),
+                              TimeElapsedColumn(), TimeRemainingColumn(), console=err_console, transient=True)
+            self.p.__enter__()
+            self.task = self.p.add_task(self.label, total=1)
+        return self
+
+    def __call__(self, done: int, total: int):
+        if self.p:
+            self.p.update(self.task, completed=done, total=max(total, 1))
+
+    def __exit__(self, *a):
+        if self.p:
+            self.p.__exit__(*a)
+
+
+def _parse_mapping(m: str | None):
+    if m is None or m in ("linear", "round-robin"):
+        return m
+    p = Path(m)
+    if not p.exists():
+        _fail(f"--mapping {m!r}: use linear, round-robin or a file with one node index per rank")
+    try:
+        return [int(x) for x in p.read_text().split()]
+    except ValueError:
+        _fail(f"{p}: a mapping file holds one integer node index per rank, whitespace separated")
+
+
+def _sim(trace, machine, mode, progress=True, **kw):
+    try:
+        with _Bar(f"simulating ({mode})", progress) as bar:
+            return run_simulation(trace, machine, mode=mode, progress=bar, **kw)
+    except (TraceError, machines.MachineError, SimulationError, ValueError) as e:
+        _fail(str(e))
+    except KeyboardInterrupt:
+        _fail("interrupted", 130)
+
+
+def _fmt_s(s: float) -> str:
+    if s == 0:
+        return "0"
+    if s < 1e-3:
+        return f"{s * 1e6:.2f} us"
+    if s < 1:
+        return f"{s * 1e3:.3f} ms"
+    return f"{s:.4f} s"
+
+
+def print_summary(rep: dict):
+    t = Table(title=f"{rep['trace']} on {rep['machine']} ({rep['mode']}): {rep['nranks']} ranks, "
+                    f"{rep['nodes']} nodes x {rep['gpus_per_node']} GPUs")
+    t.add_column("metric")
+    t.add_column("value", justify="right")
+    t.add_row("simulated run time", _fmt_s(rep["total_time_s"]))
+    t.add_row("communication (avg per rank)", _fmt_s(rep["comm_time_s"]))
+    t.add_row("compute (avg per rank)", _fmt_s(rep["compute_time_s"]))
+    t.add_row("copies (avg per rank)", _fmt_s(rep["copy_time_s"]))
+    t.add_row("point-to-point / collective messages", f"{rep['p2p_messages']:,} / {rep['collective_messages']:,}")
+    for k, v in rep["paths"].items():
+        t.add_row(f"  via {k}", f"{v['messages']:,} msgs, {v['bytes']:,} B")
+    e = rep["engine"]
+    t.add_row("engine", f"{e['events']:,} events in {e['wall_s']:.3f} s ({e['events_per_s']:,.0f}/s)")
+    console.print(t)
+    ops = Table(title="time per operation (all ranks)")
+    for c in ("op", "count", "total", "min", "max"):
+        ops.add_column(c, justify="right" if c != "op" else "left")
+    for k, v in sorted(rep["per_op"].items(), key=lambda kv: -kv[1]["total_s"]):
+        ops.add_row(k, f"{v['count']:,}", _fmt_s(v["total_s"]), _fmt_s(v["min_s"]), _fmt_s(v["max_s"]))
+    console.print(ops)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="g2gsim")
+def main():
+    """g2gsim: what would GPU-aware MPI save this MPI+GPU application?
+
+    Replays a trace (native .g2g.parquet, Score-P OTF2 or DUMPI) on a simulated multi-GPU cluster
+    under HostCopy or GPUDirect, any node configuration and rank mapping.
+    """
+
+
+def sim_options(f):
+    opts = [
+        click.option("--machine", "-m", default="lassen", show_default=True, help="preset name or machine TOML file"),
+        click.option("--gpus-per-node", type=click.IntRange(1), default=None, help="override GPUs (ranks) per node"),
+        click.option("--mapping", default=None, help="linear (default), round-robin, or a file of node indices per rank"),
+        click.option("--coll-algo", "coll_algos", default="", help="override algorithms: allreduce=ring,bcast=binomial"),
+        click.option("--staged-buffers-are-device", is_flag=True, help="gpudirect what-if for HostCopy traces: host MPI buffers hold GPU data; staging copies are dropped"),
+        click.option("--gpudirect-min-bytes", type=click.IntRange(0), default=0, help="mixed what-if: GPU-direct only for messages of at least this size"),
+        click.option("--gpudirect-collectives-only", is_flag=True, help="mixed what-if: GPU-direct for collectives only"),
+        click.option("--network-scale", type=float, default=1.0, help="multiply NIC and network bandwidth"),
+        click.option("--assume-buffers", type=click.Choice(["traced", "host", "device", "infer"]), default=None, help="buffer spaces for imported traces that lack them"),
+        click.option("--no-progress", is_flag=True, help="no progress bar"),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
+def _kw(gpus_per_node, mapping, coll_algos, staged_buffers_are_device, gpudirect_min_bytes,
+        gpudirect_collectives_only, network_scale, assume_buffers):
+    return dict(gpus_per_node=gpus_per_node, mapping=_parse_mapping(mapping), coll_algos=coll_algos,
+                staged_as_device=staged_buffers_are_device, gpudirect_min_bytes=gpudirect_min_bytes,
+                gpudirect_collectives_only=gpudirect_collectives_only, network_scale=network_scale,
+                assume_buffers=assume_buffers)
+
+
+@main.command()
+@click.argument("trace", type=click.Path(exists=True))
+@click.option("--mode", type=click.Choice(MODES), default="as-traced", show_default=True)
+@click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None, help="write the full report as JSON")
+@sim_options
+def simulate(trace, mode, json_out, machine, no_progress, **kw):
+    """Simulate TRACE on a machine and print a summary."""
+    rep = _sim(trace, machine, mode, progress=not no_progress, **_kw(**kw))
+    print_summary(rep)
+    if json_out:
+        Path(json_out).write_text(json.dumps(rep, indent=2))
+        console.print(f"report written to {json_out}")
+
+
+@main.command()
+@click.argument("trace", type=click.Path(exists=True))
+@click.option("--assume-buffers", type=click.Choice(["traced", "host", "device", "infer"]), default=None)
+def info(trace, assume_buffers):
+    """Ranks, operation counts, bytes by operation and a message-size histogram of TRACE."""
+    try:
+        t = Trace.read(as_native(trace, assume_buffers=assume_buffers))
+    except (TraceError, ValueError) as e:
+        _fail(str(e))
+    df = t.table.select(["rank", "op", "bytes", "recv_bytes", "mem_space"]).to_pandas()
+    console.print(f"[bold]{trace}[/]: {t.nranks} ranks, {len(df):,} operations, "
+                  f"{len(t.comms)} communicator(s); source: {t.source or '-'}; buffers: {t.buffers}")
+    tab = Table(title="operations")
+    for c in ("op", "count", "bytes sent", "bytes received", "device-buffer share"):
+        tab.add_column(c, justify="left" if c == "op" else "right")
+    g = df.groupby("op")
+    for op, sub in sorted(g, key=lambda kv: -len(kv[1])):
+        dev = (sub["mem_space"] != "host").mean() if op not in ("Compute",) else 0.0
+        tab.add_row(op, f"{len(sub):,}", f"{int(sub['bytes'].sum()):,}", f"{int(sub['recv_bytes'].sum()):,}", f"{dev:.0%}")
+    console.print(tab)
+    sends = df[df["op"].isin(["Send", "Isend", "Ssend", "Issend", "Bsend", "Rsend", "Sendrecv"])]
+    if len(sends):
+        import numpy as np
+        edges = [0, 1024, 8192, 65536, 524288, 4 << 20, 1 << 62]
+        labels = ["<=1KiB", "1-8KiB", "8-64KiB", "64-512KiB", "512KiB-4MiB", ">4MiB"]
+        counts, _ = np.histogram(sends["bytes"].to_numpy(), bins=edges)
+        h = Table(title="point-to-point message sizes")
+        h.add_column("size")
+        h.add_column("messages", justify="right")
+        h.add_column("share", justify="right")
+        for lab, c in zip(labels, counts):
+            h.add_row(lab, f"{c:,}", f"{c / len(sends):.1%}")
+        console.print(h)
+
+
+@main.command()
+def models():
+    """List the data-path models and the collective algorithms."""
+    from . import _core
+    t = Table(title="data-path models (docs/models/<name>.md)")
+    t.add_column("name")
+    t.add_column("what it models")
+    t.add_column("machine-file keys")
+    for name, summary, params in _core.models():
+        t.add_row(name, summary, ", ".join(params))
+    console.print(t)
+    c = Table(title="collective algorithms (--coll-algo KIND=NAME)")
+    c.add_column("collective")
+    c.add_column("algorithms")
+    for kind, algos in _core.coll_algorithms():
+        c.add_row(kind, ", ".join(algos))
+    console.print(c)
+
+
+@main.group()
+def machine():
+    """Machine presets and files."""
+
+
+@machine.command("list")
+def machine_list():
+    """List the shipped presets."""
+    t = Table(title="machine presets")
+    t.add_column("name")
+    t.add_column("description")
+    for name in machines.presets():
+        try:
+            d = machines.check(name, nodes=1)["description"]
+        except machines.MachineError as e:
+            d = f"[red]invalid: {e}[/]"
+        t.add_row(name, d)
+    console.print(t)
+
+
+@machine.command("show")
+@click.argument("name_or_file")
+@click.option("--nodes", type=click.IntRange(1), default=2, show_default=True, help="build the network for this many nodes")
+def machine_show(name_or_file, nodes):
+    """Show a machine's parameters as g2gsim understands them."""
+    try:
+        d = machines.check(name_or_file, nodes=nodes)
+    except machines.MachineError as e:
+        _fail(str(e))
+    t = Table(title=f"machine {d['name']}")
+    t.add_column("parameter")
+    t.add_column("value", justify="right")
+    for k, v in d.items():
+        t.add_row(k, str(v))
+    console.print(t)
+
+
+@machine.command("validate")
+@click.argument("name_or_file")
+def machine_validate(name_or_file):
+    """Check a machine file; errors name the key and line."""
+    try:
+        machines.check(name_or_file)
+    except machines.MachineError as e:
+        _fail(str(e))
+    console.print(f"{name_or_file}: valid")
+
+
+@main.command("import")
+@click.argument("trace", type=click.Path(exists=True))
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="native trace to write (.g2g.parquet)")
+@click.option("--assume-buffers", type=click.Choice(["traced", "host", "device", "infer"]), default=None,
+              help="memory space of buffers when the trace has none (OTF2 default: traced; DUMPI: host)")
+def import_(trace, output, assume_buffers):
+    """Convert an OTF2 (Score-P or g2gsim's tracer) or DUMPI trace to the native format."""
+    from .sim import import_trace
+    try:
+        t = import_trace(Path(trace), assume_buffers=assume_buffers, progress=sys.stderr.isatty())
+        t.write(output)
+    except (TraceError, ValueError) as e:
+        _fail(str(e))
+    counts = t.op_counts()
+    console.print(f"wrote {output}: {t.nranks} ranks, {len(t.table):,} operations "
+                  f"({', '.join(f'{k} {v}' for k, v in sorted(counts.items()))})")
+
+
+@main.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+@click.option("-o", "--output", required=True, type=click.Path(file_okay=False), help="directory for the OTF2 archive")
+@click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
+def record(output, command):
+    """Run an MPI program under the g2gsim tracer: g2gsim record -o DIR -- mpirun -np 4 ./app"""
+    from .record import record as do_record
+    try:
+        anchor = do_record(output, list(command))
+    except (RuntimeError, FileNotFoundError, ValueError) as e:
+        _fail(str(e))
+    console.print(f"trace written: {anchor}")
+
+
+def _add_generate():
+    try:
+        from . import generate as gen
+    except ImportError:  # the generators package is optional in a partial checkout
+        return
+
+    @main.command(context_settings={"ignore_unknown_options": False})
+    @click.argument("workload", type=click.Choice(sorted(gen.GENERATORS)))
+    @click.option("--ranks", "-n", type=click.IntRange(1), required=True)
+    @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False))
+    @click.option("--param", "-p", multiple=True, help="workload parameter NAME=VALUE (see --list-params)")
+    def generate(workload, ranks, output, param):
+        """Generate a synthetic trace: g2gsim generate jacobi2d --ranks 16 -p iterations=10 -o j.g2g.parquet"""
+        specs = {p[0]: p for p in gen.params(workload)}
+        kw = {}
+        for item in param:
+            if "=" not in item:
+                _fail(f"--param {item!r}: expected NAME=VALUE")
+            k, v = item.split("=", 1)
+            if k not in specs:
+                _fail(f"{workload} has no parameter {k!r} (it has: {', '.join(specs)})")
+            typ = specs[k][1]
+            try:
+                if typ is bool:
+                    kw[k] = v.lower() in ("1", "true", "yes", "on")
+                elif typ in (list, tuple) or str(typ).startswith(("list", "tuple")):
+                    kw[k] = [int(x) for x in v.split(",")]
+                else:
+                    kw[k] = typ(v)
+            except (TypeError, ValueError):
+                _fail(f"--param {k}: cannot read {v!r} as {getattr(typ, '__name__', typ)}")
+        try:
+            if hasattr(gen, "generate_to_file"):
+                gen.generate_to_file(workload, ranks, output, **kw)
+                n = None
+            else:
+                t = gen.generate(workload, ranks, **kw)
+                t.write(output)
+                n = len(t.table)
+        except (ValueError, TraceError) as e:
+            _fail(str(e))
+        console.print(f"wrote {output}" + (f" ({n:,} operations)" if n else ""))
+
+    generate.help = (generate.help or "") + "\n\nWorkloads:\n\n" + "\n\n".join(
+        f"{k}: {g.description if hasattr(g, 'description') else ''}" for k, g in sorted(gen.GENERATORS.items()))
+
+
+_add_generate()
+
+
+def compare_modes(trace, machine, **kw) -> dict:
+    """HostCopy vs GPUDirect (vs as-traced) on one trace: the reports, keyed by mode."""
+    return {m: run_simulation(trace, machine, mode=m, **kw) for m in ("as-traced", "hostcopy", "gpudirect")}
+
+
+def print_comparison(reps: dict):
+    hc, gd = reps["hostcopy"], reps["gpudirect"]
+    t = Table(title=f"HostCopy vs GPUDirect: {hc['trace']} on {hc['machine']} "
+                    f"({hc['nranks']} ranks, {hc['nodes']} nodes x {hc['gpus_per_node']} GPUs)")
+    t.add_column("")
+    for m in reps:
+        t.add_column(m, justify="right")
+    t.add_column("GPUDirect speedup", justify="right")
+    rows = [("run time", "total_time_s"), ("communication / rank", "comm_time_s"), ("copies / rank", "copy_time_s"),
+            ("compute / rank", "compute_time_s")]
+    for label, key in rows:
+        sp = hc[key] / gd[key] if gd[key] > 0 else float("nan")
+        t.add_row(label, *[_fmt_s(r[key]) for r in reps.values()], f"{sp:.2f}x" if hc[key] > 0 else "-")
+    console.print(t)
+
+
+@main.command()
+@click.option("--workload", default="jacobi2d", show_default=True)
+@click.option("--ranks", type=click.IntRange(2), default=16, show_default=True)
+@click.option("--machine", "-m", default="lassen", show_default=True)
+def demo(workload, ranks, machine):
+    """Generate a workload, simulate it under HostCopy and GPUDirect, print the comparison."""
+    from . import generate as gen
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / f"{workload}.g2g.parquet"
+        t = gen.generate(workload, ranks)
+        t.write(path)
+        console.print(f"generated {workload} on {ranks} ranks: {len(t.table):,} operations ({t.source})")
+        try:
+            reps = compare_modes(path, machine)
+        except (TraceError, machines.MachineError, SimulationError, ValueError) as e:
+            _fail(str(e))
+        print_comparison(reps)
+
+
+if __name__ == "__main__":
+    main()

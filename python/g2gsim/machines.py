@@ -1,0 +1,40 @@
+"""Machine files: presets shipped with g2gsim, or the user's own TOML (docs/machine-files.md)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from . import _core
+
+PRESET_DIR = Path(__file__).parent / "presets"
+
+
+class MachineError(ValueError):
+    pass
+
+
+def presets() -> dict[str, Path]:
+    return {p.stem: p for p in sorted(PRESET_DIR.glob("*.toml"))}
+
+
+def resolve(name_or_file: str | Path) -> tuple[str, str]:
+    """Returns (toml_text, file_label) for a preset name or a path."""
+    p = Path(name_or_file)
+    if p.suffix == ".toml" or p.exists():
+        if not p.exists():
+            raise MachineError(f"machine file {p} does not exist")
+        return p.read_text(), str(p)
+    ps = presets()
+    if str(name_or_file) in ps:
+        f = ps[str(name_or_file)]
+        return f.read_text(), f"preset:{f.name}"
+    raise MachineError(f"unknown machine {name_or_file!r}: not a file, and not a preset "
+                       f"({', '.join(ps)})")
+
+
+def check(name_or_file: str | Path, nodes: int = 2) -> dict:
+    text, label = resolve(name_or_file)
+    try:
+        return json.loads(_core.machine_check(text, label, nodes))
+    except _core.MachineError as e:
+        raise MachineError(str(e)) from None
