@@ -76,6 +76,10 @@ pub struct SimOptions {
     pub network_scale: f64,
     /// keep per-rank rows in the report (off for huge runs)
     pub per_rank: bool,
+    /// write a Chrome/Perfetto trace of the simulated run here
+    pub timeline: Option<String>,
+    /// stop writing timeline events after this many (the run goes on)
+    pub timeline_max_events: u64,
 }
 
 impl Default for SimOptions {
@@ -90,6 +94,8 @@ impl Default for SimOptions {
             gpudirect_collectives_only: false,
             network_scale: 1.0,
             per_rank: true,
+            timeline: None,
+            timeline_max_events: 2_000_000,
         }
     }
 }
@@ -165,6 +171,7 @@ struct Msg {
     data_arrived: bool,
     plan: Option<Box<Plan>>,
     ctl_latency: u64,
+    uid: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -185,6 +192,7 @@ enum XferOwner {
 }
 
 struct Xfer {
+    t0: Time,
     plan: Plan,
     owner: XferOwner,
     busy: Vec<bool>,
@@ -267,7 +275,6 @@ struct CollRun {
     rounds: Vec<Round>,
     idx: usize,
     pending: u32,
-    on_gpu: bool,
     gpu_path: bool,
     req: Option<ReqId>,
     live: bool,
@@ -309,6 +316,8 @@ struct Sim<'a> {
     ops_done: u64,
     peak_flows: u64,
     scratch: Vec<u32>,
+    tl: Option<crate::timeline::Timeline>,
+    next_uid: u64,
 }
 
 fn coll_kind(k: OpKind) -> Option<(CollKind, bool)> {
@@ -421,8 +430,17 @@ pub fn simulate(
         ops_done: 0,
         peak_flows: 0,
         scratch: Vec::new(),
+        tl: None,
+        next_uid: 0,
     };
+    if let Some(p) = sim.opt.timeline.clone() {
+        let nodes = sim.m.place.nodes;
+        sim.tl = Some(crate::timeline::Timeline::create(&p, sim.opt.timeline_max_events, nodes, &sim.m.place.node_of, &sim.m.place.gpu_of).map_err(|e| SimError::Options(format!("timeline {p}: {e}")))?);
+    }
     sim.run(progress)?;
+    if let Some(tl) = sim.tl.take() {
+        tl.finish().map_err(|e| SimError::Options(format!("timeline: {e}")))?;
+    }
     Ok(sim.report(trace_name, machine_name, wall.elapsed().as_secs_f64()))
 }
 
@@ -699,6 +717,10 @@ impl<'a> Sim<'a> {
         }
         rk.ops_done += 1;
         self.ops_done += 1;
+        let start = rk.call_start;
+        if let Some(tl) = self.tl.as_mut() {
+            tl.op(r, &op, start, now);
+        }
         let bytes = op.bytes.max(op.recv_bytes);
         self.op_stat(op.kind, dt, bytes);
     }
@@ -1029,7 +1051,9 @@ impl<'a> Sim<'a> {
             s.messages += 1;
             s.bytes += bytes;
         }
-        let msg = Msg { src, dst, ctx, tag, bytes, eager, send_req: req, recv_req: None, data_arrived: false, plan: None, ctl_latency };
+        self.next_uid += 1;
+        let uid = self.next_uid;
+        let msg = Msg { src, dst, ctx, tag, bytes, eager, send_req: req, recv_req: None, data_arrived: false, plan: None, ctl_latency, uid };
         let id = if let Some(id) = self.free_msgs.pop() {
             self.msgs[id as usize] = msg;
             id
@@ -1038,6 +1062,9 @@ impl<'a> Sim<'a> {
             (self.msgs.len() - 1) as MsgId
         };
         let o_send = self.m.cfg.send_overhead_ns as u64;
+        if let Some(tl) = self.tl.as_mut() {
+            tl.msg_start(uid, src, self.q.now());
+        }
         if eager {
             // data leaves after the send overhead; the envelope travels with it (header first)
             self.q.push_in(o_send + ctl_latency, Ev::Envelope(id));
@@ -1130,7 +1157,7 @@ impl<'a> Sim<'a> {
     fn start_xfer(&mut self, plan: Plan, owner: XferOwner, extra_delay: u64) {
         let ns = plan.stages.len();
         let setup = plan.setup_ns + extra_delay;
-        let x = Xfer { plan, owner, busy: vec![false; ns], started: vec![0; ns], done: vec![0; ns] };
+        let x = Xfer { t0: self.q.now(), plan, owner, busy: vec![false; ns], started: vec![0; ns], done: vec![0; ns] };
         let id = if let Some(id) = self.free_xfers.pop() {
             self.xfers[id as usize] = Some(x);
             id
@@ -1211,6 +1238,17 @@ impl<'a> Sim<'a> {
         if complete {
             let t = self.xfers[x as usize].take().unwrap();
             self.free_xfers.push(x);
+            if let Some(tl) = self.tl.as_mut() {
+                let now = self.q.now();
+                match t.owner {
+                    XferOwner::Msg(m) => {
+                        let msg = &self.msgs[m as usize];
+                        tl.transfer(msg.src, msg.dst, t.plan.model, msg.bytes, t.t0, now, msg.uid);
+                    }
+                    XferOwner::RankCopy(r) => tl.copy(r, t.plan.model, t.plan.chunk_bytes, t.t0, now),
+                    XferOwner::Detached => {}
+                }
+            }
             match t.owner {
                 XferOwner::Msg(m) => self.data_arrived(m),
                 XferOwner::Detached => {}
@@ -1281,7 +1319,7 @@ impl<'a> Sim<'a> {
                     Mode::GpuDirect => op.bytes.max(op.recv_bytes) >= self.opt.gpudirect_min_bytes,
                 };
                 let req = if nonblocking { Some(self.new_req(Owner::Rank(r))) } else { None };
-                let cr = CollRun { rank: r, comm: op.comm, ctx, rounds, idx: 0, pending: 0, on_gpu, gpu_path, req, live: true };
+                let cr = CollRun { rank: r, comm: op.comm, ctx, rounds, idx: 0, pending: 0, gpu_path, req, live: true };
                 let c = if let Some(c) = self.free_colls.pop() {
                     self.colls[c as usize] = cr;
                     c

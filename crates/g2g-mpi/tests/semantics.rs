@@ -187,3 +187,20 @@ fn modes_change_device_messages_only() {
     assert_eq!(gd.paths["gpudirect-rdma"].messages, 1);
     assert_eq!(hc.paths["hostcopy"].messages, 1);
 }
+
+#[test]
+fn timeline_is_valid_chrome_trace_json() {
+    let dir = std::env::temp_dir().join(format!("g2g-tl-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("t.json");
+    let opt = SimOptions { timeline: Some(path.display().to_string()), mode: Mode::HostCopy, ..Default::default() };
+    run(vec![vec![dev(send(1, 0, 100_000)), compute(10)], vec![dev(recv(0, 0, 100_000))]], SIMPLE, opt).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let ev = v["traceEvents"].as_array().unwrap();
+    let names: Vec<&str> = ev.iter().filter_map(|e| e["name"].as_str()).collect();
+    assert!(names.contains(&"Send") && names.contains(&"Recv") && names.contains(&"Compute"));
+    assert!(ev.iter().any(|e| e["cat"] == "copy"), "HostCopy staging copies appear on the GPU track");
+    assert_eq!(ev.iter().filter(|e| e["ph"] == "s").count(), 1);
+    assert_eq!(ev.iter().filter(|e| e["ph"] == "f").count(), 1);
+    std::fs::remove_dir_all(&dir).ok();
+}

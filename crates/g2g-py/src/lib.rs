@@ -39,6 +39,8 @@ fn opts_from(d: Option<&Bound<'_, PyDict>>) -> PyResult<SimOptions> {
             "gpudirect_collectives_only" => o.gpudirect_collectives_only = v.extract()?,
             "network_scale" => o.network_scale = v.extract()?,
             "per_rank" => o.per_rank = v.extract()?,
+            "timeline" => o.timeline = v.extract()?,
+            "timeline_max_events" => o.timeline_max_events = v.extract()?,
             _ => return Err(PyValueError::new_err(format!("unknown simulation option {k:?}"))),
         }
     }
