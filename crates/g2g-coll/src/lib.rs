@@ -12,10 +12,13 @@
 //! Sizes follow the trace format (docs/trace-format.md): `bytes` is per the MPI call's buffers.
 
 mod algos;
+mod check;
 mod select;
+mod util;
 
-pub use algos::schedule;
-pub use select::{select, AlgoOverrides, Thresholds};
+pub use algos::{schedule, MAX_SEGMENTS};
+pub use check::{check_consistency, check_schedules};
+pub use select::{select, select_for, selection_bytes, AlgoOverrides, Thresholds};
 
 /// One message of a round: to/from `peer` (rank in the communicator), `bytes` long.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -96,27 +99,43 @@ impl CollKind {
     }
 }
 
-/// The algorithms MPI libraries run.  `name()` is what `--coll-algo kind=name` and machine files use.
+/// The algorithms MPI libraries run.  `name()` is what `--coll-algo kind=name` and machine files use;
+/// [`algorithms_for`] lists which are valid for each collective.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Algo {
-    // barrier
+    /// Barrier: round k exchanges 0-byte messages with (r ± 2^k) mod p.
     Dissemination,
-    // bcast / reduce / gather / scatter trees
+    /// Everything through/with one rank at once (root, or rank 0), or all pairs in one round.
     Linear,
+    /// Binomial tree (rooted collectives).  Gatherv/Scatterv: needs the counts at every rank, which
+    /// traces carry only at the root; a non-root rank without them makes `schedule` fail.
     Binomial,
-    /// pipelined/segmented chain or binary tree: segment size in bytes
+    /// Segmented binomial tree: segment size in bytes (0 = from [`Thresholds`] in `select`, one
+    /// segment in `schedule`).
     PipelinedBinomial { segment: u64 },
+    /// Segmented chain (Open MPI "pipeline"): segment size in bytes (0 as for `PipelinedBinomial`).
     PipelinedChain { segment: u64 },
+    /// Bcast: binomial scatter + ring allgather (van de Geijn; MPICH long messages).
     ScatterAllgather,
-    // allreduce
+    /// Bcast: binomial scatter + recursive-doubling allgather (MPICH medium messages; power-of-two
+    /// communicators only).
+    ScatterRdAllgather,
+    /// Allreduce, Allgather(v) (power of two only), Scan/Exscan.
     RecursiveDoubling,
+    /// Allreduce: recursive-halving reduce-scatter + recursive-doubling allgather.
     Rabenseifner,
+    /// Allreduce, Allgather(v), Reduce_scatter(_block).
     Ring,
+    /// Allreduce: binomial reduce to rank 0 + binomial bcast (Open MPI "nonoverlapping").
     ReduceBcast,
-    // allgather
+    /// Allgather(v), Alltoall.
     Bruck,
-    // alltoall
+    /// Alltoall(v), Reduce_scatter(_block).
     Pairwise,
+    /// Reduce_scatter(_block): recursive halving (any communicator size).
+    RecursiveHalving,
+    /// Reduce_scatter(_block): binomial reduce to rank 0 + linear scatterv (Open MPI "nonoverlapping").
+    ReduceScatterv,
 }
 
 impl Algo {
@@ -128,14 +147,154 @@ impl Algo {
             Algo::PipelinedBinomial { .. } => "pipelined_binomial",
             Algo::PipelinedChain { .. } => "pipeline",
             Algo::ScatterAllgather => "scatter_allgather",
+            Algo::ScatterRdAllgather => "scatter_rd_allgather",
             Algo::RecursiveDoubling => "recursive_doubling",
             Algo::Rabenseifner => "rabenseifner",
             Algo::Ring => "ring",
             Algo::ReduceBcast => "reduce_bcast",
             Algo::Bruck => "bruck",
             Algo::Pairwise => "pairwise",
+            Algo::RecursiveHalving => "recursive_halving",
+            Algo::ReduceScatterv => "reduce_scatterv",
         }
     }
+
+    /// The algorithm called `name` for `kind`, or None when there is none (see [`algorithms_for`]).
+    /// Case-insensitive; `-` and ` ` may stand for `_`.  The pipelined algorithms take an optional
+    /// segment size after a colon: `pipeline:64k`, `pipelined_binomial:8192` (suffixes k, m, g are
+    /// binary); without one the segment is 0 (`select` fills in the threshold's segment size).
+    /// A few aliases from the MPI libraries are accepted: `chain` (pipeline), `basic_linear`
+    /// (linear), `scatter_ring_allgather` (scatter_allgather), `nonoverlapping` (reduce_bcast for
+    /// Allreduce, reduce_scatterv for Reduce_scatter(_block)), `bruck` for Barrier (dissemination).
+    pub fn from_name(kind: CollKind, name: &str) -> Option<Algo> {
+        parse_algo(kind, name).ok()
+    }
+
+    /// Segment size of the pipelined algorithms (None for the others).
+    pub fn segment(self) -> Option<u64> {
+        match self {
+            Algo::PipelinedBinomial { segment } | Algo::PipelinedChain { segment } => Some(segment),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Algo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.segment() {
+            Some(s) if s > 0 => write!(f, "{}:{}", self.name(), s),
+            _ => f.write_str(self.name()),
+        }
+    }
+}
+
+/// The algorithm names valid for `kind`, the default-selection favourites first.
+pub fn algorithms_for(kind: CollKind) -> &'static [&'static str] {
+    match kind {
+        CollKind::Barrier => &["dissemination", "linear"],
+        CollKind::Bcast => &[
+            "binomial",
+            "scatter_allgather",
+            "scatter_rd_allgather",
+            "pipeline",
+            "pipelined_binomial",
+            "linear",
+        ],
+        CollKind::Reduce => &["binomial", "pipeline", "pipelined_binomial", "linear"],
+        CollKind::Allreduce => &["recursive_doubling", "rabenseifner", "ring", "reduce_bcast"],
+        CollKind::Gather | CollKind::Gatherv | CollKind::Scatter | CollKind::Scatterv => {
+            &["linear", "binomial"]
+        }
+        CollKind::Allgather | CollKind::Allgatherv => {
+            &["recursive_doubling", "bruck", "ring", "linear"]
+        }
+        CollKind::Alltoall => &["bruck", "linear", "pairwise"],
+        CollKind::Alltoallv => &["pairwise", "linear"],
+        CollKind::ReduceScatter | CollKind::ReduceScatterBlock => {
+            &["recursive_halving", "ring", "pairwise", "reduce_scatterv"]
+        }
+        CollKind::Scan | CollKind::Exscan => &["recursive_doubling", "linear"],
+    }
+}
+
+/// Parses `64k`, `1m`, `8192` (binary suffixes k/m/g, optional `b`/`ib`).
+fn parse_size(s: &str) -> Option<u64> {
+    let s: String =
+        s.chars().filter(|c| *c != '_' && !c.is_whitespace()).map(|c| c.to_ascii_lowercase()).collect();
+    let s = s.strip_suffix("ib").or_else(|| s.strip_suffix('b')).unwrap_or(&s);
+    let (num, mult) = match s.chars().last()? {
+        'k' => (&s[..s.len() - 1], 1u64 << 10),
+        'm' => (&s[..s.len() - 1], 1 << 20),
+        'g' => (&s[..s.len() - 1], 1 << 30),
+        _ => (s, 1),
+    };
+    num.trim().parse::<u64>().ok()?.checked_mul(mult)
+}
+
+pub(crate) fn parse_algo(kind: CollKind, name: &str) -> Result<Algo, CollError> {
+    let norm: String = name
+        .trim()
+        .chars()
+        .map(|c| if c == '-' || c == ' ' { '_' } else { c.to_ascii_lowercase() })
+        .collect();
+    let (base, seg) = match norm.split_once(':') {
+        Some((b, s)) => (b.trim_end_matches('_'), Some(s.trim_start_matches('_'))),
+        None => (norm.as_str(), None),
+    };
+    let base = match (kind, base) {
+        (_, "chain" | "pipelined_chain") => "pipeline",
+        (_, "basic_linear") => "linear",
+        (_, "scatter_ring_allgather") => "scatter_allgather",
+        (CollKind::Allreduce, "nonoverlapping") => "reduce_bcast",
+        (CollKind::ReduceScatter | CollKind::ReduceScatterBlock, "nonoverlapping") => {
+            "reduce_scatterv"
+        }
+        (CollKind::Barrier, "bruck") => "dissemination",
+        (_, b) => b,
+    };
+    let valid = algorithms_for(kind);
+    if !valid.contains(&base) {
+        return Err(CollError(format!(
+            "unknown algorithm '{}' for {}; valid: {}",
+            name.trim(),
+            kind.name(),
+            valid.join(", ")
+        )));
+    }
+    let segment = match seg {
+        None => 0,
+        Some(s) => parse_size(s).ok_or_else(|| {
+            CollError(format!(
+                "bad segment size '{s}' in '{}' (expected bytes like 65536, 64k, 1m)",
+                name.trim()
+            ))
+        })?,
+    };
+    let algo = match base {
+        "dissemination" => Algo::Dissemination,
+        "linear" => Algo::Linear,
+        "binomial" => Algo::Binomial,
+        "pipelined_binomial" => Algo::PipelinedBinomial { segment },
+        "pipeline" => Algo::PipelinedChain { segment },
+        "scatter_allgather" => Algo::ScatterAllgather,
+        "scatter_rd_allgather" => Algo::ScatterRdAllgather,
+        "recursive_doubling" => Algo::RecursiveDoubling,
+        "rabenseifner" => Algo::Rabenseifner,
+        "ring" => Algo::Ring,
+        "reduce_bcast" => Algo::ReduceBcast,
+        "bruck" => Algo::Bruck,
+        "pairwise" => Algo::Pairwise,
+        "recursive_halving" => Algo::RecursiveHalving,
+        _ => Algo::ReduceScatterv,
+    };
+    if seg.is_some() && algo.segment().is_none() {
+        return Err(CollError(format!(
+            "algorithm '{}' takes no segment size ('{}')",
+            algo.name(),
+            name.trim()
+        )));
+    }
+    Ok(algo)
 }
 
 /// One rank's view of a collective call.
@@ -166,40 +325,3 @@ impl std::fmt::Display for CollError {
     }
 }
 impl std::error::Error for CollError {}
-
-/// Checks the matching contract over all ranks of one collective call.
-/// `args_of(r)` gives rank r's arguments.
-pub fn check_consistency(
-    algo_of: &dyn Fn(u32) -> Algo,
-    args_of: &dyn Fn(u32) -> CollArgs<'static>,
-    size: u32,
-) -> Result<(), CollError> {
-    use std::collections::HashMap;
-    let mut sent: HashMap<(u32, u32), Vec<u64>> = HashMap::new();
-    let mut recvd: HashMap<(u32, u32), Vec<u64>> = HashMap::new();
-    for r in 0..size {
-        let rounds = schedule(algo_of(r), &args_of(r))?;
-        for round in &rounds {
-            for s in &round.sends {
-                sent.entry((r, s.peer)).or_default().push(s.bytes);
-            }
-            for s in &round.recvs {
-                recvd.entry((s.peer, r)).or_default().push(s.bytes);
-            }
-        }
-    }
-    for (k, v) in &sent {
-        if recvd.get(k) != Some(v) {
-            return Err(CollError(format!(
-                "pair {}->{}: sends {:?} but receives {:?}",
-                k.0, k.1, v, recvd.get(k)
-            )));
-        }
-    }
-    for (k, v) in &recvd {
-        if !sent.contains_key(k) {
-            return Err(CollError(format!("pair {}->{}: receives {:?} never sent", k.0, k.1, v)));
-        }
-    }
-    Ok(())
-}

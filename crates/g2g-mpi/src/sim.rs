@@ -1037,7 +1037,8 @@ impl<'a> Sim<'a> {
         let plan = path.plan(&self.m, self.ep(src), self.ep(dst), bytes);
         let gpu_direct = path.name() != "host";
         let eager = !sync && bytes <= self.m.cfg.eager_limit && (!gpu_direct || self.m.cfg.gpudirect_eager);
-        let ctl_latency: u64 = plan.stages.iter().map(|s| s.latency_ns).sum();
+        // envelopes, RTS and CTS are small CPU-to-CPU control messages: host-path latency
+        let ctl_latency = self.ctl_latency(src, dst);
         {
             let ps = self.paths.entry(if stage_src || stage_dst { "hostcopy" } else { path.name() }).or_default();
             ps.messages += 1;
@@ -1075,6 +1076,12 @@ impl<'a> Sim<'a> {
             self.q.push_in(o_send + ctl_latency, Ev::Envelope(id));
         }
         req
+    }
+
+    fn ctl_latency(&self, src: u32, dst: u32) -> u64 {
+        let (a, b) = (self.ep(src), self.ep(dst));
+        let (links, extra) = paths::HostPath::links(&self.m, a, b);
+        self.m.path_latency(&links) + extra
     }
 
     fn post_recv(&mut self, r: u32, src: i32, ctx: u64, tag: i32, owner: Owner) -> ReqId {

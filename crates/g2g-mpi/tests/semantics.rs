@@ -181,9 +181,9 @@ fn modes_change_device_messages_only() {
     // HostCopy adds a D2H and an H2D copy (copy_delay 2000 + PCIe latency 50 + b / 10 B/ns each)
     let copy = 2000 + 50 + b / 10;
     assert_eq!(end_ns(&hc, 1), end_ns(&host, 1) + 2 * copy);
-    // GPUDirect RDMA: pinning 4000, then RTS/CTS and one flow over PCIe-NIC-PCIe (NIC-bound)
+    // GPUDirect RDMA: RTS/CTS between the CPUs (LAT each), pinning 4000, one flow PCIe-NIC-PCIe (NIC-bound)
     let lat_rdma = 50 + 100 + 1000 + 50;
-    assert_eq!(end_ns(&gd, 1), 200 + 4000 + lat_rdma * 2 + b + lat_rdma + 300);
+    assert_eq!(end_ns(&gd, 1), 200 + LAT * 2 + 4000 + b + lat_rdma + 300);
     assert_eq!(gd.paths["gpudirect-rdma"].messages, 1);
     assert_eq!(hc.paths["hostcopy"].messages, 1);
 }
