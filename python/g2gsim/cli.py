@@ -126,6 +126,7 @@ def sim_options(f):
         click.option("--gpudirect-min-bytes", type=click.IntRange(0), default=0, help="mixed what-if: GPU-direct only for messages of at least this size"),
         click.option("--gpudirect-collectives-only", is_flag=True, help="mixed what-if: GPU-direct for collectives only"),
         click.option("--network-scale", type=float, default=1.0, help="multiply NIC and network bandwidth"),
+        click.option("--sharing", type=click.Choice(["max-min", "bottleneck"]), default=None, help="link sharing model (default: the machine file's, max-min)"),
         click.option("--assume-buffers", type=click.Choice(["traced", "host", "device", "infer"]), default=None, help="buffer spaces for imported traces that lack them"),
         click.option("--no-progress", is_flag=True, help="no progress bar"),
     ]
@@ -135,8 +136,8 @@ def sim_options(f):
 
 
 def _kw(gpus_per_node, mapping, coll_algos, staged_buffers_are_device, gpudirect_min_bytes,
-        gpudirect_collectives_only, network_scale, assume_buffers):
-    return dict(gpus_per_node=gpus_per_node, mapping=_parse_mapping(mapping), coll_algos=coll_algos,
+        gpudirect_collectives_only, network_scale, assume_buffers, sharing=None):
+    return dict(sharing=sharing, gpus_per_node=gpus_per_node, mapping=_parse_mapping(mapping), coll_algos=coll_algos,
                 staged_as_device=staged_buffers_are_device, gpudirect_min_bytes=gpudirect_min_bytes,
                 gpudirect_collectives_only=gpudirect_collectives_only, network_scale=network_scale,
                 assume_buffers=assume_buffers)
@@ -256,6 +257,19 @@ def machine_validate(name_or_file):
     except machines.MachineError as e:
         _fail(str(e))
     console.print(f"{name_or_file}: valid")
+
+
+@machine.command("detect")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None, help="write the node file here (else print it)")
+@click.option("--capture", type=click.Path(file_okay=False, path_type=Path), default=None, help="also save every raw command output here")
+def machine_detect(output, capture):
+    """Describe this node (GPUs, NVLink, PCIe, NICs, GPUDirect RDMA) as a machine file (docs/machine-detect.md)."""
+    from .detect import detect
+    text = detect(output, capture=capture)
+    if output is None:
+        click.echo(text, nl=False)
+    else:
+        console.print(f"wrote {output}; values that could not be detected are marked NOT DETECTED")
 
 
 @main.command("import")

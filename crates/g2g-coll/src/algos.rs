@@ -7,7 +7,9 @@
 //!   children largest subtree first (root of p=8 sends to 4, 2, 1, one child per round) and receives
 //!   from them smallest subtree first (1, 2, 4).
 //! * A communicator of one rank, or a call that moves no data (every size is 0), gives an empty
-//!   schedule, as MPI libraries return at once in both cases.  Barrier always synchronises.
+//!   schedule, as MPI libraries return at once in both cases.  Exceptions: Barrier always
+//!   synchronises, and Gatherv, Scatterv and Alltoallv keep their (0-byte) messages, because a rank
+//!   cannot know that the others move nothing.
 //! * Pipelined algorithms split the message into segments of `segment` bytes (0 = one segment).  To
 //!   keep schedules bounded, the segment is enlarged so that there are at most [`MAX_SEGMENTS`].
 //! * Messages of v-collectives are structural: each pair that the algorithm connects exchanges its
@@ -55,7 +57,15 @@ pub fn schedule(algo: Algo, args: &CollArgs) -> Result<Vec<Round>, CollError> {
     if p == 1 {
         return Ok(Vec::new());
     }
-    let c = Ctx { p, r: args.rank as u64, root: if kind.is_rooted() { args.root as u64 } else { 0 } };
+    let c = Ctx {
+        p,
+        r: args.rank as u64,
+        root: if kind.is_rooted() {
+            args.root as u64
+        } else {
+            0
+        },
+    };
     match kind {
         CollKind::Barrier => Ok(rooted::barrier(algo, &c)),
         CollKind::Bcast => Ok(rooted::bcast(algo, &c, vector_bytes(args))),
@@ -66,9 +76,12 @@ pub fn schedule(algo: Algo, args: &CollArgs) -> Result<Vec<Round>, CollError> {
         CollKind::ReduceScatter | CollKind::ReduceScatterBlock => {
             Ok(reduction::reduce_scatter(algo, &c, args))
         }
-        CollKind::Scan | CollKind::Exscan => {
-            Ok(reduction::scan(algo, &c, vector_bytes(args), kind == CollKind::Exscan))
-        }
+        CollKind::Scan | CollKind::Exscan => Ok(reduction::scan(
+            algo,
+            &c,
+            vector_bytes(args),
+            kind == CollKind::Exscan,
+        )),
         CollKind::Allgather | CollKind::Allgatherv => Ok(exchange::allgather(algo, &c, args)),
         CollKind::Alltoall | CollKind::Alltoallv => Ok(exchange::alltoall(algo, &c, args)),
     }
@@ -78,8 +91,10 @@ pub fn schedule(algo: Algo, args: &CollArgs) -> Result<Vec<Round>, CollError> {
 pub(crate) fn needs_pow2(kind: CollKind, algo: Algo) -> bool {
     matches!(
         (kind, algo),
-        (CollKind::Allgather | CollKind::Allgatherv, Algo::RecursiveDoubling)
-            | (CollKind::Bcast, Algo::ScatterRdAllgather)
+        (
+            CollKind::Allgather | CollKind::Allgatherv,
+            Algo::RecursiveDoubling
+        ) | (CollKind::Bcast, Algo::ScatterRdAllgather)
     )
 }
 
@@ -114,9 +129,10 @@ fn validate(args: &CollArgs) -> Result<(), CollError> {
         CollKind::Alltoallv => (true, true),
         _ => (false, false),
     };
-    for (used, name, c) in
-        [(uses_counts, "counts", args.counts), (uses_recv_counts, "recv_counts", args.recv_counts)]
-    {
+    for (used, name, c) in [
+        (uses_counts, "counts", args.counts),
+        (uses_recv_counts, "recv_counts", args.recv_counts),
+    ] {
         if let (true, Some(c)) = (used, c) {
             if c.len() != args.size as usize {
                 return Err(CollError(format!(
@@ -143,6 +159,10 @@ pub(crate) fn vector_bytes(args: &CollArgs) -> u64 {
 /// Segment size actually used for `n` bytes: 0 (or more than `n`) means one segment; never more
 /// than [`MAX_SEGMENTS`] segments.
 pub(crate) fn effective_segment(n: u64, segment: u64) -> u64 {
-    let seg = if segment == 0 || segment > n { n } else { segment };
+    let seg = if segment == 0 || segment > n {
+        n
+    } else {
+        segment
+    };
     seg.max(n.div_ceil(MAX_SEGMENTS)).max(1)
 }

@@ -53,7 +53,8 @@ pub fn check_schedules(schedules: &[Vec<Round>]) -> Result<u32, CollError> {
             }
         }
     }
-    let sizes = |v: Option<&Vec<(usize, u64)>>| v.map(|v| v.iter().map(|x| x.1).collect::<Vec<_>>());
+    let sizes =
+        |v: Option<&Vec<(usize, u64)>>| v.map(|v| v.iter().map(|x| x.1).collect::<Vec<_>>());
     for (k, v) in &sent {
         if sizes(recvd.get(k)) != sizes(Some(v)) {
             return Err(CollError(format!(
@@ -80,7 +81,12 @@ pub fn check_schedules(schedules: &[Vec<Round>]) -> Result<u32, CollError> {
     // identified by (sender, receiver, k) and knows the round it sits in on both sides.
     let mut pending: Vec<Vec<usize>> = schedules
         .iter()
-        .map(|rounds| rounds.iter().map(|x| x.sends.len() + x.recvs.len()).collect())
+        .map(|rounds| {
+            rounds
+                .iter()
+                .map(|x| x.sends.len() + x.recvs.len())
+                .collect()
+        })
         .collect();
     // Messages indexed by the round of each side: (a, ra, b, rb).
     let mut msgs: Vec<(usize, usize, usize, usize)> = Vec::new();

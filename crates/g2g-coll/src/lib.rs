@@ -7,9 +7,31 @@
 //! **Matching contract**: the replay engine matches collective messages between a pair of ranks in
 //! FIFO order (per collective instance, per source).  So for every pair (a, b), the sequence of sends
 //! a→b in a's schedule must equal, in order and size, the sequence of receives from a in b's schedule.
-//! `check_consistency` verifies this and every algorithm is tested with it.
+//! [`check_consistency`] / [`check_schedules`] verify this (and that the schedules cannot deadlock
+//! under rendezvous semantics); every algorithm is tested with them.
 //!
 //! Sizes follow the trace format (docs/trace-format.md): `bytes` is per the MPI call's buffers.
+//! Where a rank's field is 0 the other one stands in (e.g. a Scatter non-root only knows
+//! `recv_bytes`, a root with MPI_IN_PLACE may record an empty send buffer).
+//!
+//! Typical use, per rank and call: `let algo = select_for(&args, &thresholds, &overrides);` then
+//! `schedule(algo, &args)`.  [`select_for`] derives the selection size from quantities every rank
+//! of the call agrees on, so all ranks pick the same algorithm.
+//!
+//! Algorithms per collective ([`algorithms_for`]; details on each in the `algos` module):
+//!
+//! | collective | algorithms |
+//! |---|---|
+//! | Barrier | dissemination, linear |
+//! | Bcast | binomial, scatter_allgather, scatter_rd_allgather (2^k ranks), pipeline, pipelined_binomial, linear |
+//! | Reduce | binomial, pipeline, pipelined_binomial, linear |
+//! | Allreduce | recursive_doubling, rabenseifner, ring, reduce_bcast |
+//! | Gather(v), Scatter(v) | linear, binomial (v: counts needed at every rank) |
+//! | Allgather(v) | recursive_doubling (2^k ranks), bruck, ring, linear |
+//! | Alltoall | bruck, linear, pairwise |
+//! | Alltoallv | pairwise, linear |
+//! | Reduce_scatter(_block) | recursive_halving, ring, pairwise, reduce_scatterv |
+//! | Scan, Exscan | recursive_doubling, linear |
 
 mod algos;
 mod check;
@@ -57,10 +79,22 @@ pub enum CollKind {
 
 impl CollKind {
     pub const ALL: [CollKind; 16] = [
-        CollKind::Barrier, CollKind::Bcast, CollKind::Reduce, CollKind::Allreduce,
-        CollKind::Gather, CollKind::Gatherv, CollKind::Scatter, CollKind::Scatterv,
-        CollKind::Allgather, CollKind::Allgatherv, CollKind::Alltoall, CollKind::Alltoallv,
-        CollKind::ReduceScatter, CollKind::ReduceScatterBlock, CollKind::Scan, CollKind::Exscan,
+        CollKind::Barrier,
+        CollKind::Bcast,
+        CollKind::Reduce,
+        CollKind::Allreduce,
+        CollKind::Gather,
+        CollKind::Gatherv,
+        CollKind::Scatter,
+        CollKind::Scatterv,
+        CollKind::Allgather,
+        CollKind::Allgatherv,
+        CollKind::Alltoall,
+        CollKind::Alltoallv,
+        CollKind::ReduceScatter,
+        CollKind::ReduceScatterBlock,
+        CollKind::Scan,
+        CollKind::Exscan,
     ];
 
     /// The MPI name without the `MPI_` prefix, as used in traces ("Reduce_scatter_block").
@@ -87,14 +121,21 @@ impl CollKind {
 
     pub fn from_name(s: &str) -> Option<CollKind> {
         let s = s.strip_prefix("MPI_").unwrap_or(s);
-        CollKind::ALL.iter().copied().find(|k| k.name().eq_ignore_ascii_case(s))
+        CollKind::ALL
+            .iter()
+            .copied()
+            .find(|k| k.name().eq_ignore_ascii_case(s))
     }
 
     pub fn is_rooted(self) -> bool {
         matches!(
             self,
-            CollKind::Bcast | CollKind::Reduce | CollKind::Gather | CollKind::Gatherv
-                | CollKind::Scatter | CollKind::Scatterv
+            CollKind::Bcast
+                | CollKind::Reduce
+                | CollKind::Gather
+                | CollKind::Gatherv
+                | CollKind::Scatter
+                | CollKind::Scatterv
         )
     }
 }
@@ -219,9 +260,15 @@ pub fn algorithms_for(kind: CollKind) -> &'static [&'static str] {
 
 /// Parses `64k`, `1m`, `8192` (binary suffixes k/m/g, optional `b`/`ib`).
 fn parse_size(s: &str) -> Option<u64> {
-    let s: String =
-        s.chars().filter(|c| *c != '_' && !c.is_whitespace()).map(|c| c.to_ascii_lowercase()).collect();
-    let s = s.strip_suffix("ib").or_else(|| s.strip_suffix('b')).unwrap_or(&s);
+    let s: String = s
+        .chars()
+        .filter(|c| *c != '_' && !c.is_whitespace())
+        .map(|c| c.to_ascii_lowercase())
+        .collect();
+    let s = s
+        .strip_suffix("ib")
+        .or_else(|| s.strip_suffix('b'))
+        .unwrap_or(&s);
     let (num, mult) = match s.chars().last()? {
         'k' => (&s[..s.len() - 1], 1u64 << 10),
         'm' => (&s[..s.len() - 1], 1 << 20),
@@ -235,7 +282,13 @@ pub(crate) fn parse_algo(kind: CollKind, name: &str) -> Result<Algo, CollError> 
     let norm: String = name
         .trim()
         .chars()
-        .map(|c| if c == '-' || c == ' ' { '_' } else { c.to_ascii_lowercase() })
+        .map(|c| {
+            if c == '-' || c == ' ' {
+                '_'
+            } else {
+                c.to_ascii_lowercase()
+            }
+        })
         .collect();
     let (base, seg) = match norm.split_once(':') {
         Some((b, s)) => (b.trim_end_matches('_'), Some(s.trim_start_matches('_'))),

@@ -160,7 +160,11 @@ impl AlgoOverrides {
 
     /// The override for `kind`, if any (the last one given).
     pub fn get(&self, kind: CollKind) -> Option<Algo> {
-        self.0.iter().rev().find(|(k, _)| *k == kind).map(|&(_, a)| a)
+        self.0
+            .iter()
+            .rev()
+            .find(|(k, _)| *k == kind)
+            .map(|&(_, a)| a)
     }
 
     /// Adds (or replaces) the override for `kind`.
@@ -195,7 +199,11 @@ impl std::str::FromStr for AlgoOverrides {
 }
 
 fn parse_kind(s: &str) -> Result<CollKind, CollError> {
-    let norm: String = s.trim().chars().map(|c| if c == '-' { '_' } else { c }).collect();
+    let norm: String = s
+        .trim()
+        .chars()
+        .map(|c| if c == '-' { '_' } else { c })
+        .collect();
     CollKind::from_name(&norm)
         .or_else(|| {
             // Nonblocking names (Iallreduce) select the blocking kind's algorithm.
@@ -208,37 +216,44 @@ fn parse_kind(s: &str) -> Result<CollKind, CollError> {
             CollError(format!(
                 "unknown collective '{}'; valid: {}",
                 s.trim(),
-                CollKind::ALL.iter().map(|k| k.name().to_ascii_lowercase()).collect::<Vec<_>>().join(", ")
+                CollKind::ALL
+                    .iter()
+                    .map(|k| k.name().to_ascii_lowercase())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ))
         })
 }
 
-/// The size, in bytes, that drives the selection for `args.kind`, computed so that every rank of a
-/// (consistent) call gets the same value:
+/// The `bytes` argument of [`select`] for this call, computed from one rank's arguments so that
+/// every rank of a (consistent) call gets the same value.  It is the trace's `bytes` where that is
+/// the same on all ranks, else the closest such size:
 /// * Bcast, Reduce, Allreduce, Scan, Exscan: the vector (`bytes`, or `recv_bytes` when 0);
-/// * Gather: each rank's block (`bytes`, or the root's `recv_bytes / p`);
-///   Scatter: each rank's block (`recv_bytes`, or the root's `bytes / p`);
-/// * Allgather: all ranks' data together (p × contribution); Allgatherv: sum of `recv_counts`
-///   (p × `bytes` without them);
-/// * Alltoall: one block, `bytes / p` (as Open MPI and MPICH decide on the per-peer size);
-/// * Reduce_scatter: sum of `recv_counts` (else `bytes`); Reduce_scatter_block: `bytes`
-///   (else p × `recv_bytes`);
+/// * Gather: each rank's contribution (`bytes`, or the root's `recv_bytes / p`);
+///   Scatter: each rank's part (`recv_bytes`, or the root's `bytes / p`);
+/// * Allgather: each rank's contribution (`bytes`, or `recv_bytes / p`); [`select`] multiplies by p;
+///   Allgatherv: all ranks' data together (sum of `recv_counts`, else `recv_bytes`, else p × `bytes`);
+/// * Alltoall: the whole send buffer (`bytes`, or `recv_bytes`); [`select`] divides by p;
+/// * Reduce_scatter: the whole vector (sum of `recv_counts`, else `bytes`); Reduce_scatter_block:
+///   `bytes` (else p × `recv_bytes`);
 /// * Barrier, Gatherv, Scatterv, Alltoallv: 0 (no size all ranks know; their rules ignore it).
 pub fn selection_bytes(args: &CollArgs) -> u64 {
     let p = args.size.max(1) as u64;
     let either = |a: u64, b: u64| if a > 0 { a } else { b };
     match args.kind {
-        CollKind::Bcast | CollKind::Reduce | CollKind::Allreduce | CollKind::Scan | CollKind::Exscan => {
-            either(args.bytes, args.recv_bytes)
-        }
+        CollKind::Bcast
+        | CollKind::Reduce
+        | CollKind::Allreduce
+        | CollKind::Scan
+        | CollKind::Exscan => either(args.bytes, args.recv_bytes),
         CollKind::Gather => either(args.bytes, args.recv_bytes / p),
         CollKind::Scatter => either(args.recv_bytes, args.bytes / p),
-        CollKind::Allgather => either(args.bytes, args.recv_bytes / p).saturating_mul(p),
+        CollKind::Allgather => either(args.bytes, args.recv_bytes / p),
         CollKind::Allgatherv => match args.recv_counts {
             Some(c) => c.iter().fold(0u64, |a, &x| a.saturating_add(x)),
-            None => args.bytes.saturating_mul(p),
+            None => either(args.recv_bytes, args.bytes.saturating_mul(p)),
         },
-        CollKind::Alltoall => either(args.bytes, args.recv_bytes) / p,
+        CollKind::Alltoall => either(args.bytes, args.recv_bytes),
         CollKind::ReduceScatter => match args.recv_counts {
             Some(c) => c.iter().fold(0u64, |a, &x| a.saturating_add(x)),
             None => either(args.bytes, args.recv_bytes.saturating_mul(p)),
@@ -281,9 +296,10 @@ pub fn select_for(args: &CollArgs, th: &Thresholds, ov: &AlgoOverrides) -> Algo 
 ///   `gather_small_block_bytes`; else linear.  Gatherv, Scatterv: linear (both libraries).
 /// * Scatter: binomial on more than `scatter_small_comm_procs` ranks below
 ///   `scatter_small_block_bytes`, else linear.
-/// * Allgather(v) (on the total): recursive_doubling on powers of two below
+/// * Allgather(v) (on the total: p × bytes for Allgather, bytes for Allgatherv): recursive_doubling
+///   on powers of two below
 ///   `allgather_long_bytes`; bruck below `allgather_small_bytes`; else ring.
-/// * Alltoall (on the block): bruck up to `alltoall_small_bytes` on at least
+/// * Alltoall (on the block, bytes / p): bruck up to `alltoall_small_bytes` on at least
 ///   `alltoall_bruck_min_procs` ranks; linear up to `alltoall_medium_bytes`; else pairwise.
 ///   Alltoallv: pairwise (Open MPI tuned).
 /// * Reduce_scatter(_block) (on the total): recursive_halving up to `reduce_scatter_small_bytes`,
@@ -314,7 +330,9 @@ pub fn select(kind: CollKind, size: u32, bytes: u64, th: &Thresholds, ov: &AlgoO
                     Algo::ScatterAllgather
                 }
             } else if seg_count(th.bcast_segment_bytes) >= p {
-                Algo::PipelinedChain { segment: th.bcast_segment_bytes }
+                Algo::PipelinedChain {
+                    segment: th.bcast_segment_bytes,
+                }
             } else {
                 Algo::ScatterAllgather
             }
@@ -326,9 +344,13 @@ pub fn select(kind: CollKind, size: u32, bytes: u64, th: &Thresholds, ov: &AlgoO
             } else if n < th.reduce_small_bytes || (small_comm && n < th.reduce_small_comm_bytes) {
                 Algo::Binomial
             } else if seg_count(th.reduce_segment_bytes) >= p {
-                Algo::PipelinedChain { segment: th.reduce_segment_bytes }
+                Algo::PipelinedChain {
+                    segment: th.reduce_segment_bytes,
+                }
             } else {
-                Algo::PipelinedBinomial { segment: th.reduce_segment_bytes }
+                Algo::PipelinedBinomial {
+                    segment: th.reduce_segment_bytes,
+                }
             }
         }
         CollKind::Allreduce => {
@@ -360,18 +382,26 @@ pub fn select(kind: CollKind, size: u32, bytes: u64, th: &Thresholds, ov: &AlgoO
         }
         CollKind::Gatherv | CollKind::Scatterv => Algo::Linear,
         CollKind::Allgather | CollKind::Allgatherv => {
-            if is_pow2(p) && n < th.allgather_long_bytes {
+            // The rules are on the total gathered.
+            let total = if kind == CollKind::Allgather {
+                n.saturating_mul(p)
+            } else {
+                n
+            };
+            if is_pow2(p) && total < th.allgather_long_bytes {
                 Algo::RecursiveDoubling
-            } else if n < th.allgather_small_bytes {
+            } else if total < th.allgather_small_bytes {
                 Algo::Bruck
             } else {
                 Algo::Ring
             }
         }
         CollKind::Alltoall => {
-            if n <= th.alltoall_small_bytes && p >= th.alltoall_bruck_min_procs {
+            // The rules are on one block (bytes per peer).
+            let block = n / p;
+            if block <= th.alltoall_small_bytes && p >= th.alltoall_bruck_min_procs {
                 Algo::Bruck
-            } else if n <= th.alltoall_medium_bytes {
+            } else if block <= th.alltoall_medium_bytes {
                 Algo::Linear
             } else {
                 Algo::Pairwise
@@ -379,8 +409,8 @@ pub fn select(kind: CollKind, size: u32, bytes: u64, th: &Thresholds, ov: &AlgoO
         }
         CollKind::Alltoallv => Algo::Pairwise,
         CollKind::ReduceScatter | CollKind::ReduceScatterBlock => {
-            let large_comm = p > 8
-                && n <= (p - 8).saturating_mul(th.reduce_scatter_halving_bytes_per_rank);
+            let large_comm =
+                p > 8 && n <= (p - 8).saturating_mul(th.reduce_scatter_halving_bytes_per_rank);
             if n <= th.reduce_scatter_small_bytes
                 || (is_pow2(p) && n <= th.reduce_scatter_large_bytes)
                 || large_comm
@@ -396,7 +426,11 @@ pub fn select(kind: CollKind, size: u32, bytes: u64, th: &Thresholds, ov: &AlgoO
 
 /// Gives a pipelined algorithm without a segment size the threshold's.
 fn with_segment(kind: CollKind, a: Algo, th: &Thresholds) -> Algo {
-    let seg = if kind == CollKind::Reduce { th.reduce_segment_bytes } else { th.bcast_segment_bytes };
+    let seg = if kind == CollKind::Reduce {
+        th.reduce_segment_bytes
+    } else {
+        th.bcast_segment_bytes
+    };
     match a {
         Algo::PipelinedChain { segment: 0 } => Algo::PipelinedChain { segment: seg },
         Algo::PipelinedBinomial { segment: 0 } => Algo::PipelinedBinomial { segment: seg },

@@ -74,6 +74,8 @@ pub struct SimOptions {
     pub gpudirect_collectives_only: bool,
     /// multiplies NIC and network link bandwidth
     pub network_scale: f64,
+    /// overrides the machine file's `network.sharing`
+    pub sharing: Option<g2g_net::lmm::Sharing>,
     /// keep per-rank rows in the report (off for huge runs)
     pub per_rank: bool,
     /// write a Chrome/Perfetto trace of the simulated run here
@@ -94,6 +96,7 @@ impl Default for SimOptions {
             gpudirect_collectives_only: false,
             network_scale: 1.0,
             per_rank: true,
+            sharing: None,
             timeline: None,
             timeline_max_events: 2_000_000,
         }
@@ -172,6 +175,8 @@ struct Msg {
     plan: Option<Box<Plan>>,
     ctl_latency: u64,
     uid: u64,
+    /// unpack kernel at the receiver (non-contiguous device data)
+    unpack_ns: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -331,15 +336,7 @@ fn coll_kind(k: OpKind) -> Option<(CollKind, bool)> {
 fn thresholds_from(cfg: &MachineConfig) -> Result<Thresholds, String> {
     let mut th = Thresholds::default();
     for (k, v) in &cfg.coll.entries {
-        match k.as_str() {
-            "bcast_small" => th.bcast_small_bytes = *v,
-            "bcast_segment" => th.bcast_segment_bytes = *v,
-            "allreduce_small" => th.allreduce_small_bytes = *v,
-            "allgather_small" => th.allgather_small_bytes = *v,
-            "alltoall_small" => th.alltoall_small_bytes = *v,
-            "reduce_segment" => th.reduce_segment_bytes = *v,
-            _ => return Err(format!("collectives.{k}: unknown threshold (bcast_small, bcast_segment, allreduce_small, allgather_small, alltoall_small, reduce_segment)")),
-        }
+        th.set(k, *v).map_err(|e| format!("collectives.{k}: {e}"))?;
     }
     Ok(th)
 }
@@ -379,6 +376,10 @@ pub fn simulate(
     }
     let ov = if ov_spec.is_empty() { AlgoOverrides::default() } else { AlgoOverrides::parse(&ov_spec).map_err(|e| SimError::Options(e.to_string()))? };
     let machine_name = cfg.name.clone();
+    let mut cfg = cfg;
+    if let Some(sh) = opt.sharing {
+        cfg.sharing = sh;
+    }
     let mut m = Machine::build(cfg, place).map_err(SimError::Machine)?;
     if opt.network_scale != 1.0 {
         if !(opt.network_scale > 0.0) {
@@ -843,7 +844,7 @@ impl<'a> Sim<'a> {
                 let dst = self.world_of(r, op.comm, op.peer, op.seq)?;
                 let src_gpu = self.effective_gpu(op.mem);
                 let sync = matches!(op.kind, OpKind::Ssend | OpKind::Issend);
-                let req = self.post_send(r, dst, op.comm as u64, op.tag, op.bytes, src_gpu, sync, false, Owner::Rank(r));
+                let req = self.post_send_ex(r, dst, op.comm as u64, op.tag, op.bytes, src_gpu, sync, false, Owner::Rank(r), op.contiguous);
                 if blocking {
                     self.ranks[r as usize].phase = 2;
                     self.wait_on(r, vec![req], false);
@@ -931,7 +932,7 @@ impl<'a> Sim<'a> {
                 }
                 if op.peer != PROC_NULL {
                     let dst = self.world_of(r, op.comm, op.peer, op.seq)?;
-                    reqs.push(self.post_send(r, dst, op.comm as u64, op.tag, op.bytes, gpu, false, false, Owner::Rank(r)));
+                    reqs.push(self.post_send_ex(r, dst, op.comm as u64, op.tag, op.bytes, gpu, false, false, Owner::Rank(r), op.contiguous));
                 }
                 self.ranks[r as usize].phase = 2;
                 self.wait_on(r, reqs, false);
@@ -1030,12 +1031,24 @@ impl<'a> Sim<'a> {
     // ------------------------------------------------------------------ messages
     #[allow(clippy::too_many_arguments)]
     fn post_send(&mut self, src: u32, dst: u32, ctx: u64, tag: i32, bytes: u64, src_gpu: bool, sync: bool, collective: bool, owner: Owner) -> ReqId {
+        self.post_send_ex(src, dst, ctx, tag, bytes, src_gpu, sync, collective, owner, true)
+    }
+
+    /// `contiguous = false`: a GPU-aware MPI packs the strided device data with a kernel before it
+    /// moves and unpacks it at the receiver (seeds 001, 003).
+    #[allow(clippy::too_many_arguments)]
+    fn post_send_ex(&mut self, src: u32, dst: u32, ctx: u64, tag: i32, bytes: u64, src_gpu: bool, sync: bool, collective: bool, owner: Owner, contiguous: bool) -> ReqId {
         let req = self.new_req(owner);
         let (model, stage_src, stage_dst) = self.choose_path(src, dst, src_gpu, src_gpu, bytes, collective);
         // a staged side has its data in host memory by the time MPI moves it
         let path: &dyn DataPath = if stage_src || stage_dst { &paths::HOST } else { model };
         let plan = path.plan(&self.m, self.ep(src), self.ep(dst), bytes);
         let gpu_direct = path.name() != "host";
+        let pack_ns = if !contiguous && gpu_direct && bytes > 0 {
+            self.m.cfg.pack_kernel_latency_ns as u64 + (bytes as f64 / self.m.cfg.gpu_pack_bw * 1e9).ceil() as u64
+        } else {
+            0
+        };
         let eager = !sync && bytes <= self.m.cfg.eager_limit && (!gpu_direct || self.m.cfg.gpudirect_eager);
         // envelopes, RTS and CTS are small CPU-to-CPU control messages: host-path latency
         let ctl_latency = self.ctl_latency(src, dst);
@@ -1054,7 +1067,7 @@ impl<'a> Sim<'a> {
         }
         self.next_uid += 1;
         let uid = self.next_uid;
-        let msg = Msg { src, dst, ctx, tag, bytes, eager, send_req: req, recv_req: None, data_arrived: false, plan: None, ctl_latency, uid };
+        let msg = Msg { src, dst, ctx, tag, bytes, eager, send_req: req, recv_req: None, data_arrived: false, plan: None, ctl_latency, uid, unpack_ns: pack_ns };
         let id = if let Some(id) = self.free_msgs.pop() {
             self.msgs[id as usize] = msg;
             id
@@ -1062,7 +1075,8 @@ impl<'a> Sim<'a> {
             self.msgs.push(msg);
             (self.msgs.len() - 1) as MsgId
         };
-        let o_send = self.m.cfg.send_overhead_ns as u64;
+        // packing happens on the sender before anything moves
+        let o_send = self.m.cfg.send_overhead_ns as u64 + pack_ns;
         if let Some(tl) = self.tl.as_mut() {
             tl.msg_start(uid, src, self.q.now());
         }
@@ -1124,7 +1138,7 @@ impl<'a> Sim<'a> {
         msg.recv_req = Some(recv_req);
         if msg.eager {
             if msg.data_arrived {
-                let o = self.m.cfg.recv_overhead_ns as u64;
+                let o = self.m.cfg.recv_overhead_ns as u64 + msg.unpack_ns;
                 self.q.push(now + o, Ev::ReqDone(recv_req));
                 self.free_msg(m);
             }
@@ -1140,8 +1154,8 @@ impl<'a> Sim<'a> {
     }
 
     fn data_arrived(&mut self, m: MsgId) {
-        let o = self.m.cfg.recv_overhead_ns as u64;
         let msg = &mut self.msgs[m as usize];
+        let o = self.m.cfg.recv_overhead_ns as u64 + msg.unpack_ns;
         msg.data_arrived = true;
         if msg.eager {
             if let Some(rq) = msg.recv_req {
@@ -1294,12 +1308,6 @@ impl<'a> Sim<'a> {
                     return Err(self.terr(r, op.seq, format!("root {} is outside communicator {} (size {size})", op.root, op.comm)));
                 }
                 let root = if kind.is_rooted() { op.root.max(0) as u32 } else { 0 };
-                let bytes_for_algo = match kind {
-                    CollKind::Gather | CollKind::Allgather => op.bytes.max(op.recv_bytes / size.max(1) as u64),
-                    CollKind::Scatter => op.recv_bytes.max(op.bytes / size.max(1) as u64),
-                    _ => op.bytes.max(op.recv_bytes),
-                };
-                let algo = g2g_coll::select(kind, size, bytes_for_algo, &self.th, &self.ov);
                 let lists = op.lists.as_deref();
                 let args = CollArgs {
                     kind,
@@ -1311,6 +1319,8 @@ impl<'a> Sim<'a> {
                     counts: lists.and_then(|l| (!l.counts.is_empty()).then_some(l.counts.as_slice())),
                     recv_counts: lists.and_then(|l| (!l.recv_counts.is_empty()).then_some(l.recv_counts.as_slice())),
                 };
+                // chosen from quantities every rank of the call agrees on, so all pick the same
+                let algo = g2g_coll::select_for(&args, &self.th, &self.ov);
                 let rounds = g2g_coll::schedule(algo, &args).map_err(|e| self.terr(r, op.seq, format!("{}: {e}", kind.name())))?;
                 let inst = {
                     let c = self.ranks[r as usize].coll_seq.entry(op.comm).or_insert(0);

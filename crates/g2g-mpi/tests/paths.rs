@@ -202,3 +202,23 @@ fn lassen_hostcopy_and_gpudirect_differ() {
     assert_eq!(g.paths["gpudirect-p2p"].messages + g.paths["gpudirect-rdma"].messages, 8);
     assert_eq!(g.paths["gpudirect-rdma"].messages, 2, "two ring edges cross the node boundary");
 }
+
+#[test]
+fn strided_device_send_pays_pack_and_unpack_kernels() {
+    // pack_kernel_latency defaults to 5 us and pack_bw to 300 GB/s (SIMPLE sets neither)
+    let t = two_gpu_node();
+    let b = 3_000_000u64;
+    let mut strided = dev(send(1, 0, b));
+    strided.contiguous = false;
+    let c = run(vec![vec![dev(send(1, 0, b))], vec![dev(recv(0, 0, b))]], &t, gd()).unwrap();
+    let s = run(vec![vec![strided], vec![dev(recv(0, 0, b))]], &t, gd()).unwrap();
+    let pack = 5000 + b / 300; // ns: latency + 3 MB at 300 B/ns
+    assert_eq!(end_ns(&s, 1) - end_ns(&c, 1), 2 * pack);
+    // staged through the host (HostCopy) there is no MPI packing kernel
+    let hc = SimOptions { mode: Mode::HostCopy, ..Default::default() };
+    let mut strided = dev(send(1, 0, b));
+    strided.contiguous = false;
+    let c = run(vec![vec![dev(send(1, 0, b))], vec![dev(recv(0, 0, b))]], &t, hc.clone()).unwrap();
+    let s = run(vec![vec![strided], vec![dev(recv(0, 0, b))]], &t, hc).unwrap();
+    assert_eq!(end_ns(&s, 1), end_ns(&c, 1));
+}

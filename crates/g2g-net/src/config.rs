@@ -44,6 +44,7 @@ pub struct MachineConfig {
     pub nic_affinity: NicAffinity,
     pub gpudirect_rdma: bool,
     pub network: TopologySpec,
+    pub sharing: crate::lmm::Sharing,
     pub eager_limit: u64,
     pub send_overhead_ns: f64,
     pub recv_overhead_ns: f64,
@@ -340,6 +341,10 @@ impl MachineConfig {
         let link_bw = net.bw("link_bw", Some(nic_bw))?;
         let rails = net.int("rails", Some(nic_count as i64), 1)? as u32;
         let _ = net.get("nodes");
+        let sharing = match net.str_("sharing")? {
+            None => crate::lmm::Sharing::MaxMin,
+            Some(v) => crate::lmm::Sharing::parse(&v).ok_or_else(|| ctx.err("network.sharing", format!("unknown sharing {v:?} (max-min, bottleneck)")))?,
+        };
         let network = match topo.as_str() {
             "crossbar" => TopologySpec::Crossbar { link_bw_bytes_per_s: nic_bw.min(link_bw), hop_latency_ns, rails },
             "fat-tree" => TopologySpec::FatTree {
@@ -452,6 +457,7 @@ impl MachineConfig {
             nic_affinity,
             gpudirect_rdma,
             network,
+            sharing,
             eager_limit,
             send_overhead_ns,
             recv_overhead_ns,

@@ -54,6 +54,10 @@ pub struct FlowNet {
     stack: Vec<LinkId>,
     link_rem: Vec<f64>,
     link_n: Vec<u32>,
+    live: Vec<LinkId>,
+    new_rates: Vec<(FlowId, f64)>,
+    /// how concurrent flows share links
+    pub sharing: Sharing,
     pub solves: u64,
     pub active_flows: usize,
 }
@@ -68,6 +72,7 @@ impl FlowNet {
         self.links.push(Link { cap: bw_bytes_per_s * 1e-9, flows: Vec::new(), mark: 0 });
         self.link_rem.push(0.0);
         self.link_n.push(0);
+
         (self.links.len() - 1) as LinkId
     }
 
@@ -154,6 +159,10 @@ impl FlowNet {
 
     /// Re-solves every component touched since the last call; appends new finish times.
     pub fn resolve(&mut self, now: Time, out: &mut Vec<Reschedule>) {
+        if self.sharing == Sharing::Bottleneck {
+            self.resolve_bottleneck(now, out);
+            return;
+        }
         while let Some(seed) = self.dirty.pop() {
             if self.links[seed as usize].mark == self.epoch.wrapping_add(1) {
                 continue; // already solved in this call
@@ -161,6 +170,44 @@ impl FlowNet {
             self.solve_component(seed, now, out);
         }
         self.epoch = self.epoch.wrapping_add(1);
+    }
+
+    fn resolve_bottleneck(&mut self, now: Time, out: &mut Vec<Reschedule>) {
+        let mark = self.epoch.wrapping_add(1);
+        self.solves += 1;
+        while let Some(l) = self.dirty.pop() {
+            if self.links[l as usize].mark == mark {
+                continue;
+            }
+            self.links[l as usize].mark = mark;
+            for k in 0..self.links[l as usize].flows.len() {
+                let f = self.links[l as usize].flows[k];
+                if self.flows[f as usize].mark == mark {
+                    continue;
+                }
+                self.flows[f as usize].mark = mark;
+                let mut r = f64::INFINITY;
+                for &l2 in &self.flows[f as usize].links {
+                    let lk = &self.links[l2 as usize];
+                    let sh = lk.cap / lk.flows.len() as f64;
+                    if sh < r {
+                        r = sh;
+                    }
+                }
+                let fl = &mut self.flows[f as usize];
+                if (fl.rate - r).abs() > r * 1e-12 || fl.rate == 0.0 {
+                    let dt = (now - fl.last) as f64;
+                    fl.remaining = (fl.remaining - fl.rate * dt).max(0.0);
+                    fl.last = now;
+                    fl.rate = r;
+                    fl.version = fl.version.wrapping_add(1);
+                    let d = (fl.remaining / r).ceil();
+                    let finish = if d >= 1e18 { u64::MAX / 2 } else { now + d as u64 };
+                    out.push(Reschedule { flow: f, finish, version: fl.version });
+                }
+            }
+        }
+        self.epoch = mark;
     }
 
     fn solve_component(&mut self, seed: LinkId, now: Time, out: &mut Vec<Reschedule>) {
@@ -199,34 +246,38 @@ impl FlowNet {
             fl.remaining = (fl.remaining - fl.rate * dt).max(0.0);
             fl.last = now;
         }
-        // progressive filling
+        // progressive filling: raise every unfrozen flow's rate together; at each step freeze the
+        // flows of every link whose fair share is the smallest (within 1e-9): symmetric loads freeze
+        // many links per scan, so a solve is (distinct bottleneck levels) x (links of the component).
         for &l in &self.comp_links {
             self.link_rem[l as usize] = self.links[l as usize].cap;
             self.link_n[l as usize] = self.links[l as usize].flows.len() as u32;
         }
-        let unfixed_mark = mark; // flows with mark == unfixed_mark are not yet fixed
+        let unfixed_mark = mark;
         let fixed_mark = mark.wrapping_add(0x8000_0000);
         let mut left = self.comp_flows.len();
-        let mut new_rates: Vec<(FlowId, f64)> = Vec::with_capacity(left);
+        let mut new_rates = std::mem::take(&mut self.new_rates);
+        new_rates.clear();
+        // links that still carry unfrozen flows
+        let mut live = std::mem::take(&mut self.live);
+        live.clear();
+        live.extend_from_slice(&self.comp_links);
         while left > 0 {
             let mut share = f64::INFINITY;
-            for &l in &self.comp_links {
-                let n = self.link_n[l as usize];
-                if n > 0 {
-                    let s = self.link_rem[l as usize] / n as f64;
-                    if s < share {
-                        share = s;
-                    }
+            live.retain(|&l| self.link_n[l as usize] > 0);
+            for &l in &live {
+                let sh = self.link_rem[l as usize] / self.link_n[l as usize] as f64;
+                if sh < share {
+                    share = sh;
                 }
             }
             if !share.is_finite() {
                 break;
             }
             let tol = share * 1e-9;
-            // freeze the flows of every link at the bottleneck share
             let mut froze = false;
-            for li in 0..self.comp_links.len() {
-                let l = self.comp_links[li];
+            for li in 0..live.len() {
+                let l = live[li];
                 let n = self.link_n[l as usize];
                 if n == 0 || self.link_rem[l as usize] / n as f64 > share + tol {
                     continue;
@@ -251,7 +302,8 @@ impl FlowNet {
                 break;
             }
         }
-        for (f, r) in new_rates {
+        self.live = live;
+        for &(f, r) in &new_rates {
             let fl = &mut self.flows[f as usize];
             fl.mark = mark; // so the component is not revisited in this resolve
             if fl.rate != r || fl.version == 0 || fl.last == now {
@@ -264,6 +316,29 @@ impl FlowNet {
                     out.push(Reschedule { flow: f, finish, version: fl.version });
                 }
             }
+        }
+        self.new_rates = new_rates;
+    }
+}
+
+/// How flows share a link.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Sharing {
+    /// exact max-min fairness, re-solved over the connected component of what changed
+    #[default]
+    MaxMin,
+    /// each flow gets the smallest fair share (capacity / flows) among its links, without giving
+    /// capacity left by flows limited elsewhere to the others: never oversubscribes a link, may
+    /// under-use it; a change only touches the flows on the changed flow's links
+    Bottleneck,
+}
+
+impl Sharing {
+    pub fn parse(s: &str) -> Option<Sharing> {
+        match s {
+            "max-min" => Some(Sharing::MaxMin),
+            "bottleneck" => Some(Sharing::Bottleneck),
+            _ => None,
         }
     }
 }
@@ -321,6 +396,25 @@ mod tests {
         let _ = run(&mut n, 0);
         assert!((n.rate_bytes_per_s(x) - 2e9).abs() < 1.0);
         assert!((n.rate_bytes_per_s(y) - 8e9).abs() < 1.0);
+    }
+
+    #[test]
+    fn bottleneck_sharing_does_not_redistribute() {
+        // same case as max_min_not_proportional: x is limited to 2 by B; y gets A's fair share 5
+        let mut n = FlowNet::new();
+        n.sharing = Sharing::Bottleneck;
+        let a = n.add_link(10e9);
+        let b = n.add_link(2e9);
+        let x = n.start(0, &[a, b], 2000.0, 0);
+        let y = n.start(0, &[a], 8000.0, 0);
+        let _ = run(&mut n, 0);
+        assert!((n.rate_bytes_per_s(x) - 2e9).abs() < 1.0);
+        assert!((n.rate_bytes_per_s(y) - 5e9).abs() < 1.0);
+        // two flows on one link still get half each, and the survivor speeds up
+        n.finish(x);
+        let r = run(&mut n, 500);
+        assert_eq!(r.len(), 1);
+        assert!((n.rate_bytes_per_s(y) - 10e9).abs() < 1.0);
     }
 
     #[test]

@@ -92,6 +92,7 @@ impl Machine {
             return Err("network has fewer rails than NICs".into());
         }
         let mut net = FlowNet::new();
+        net.sharing = cfg.sharing;
         let total = stride as usize * place.nodes as usize + topo.links().len();
         let mut latency = Vec::with_capacity(total);
         let copy_bw = cfg.copy_bw();

@@ -25,7 +25,10 @@ pub(crate) fn barrier(algo: Algo, c: &Ctx) -> Vec<Round> {
                         recvs: others.clone().map(|i| step(i as u32, 0)).collect(),
                         ..Round::default()
                     },
-                    Round { sends: others.map(|i| step(i as u32, 0)).collect(), ..Round::default() },
+                    Round {
+                        sends: others.map(|i| step(i as u32, 0)).collect(),
+                        ..Round::default()
+                    },
                 ]
             } else {
                 vec![send_round(0, 0), recv_round(0, 0, 0)]
@@ -35,7 +38,13 @@ pub(crate) fn barrier(algo: Algo, c: &Ctx) -> Vec<Round> {
             let mut rounds = Vec::with_capacity(crate::util::ceil_log2(p) as usize);
             let mut d = 1u64;
             while d < p {
-                rounds.push(sendrecv_round(((r + d) % p) as u32, 0, ((r + p - d) % p) as u32, 0, 0));
+                rounds.push(sendrecv_round(
+                    ((r + d) % p) as u32,
+                    0,
+                    ((r + p - d) % p) as u32,
+                    0,
+                    0,
+                ));
                 d <<= 1;
             }
             rounds
@@ -58,7 +67,11 @@ fn chain_node(c: &Ctx) -> Node {
     let v = virt(c.r, c.root, c.p);
     Node {
         parent: (v > 0).then(|| real(v - 1, c.root, c.p)),
-        children: if v + 1 < c.p { vec![real(v + 1, c.root, c.p)] } else { Vec::new() },
+        children: if v + 1 < c.p {
+            vec![real(v + 1, c.root, c.p)]
+        } else {
+            Vec::new()
+        },
     }
 }
 
@@ -66,11 +79,18 @@ fn chain_node(c: &Ctx) -> Node {
 fn binomial_node(c: &Ctx, asc: bool) -> Node {
     let v = virt(c.r, c.root, c.p);
     let children = if asc {
-        bino_children_asc(v, c.p).map(|x| real(x, c.root, c.p)).collect()
+        bino_children_asc(v, c.p)
+            .map(|x| real(x, c.root, c.p))
+            .collect()
     } else {
-        bino_children_desc(v, c.p).map(|x| real(x, c.root, c.p)).collect()
+        bino_children_desc(v, c.p)
+            .map(|x| real(x, c.root, c.p))
+            .collect()
     };
-    Node { parent: bino_parent(v).map(|x| real(x, c.root, c.p)), children }
+    Node {
+        parent: bino_parent(v).map(|x| real(x, c.root, c.p)),
+        children,
+    }
 }
 
 fn seg_size(n: u64, seg: u64, s: u64) -> u64 {
@@ -83,12 +103,20 @@ fn seg_size(n: u64, seg: u64, s: u64) -> u64 {
 fn pipelined_bcast(node: &Node, n: u64, segment: u64) -> Vec<Round> {
     let seg = effective_segment(n, segment);
     let nseg = n.div_ceil(seg);
-    let sends = |s: u64| node.children.iter().map(|&ch| step(ch, seg_size(n, seg, s))).collect();
+    let sends = |s: u64| {
+        node.children
+            .iter()
+            .map(|&ch| step(ch, seg_size(n, seg, s)))
+            .collect()
+    };
     let mut rounds = Vec::with_capacity(nseg as usize + 1);
     match node.parent {
         None => {
             for s in 0..nseg {
-                rounds.push(Round { sends: sends(s), ..Round::default() });
+                rounds.push(Round {
+                    sends: sends(s),
+                    ..Round::default()
+                });
             }
         }
         Some(par) => {
@@ -100,7 +128,10 @@ fn pipelined_bcast(node: &Node, n: u64, segment: u64) -> Vec<Round> {
                 rounds.push(round);
             }
             if !node.children.is_empty() {
-                rounds.push(Round { sends: sends(nseg - 1), ..Round::default() });
+                rounds.push(Round {
+                    sends: sends(nseg - 1),
+                    ..Round::default()
+                });
             }
         }
     }
@@ -173,9 +204,14 @@ pub(crate) fn bcast(algo: Algo, c: &Ctx, n: u64) -> Vec<Round> {
             }
         }
         Algo::PipelinedChain { segment } => pipelined_bcast(&chain_node(c), n, segment),
-        Algo::PipelinedBinomial { segment } => pipelined_bcast(&binomial_node(c, false), n, segment),
+        Algo::PipelinedBinomial { segment } => {
+            pipelined_bcast(&binomial_node(c, false), n, segment)
+        }
         Algo::ScatterAllgather | Algo::ScatterRdAllgather => {
-            let chunks = Blocks::Chunked { total: n, chunk: n.div_ceil(p) };
+            let chunks = Blocks::Chunked {
+                total: n,
+                chunk: n.div_ceil(p),
+            };
             let mut rounds = Vec::new();
             if let Some(par) = bino_parent(v) {
                 let sz = chunks.sum(v, v + bino_subtree(v, p));
@@ -264,7 +300,9 @@ pub(crate) fn reduce(algo: Algo, c: &Ctx, n: u64) -> Vec<Round> {
             }
         }
         Algo::PipelinedChain { segment } => pipelined_reduce(&chain_node(c), n, segment),
-        Algo::PipelinedBinomial { segment } => pipelined_reduce(&binomial_node(c, true), n, segment),
+        Algo::PipelinedBinomial { segment } => {
+            pipelined_reduce(&binomial_node(c, true), n, segment)
+        }
         _ => binomial_reduce(c, n),
     }
 }
@@ -313,7 +351,11 @@ fn rooted_blocks<'a>(args: &CollArgs<'a>, c: &Ctx) -> RootedBlocks<'a> {
                 (args.recv_bytes, args.bytes)
             };
             let b = if mine > 0 { mine } else { total / p };
-            RootedBlocks { blocks: Blocks::Uniform { size: b }, complete: true, own: b }
+            RootedBlocks {
+                blocks: Blocks::Uniform { size: b },
+                complete: true,
+                own: b,
+            }
         }
         _ => {
             // Gatherv: recv_counts (root), own = bytes.  Scatterv: counts (root), own = recv_bytes.
@@ -324,21 +366,35 @@ fn rooted_blocks<'a>(args: &CollArgs<'a>, c: &Ctx) -> RootedBlocks<'a> {
             };
             match counts {
                 // Counts win over the own size so that every rank agrees with the root.
-                Some(cs) => {
-                    RootedBlocks { blocks: Blocks::Counts(cs), complete: true, own: cs[c.r as usize] }
-                }
+                Some(cs) => RootedBlocks {
+                    blocks: Blocks::Counts(cs),
+                    complete: true,
+                    own: cs[c.r as usize],
+                },
                 None if is_root => {
                     let blocks = Blocks::Even { total, n: p };
-                    RootedBlocks { blocks, complete: true, own: blocks.get(c.r) }
+                    RootedBlocks {
+                        blocks,
+                        complete: true,
+                        own: blocks.get(c.r),
+                    }
                 }
-                None => RootedBlocks { blocks: Blocks::Uniform { size: mine }, complete: false, own: mine },
+                None => RootedBlocks {
+                    blocks: Blocks::Uniform { size: mine },
+                    complete: false,
+                    own: mine,
+                },
             }
         }
     }
 }
 
 fn needs_counts_error(args: &CollArgs) -> CollError {
-    let field = if args.kind == CollKind::Gatherv { "recv_counts" } else { "counts" };
+    let field = if args.kind == CollKind::Gatherv {
+        "recv_counts"
+    } else {
+        "counts"
+    };
     CollError(format!(
         "binomial {} needs {field} at every rank (rank {} has none; traces carry them only at the \
          root); use linear",

@@ -38,9 +38,22 @@ impl Call {
             CollKind::Gatherv | CollKind::Scatterv | CollKind::Allgatherv | CollKind::ReduceScatter
         );
         let blocks = (0..pp).map(|i| if v { vcount(i, n) } else { n }).collect();
-        let a2av_send = (0..pp).map(|a| (0..pp).map(|b| pair_count(a, b, n)).collect()).collect();
-        let a2av_recv = (0..pp).map(|b| (0..pp).map(|a| pair_count(a, b, n)).collect()).collect();
-        Call { kind, p, root, n, blocks, a2av_send, a2av_recv, counts_everywhere: false }
+        let a2av_send = (0..pp)
+            .map(|a| (0..pp).map(|b| pair_count(a, b, n)).collect())
+            .collect();
+        let a2av_recv = (0..pp)
+            .map(|b| (0..pp).map(|a| pair_count(a, b, n)).collect())
+            .collect();
+        Call {
+            kind,
+            p,
+            root,
+            n,
+            blocks,
+            a2av_send,
+            a2av_recv,
+            counts_everywhere: false,
+        }
     }
 
     pub fn total(&self) -> u64 {
@@ -127,7 +140,12 @@ impl Call {
         (0..self.p)
             .map(|r| {
                 schedule(algo, &self.args(r)).unwrap_or_else(|e| {
-                    panic!("{} {} p={} rank {r}: {e}", self.kind.name(), algo.name(), self.p)
+                    panic!(
+                        "{} {} p={} rank {r}: {e}",
+                        self.kind.name(),
+                        algo.name(),
+                        self.p
+                    )
                 })
             })
             .collect()
@@ -145,7 +163,10 @@ pub struct Totals {
 }
 
 pub fn totals(rounds: &[Round]) -> Totals {
-    let mut t = Totals { rounds: rounds.len(), ..Totals::default() };
+    let mut t = Totals {
+        rounds: rounds.len(),
+        ..Totals::default()
+    };
     for r in rounds {
         t.sent += r.sends.iter().map(|s| s.bytes).sum::<u64>();
         t.recvd += r.recvs.iter().map(|s| s.bytes).sum::<u64>();
@@ -188,8 +209,11 @@ pub fn knowledge(scheds: &[Vec<Round>]) -> Vec<u128> {
         }
     }
     // know[r][i] = knowledge at the start of round i (i = len: at the end).
-    let mut know: Vec<Vec<u128>> =
-        scheds.iter().enumerate().map(|(r, x)| vec![1u128 << r; x.len() + 1]).collect();
+    let mut know: Vec<Vec<u128>> = scheds
+        .iter()
+        .enumerate()
+        .map(|(r, x)| vec![1u128 << r; x.len() + 1])
+        .collect();
     loop {
         let mut changed = false;
         for b in 0..p {

@@ -27,6 +27,10 @@ fn main() {
                 opt.gpus_per_node = args.get(i).and_then(|s| s.parse().ok());
             }
             "--staged-buffers-are-device" => opt.staged_as_device = true,
+            "--sharing" => {
+                i += 1;
+                opt.sharing = g2g_net::lmm::Sharing::parse(args.get(i).map(|s| s.as_str()).unwrap_or(""));
+            }
             "--json" => json = true,
             a => {
                 eprintln!("unknown argument {a}");

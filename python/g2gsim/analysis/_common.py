@@ -1,0 +1,189 @@
+"""Helpers shared by the analysis modules: trace tables, op categories, size classes, formatting."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..trace import COLLECTIVES, P2P_OPS, TEST_OPS, WAIT_OPS, Comm, Trace
+
+KiB, MiB = 1 << 10, 1 << 20
+MODES = ("as-traced", "hostcopy", "gpudirect")
+
+# the core's size classes (crates/g2g-mpi/src/report.rs: size_class); labels without the sort prefix
+SIZE_EDGES = [1024, 64 * KiB, MiB, 16 * MiB]
+SIZE_LABELS = ["<=1KiB", "1KiB-64KiB", "64KiB-1MiB", "1MiB-16MiB", ">16MiB"]
+COLL_CLASS = "collectives"
+COPY_CLASS = "explicit copies"
+
+COMPUTE_OPS = {"Compute", "Kernel"}
+COPY_OPS = {"Memcpy"}
+MARKER_OPS = {"Init", "Finalize"}
+SEND_OPS = {"Send", "Ssend", "Bsend", "Rsend", "Isend", "Issend", "Sendrecv"}
+
+
+def size_class(nbytes) -> np.ndarray:
+    """Size-class label(s) of message size(s), the same classes as the core's p2p_size_classes."""
+    b = np.asarray(nbytes, dtype=np.int64)
+    idx = np.searchsorted(np.array(SIZE_EDGES), b, side="left")
+    return np.array(SIZE_LABELS, dtype=object)[idx]
+
+
+def core_class_label(label: str) -> str:
+    """'b: 1KiB-64KiB' (the core's report key) -> '1KiB-64KiB'."""
+    return label.split(": ", 1)[1] if ": " in label else label
+
+
+def category(op: str) -> str:
+    """compute | copy | p2p | collective | wait | other (waits are resolved by their requests)."""
+    if op in COMPUTE_OPS:
+        return "compute"
+    if op in COPY_OPS:
+        return "copy"
+    if op in P2P_OPS:
+        return "p2p"
+    if op in COLLECTIVES:
+        return "collective"
+    if op in WAIT_OPS or op in TEST_OPS:
+        return "wait"
+    return "other"
+
+
+def is_mpi(op: str) -> bool:
+    return category(op) in ("p2p", "collective", "wait")
+
+
+def categories(ops) -> np.ndarray:
+    """category() of every element of a pandas Series of op names (computed once per distinct name)."""
+    return ops.map({o: category(o) for o in ops.unique()}).to_numpy(object)
+
+
+@dataclass
+class TraceData:
+    """The operations of a trace as a pandas DataFrame, with the communicators and rank count."""
+    df: Any  # pandas.DataFrame, rows sorted by (rank, seq)
+    nranks: int
+    comms: list[Comm]
+    buffers: str
+    source: str
+    path: Path
+
+    @property
+    def has_callsites(self) -> bool:
+        cs = self.df["callsite"]
+        return bool(cs.notna().any())
+
+
+_COLUMNS = ["rank", "seq", "op", "dur_ns", "t_start_ns", "t_end_ns", "peer", "comm_id", "bytes", "recv_bytes",
+            "recv_peer", "root", "req", "reqs", "counts_bytes", "recv_counts_bytes", "mem_space", "copy_kind",
+            "stream", "callsite"]
+
+
+def load_trace(trace: str | Path | Trace, assume_buffers: str | None = None) -> TraceData:
+    """Reads a trace (native, OTF2 or DUMPI, as g2gsim.simulate accepts) into a TraceData."""
+    if isinstance(trace, Trace):
+        t = trace
+        path = Path(t.path) if t.path else Path("<memory>")
+    else:
+        from ..sim import as_native
+        path = as_native(trace, assume_buffers=assume_buffers)
+        t = Trace.read(path)
+    cols = [c for c in _COLUMNS if c in t.table.column_names]
+    df = t.table.select(cols).to_pandas()
+    df["op"] = df["op"].astype(str)
+    df["callsite"] = df["callsite"].astype(object).where(df["callsite"].notna(), None)
+    for c in ("mem_space", "copy_kind"):
+        df[c] = df[c].astype(object)
+    df = df.sort_values(["rank", "seq"], kind="stable").reset_index(drop=True)
+    return TraceData(df=df, nranks=t.nranks, comms=t.comms, buffers=t.buffers, source=t.source, path=path)
+
+
+def world_members(comms: list[Comm], nranks: int) -> dict[int, np.ndarray]:
+    """comm id -> world ranks in communicator-rank order."""
+    out = {}
+    for c in comms:
+        out[c.id] = np.arange(nranks) if c.members is None else np.asarray(c.members, dtype=np.int64)
+    if 0 not in out:
+        out[0] = np.arange(nranks)
+    return out
+
+
+def looks_staged(td: "TraceData | str | Path") -> bool:
+    """True when the trace is HostCopy-style: MPI buffers in host memory and explicit d2h/h2d copies.
+    Takes a TraceData or a native trace path (then reads only three columns)."""
+    if isinstance(td, TraceData):
+        df = td.df
+    else:
+        import pyarrow.parquet as pq
+        df = pq.read_table(td, columns=["op", "mem_space", "copy_kind"]).to_pandas()
+        df["op"] = df["op"].astype(str)
+        df["mem_space"] = df["mem_space"].astype(object)
+        df["copy_kind"] = df["copy_kind"].astype(object)
+    cat = categories(df["op"])
+    mpi = df[(cat == "p2p") | (cat == "collective")]
+    if not len(mpi):
+        return False
+    host_share = float((mpi["mem_space"] == "host").mean())
+    copies = df[(df["op"] == "Memcpy") & df["copy_kind"].isin(["d2h", "h2d"])]
+    return host_share > 0.5 and len(copies) > 0
+
+
+# ------------------------------------------------------------------------------------- formatting
+def fmt_s(s: float | None) -> str:
+    if s is None or (isinstance(s, float) and not np.isfinite(s)):
+        return "-"
+    if s == 0:
+        return "0"
+    a = abs(s)
+    if a < 1e-3:
+        return f"{s * 1e6:.2f} us"
+    if a < 1:
+        return f"{s * 1e3:.3f} ms"
+    return f"{s:.4f} s"
+
+
+def fmt_x(x: float | None) -> str:
+    if x is None or not np.isfinite(x):
+        return "-"
+    return f"{x:.2f}x"
+
+
+def fmt_pct(x: float | None, signed: bool = False) -> str:
+    if x is None or not np.isfinite(x):
+        return "-"
+    return f"{x:+.1%}" if signed else f"{x:.1%}"
+
+
+def fmt_bytes(b: float) -> str:
+    b = float(b)
+    for unit, k in (("GiB", 1 << 30), ("MiB", MiB), ("KiB", KiB)):
+        if b >= k:
+            return f"{b / k:.1f} {unit}"
+    return f"{int(b)} B"
+
+
+def ratio(a: float, b: float) -> float:
+    """a / b, nan when b is 0."""
+    return a / b if b else float("nan")
+
+
+def parse_size(s: str | int) -> int:
+    """'64KiB', '64K', '1M', '4096' -> bytes."""
+    if isinstance(s, int):
+        return s
+    t = str(s).strip().lower().replace(" ", "")
+    mult = {"kib": KiB, "kb": KiB, "k": KiB, "mib": MiB, "mb": MiB, "m": MiB, "gib": 1 << 30, "gb": 1 << 30,
+            "g": 1 << 30, "b": 1}
+    for suf in sorted(mult, key=len, reverse=True):
+        if t.endswith(suf):
+            return int(float(t[: -len(suf)]) * mult[suf])
+    return int(t)
+
+
+def size_label(n: int) -> str:
+    for unit, k in (("GiB", 1 << 30), ("MiB", MiB), ("KiB", KiB)):
+        if n >= k and n % k == 0:
+            return f"{n // k}{unit}"
+    return f"{n}B"

@@ -1,0 +1,295 @@
+"""HostCopy vs GPUDirect (and mixed what-ifs) on one trace: ``g2gsim compare``."""
+from __future__ import annotations
+
+import math
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from ..sim import simulate
+from ._common import (COLL_CLASS, COPY_CLASS, SEND_OPS, SIZE_EDGES, SIZE_LABELS, KiB, TraceData, categories,
+                      category, load_trace, looks_staged, ratio, size_class, size_label)
+from .attribution import UNKNOWN_SITE, Attributor, core_supports_timeline
+from .metrics import pop_metrics, profile_tables, summary
+
+BASE, TARGET = "hostcopy", "gpudirect"
+MAX_CALLSITES = 30
+TIMELINE_AUTO_MAX_ROWS = 200_000  # the timeline JSON is parsed in Python: keep it small
+
+
+@dataclass
+class Column:
+    name: str
+    mode: str
+    options: dict[str, Any]
+
+
+def columns_for(mixed: bool = False, gpudirect_min_bytes: int | None = None,
+                gpudirect_collectives_only: bool = False) -> list[Column]:
+    cols = [Column("as-traced", "as-traced", {}), Column(BASE, BASE, {}), Column(TARGET, TARGET, {})]
+    mins = []
+    if mixed:
+        mins.append(64 * KiB)
+    if gpudirect_min_bytes:
+        mins.append(int(gpudirect_min_bytes))
+    for m in dict.fromkeys(mins):
+        cols.append(Column(f"gpudirect >= {size_label(m)}", TARGET, {"gpudirect_min_bytes": m}))
+    if mixed or gpudirect_collectives_only:
+        cols.append(Column("gpudirect collectives only", TARGET, {"gpudirect_collectives_only": True}))
+    return cols
+
+
+def slug(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "-", name.replace(">=", "ge")).strip("-")
+
+
+def trace_compute_share(td: TraceData) -> float | None:
+    """Share of the traced run spent in Compute (from the trace's own timestamps), when it has them."""
+    df = td.df
+    if df["t_start_ns"].isna().all() or df["t_end_ns"].isna().all():
+        return None
+    g = df.groupby("rank")
+    span = (g["t_end_ns"].max() - g["t_start_ns"].min()).sum()
+    comp = df.loc[categories(df["op"]) == "compute", "dur_ns"].sum()
+    return float(comp / span) if span > 0 else None
+
+
+def compare(trace: str | Path, machine: str | Path = "lassen", *, mixed: bool = False,
+            gpudirect_min_bytes: int | None = None, gpudirect_collectives_only: bool = False,
+            class_gains: bool = True, attribution: str = "auto", timeline: str | Path | None = None,
+            staged_as_device: bool | str = "auto", assume_buffers: str | None = None,
+            progress: Callable[[str], None] | None = None, **sim_kw: Any) -> dict:
+    """Simulates ``trace`` as traced, under HostCopy and GPUDirect (plus mixed what-if columns) and
+    returns the comparison as a JSON-serialisable dict (see docs/analysis.md for every field).
+
+    sim_kw are simulate()'s options (gpus_per_node, mapping, coll_algos, network_scale, ...).
+    attribution: "timeline" (exact per-call times; needs a core with timeline support), "estimate"
+    or "auto" (timeline when the core supports it and the trace has at most 200k rows).
+    timeline: a path; each column's Perfetto timeline is written next to it as NAME-<column>.json.
+    """
+    td = load_trace(trace, assume_buffers=assume_buffers)
+    native = td.path
+    cols = columns_for(mixed, gpudirect_min_bytes, gpudirect_collectives_only)
+    notes: list[str] = []
+    staged = looks_staged(td)
+    if staged_as_device == "auto":
+        sad_gd = staged
+        if staged:
+            notes.append("the trace stages MPI buffers through host memory (HostCopy style): the GPUDirect "
+                         "columns treat those buffers as device data and drop the staging copies "
+                         "(staged_as_device)")
+    else:
+        sad_gd = bool(staged_as_device)
+    sim_kw = {k: v for k, v in sim_kw.items() if v is not None}
+    sim_kw.pop("staged_as_device", None)
+    sim_kw.pop("gpudirect_min_bytes", None)
+    sim_kw.pop("gpudirect_collectives_only", None)
+
+    tl_support = core_supports_timeline() if (attribution != "estimate" or timeline) else False
+    use_tl = attribution == "timeline" or (attribution == "auto" and len(td.df) <= TIMELINE_AUTO_MAX_ROWS)
+    if (use_tl or timeline) and not tl_support:
+        if attribution == "timeline" or timeline:
+            notes.append("the compiled core does not accept the timeline option (built before it was "
+                         "added): no timeline written, per-call times estimated; rebuild with "
+                         "`pip install -e . --no-build-isolation`")
+        use_tl = False
+    tmp = tempfile.TemporaryDirectory(prefix="g2gsim-compare-")
+    att_engine = Attributor(td)
+    reports: dict[str, dict] = {}
+    atts = {}
+    timelines: dict[str, str] = {}
+    try:
+        for c in cols:
+            opts = dict(sim_kw, **c.options)
+            if c.mode == TARGET and sad_gd:
+                opts["staged_as_device"] = True
+            elif staged_as_device is True:
+                opts["staged_as_device"] = True
+            tl_path = None
+            if tl_support and (use_tl or timeline):
+                if timeline:
+                    t = Path(timeline)
+                    tl_path = t.with_name(f"{t.stem}-{slug(c.name)}{t.suffix or '.json'}")
+                else:
+                    tl_path = Path(tmp.name) / f"{slug(c.name)}.json"
+                opts["timeline"] = str(tl_path)
+                opts["timeline_max_events"] = max(2_000_000, 20 * len(td.df) + 100_000)
+                if timeline:
+                    timelines[c.name] = str(tl_path)
+            if progress:
+                progress(c.name)
+            rep = simulate(native, machine, mode=c.mode, **opts)
+            reports[c.name] = rep
+            atts[c.name] = att_engine.attribute(rep, tl_path if use_tl else None)
+            if tl_path is not None and not timeline:
+                tl_path.unlink(missing_ok=True)
+            for n in atts[c.name].notes:
+                if n not in notes:
+                    notes.append(n)
+        method = atts[BASE].method
+        gains = _class_gains(native, machine, sim_kw, sad_gd, att_engine, reports, progress) if class_gains else None
+    finally:
+        tmp.cleanup()
+    return _assemble(td, machine, cols, reports, atts, method, gains, notes, timelines, sim_kw)
+
+
+def _class_gains(native, machine, sim_kw, sad_gd, att_engine, reports, progress) -> dict:
+    """GPUDirect saving per size class by simulation: messages of at least a threshold go GPU-direct
+    (gpudirect_min_bytes); the saving of a class is the drop in communication time when the threshold
+    moves from its upper to its lower bound. Classes are taken largest first."""
+    present = [c for c in SIZE_LABELS if c in att_engine.class_messages]
+    lower = {lab: (0 if i == 0 else SIZE_EDGES[i - 1] + 1) for i, lab in enumerate(SIZE_LABELS)}
+    opts = dict(sim_kw)
+    if sad_gd:
+        opts["staged_as_device"] = True
+    comm = {}
+    thresholds = [1 << 62] + [lower[c] for c in reversed(present) if lower[c] > 0]
+    for t in thresholds:
+        if progress:
+            progress(f"gpudirect >= {size_label(t) if t < 1 << 62 else 'none'}")
+        comm[t] = summary(simulate(native, machine, mode=TARGET, gpudirect_min_bytes=t, **opts))["comm_s"]
+    comm[0] = summary(reports[TARGET])["comm_s"]
+    out: dict[str, dict] = {}
+    prev = comm[1 << 62]
+    for c in reversed(present):
+        t = lower[c]
+        cur = comm[t]
+        out[c] = {"threshold_bytes": t, "comm_s_after": cur, "saving_s": prev - cur}
+        prev = cur
+    rest = prev - comm[0]
+    if abs(rest) > 1e-12:
+        out["smaller messages and collectives"] = {"threshold_bytes": 0, "comm_s_after": comm[0], "saving_s": rest}
+    base = comm[1 << 62]
+    for v in out.values():
+        v["saving_share"] = ratio(v["saving_s"], base - comm[0]) if base != comm[0] else float("nan")
+    return {"all_staged_comm_s": base, "classes": out}
+
+
+def _verdict(runtime_gain: float) -> str:
+    if not np.isfinite(runtime_gain):
+        return "no communication to speed up"
+    if runtime_gain >= 0.10:
+        return "good candidate for GPUDirect"
+    if runtime_gain >= 0.03:
+        return "modest candidate for GPUDirect"
+    if runtime_gain > -0.01:
+        return "not worth porting to GPUDirect"
+    return "GPUDirect slows this run down"
+
+
+def _assemble(td, machine, cols, reports, atts, method, gains, notes, timelines, sim_kw) -> dict:
+    names = [c.name for c in cols]
+    hc = reports[BASE]
+    n = max(int(hc["nranks"]), 1)
+    summ = {k: summary(r) for k, r in reports.items()}
+    s_hc, s_gd = summ[BASE], summ[TARGET]
+    speedup = {k: ratio(s_hc["comm_s"], v["comm_s"]) for k, v in summ.items()}
+    S = speedup[TARGET]
+    f = s_hc["comm_share"]
+    amdahl_ratio = (1 - f) + f / S if np.isfinite(S) and S > 0 else float("nan")
+    traced_cs = trace_compute_share(td)
+    runtime = {
+        "hostcopy_s": s_hc["runtime_s"], "gpudirect_s": s_gd["runtime_s"],
+        "simulated_change": ratio(s_gd["runtime_s"], s_hc["runtime_s"]) - 1,
+        "comm_share_hostcopy": f,
+        "amdahl_change": amdahl_ratio - 1,
+        "traced_compute_share": traced_cs,
+    }
+    if traced_cs is not None and np.isfinite(S) and S > 0:
+        runtime["amdahl_change_traced_share"] = (traced_cs + (1 - traced_cs) / S) - 1
+    runtime["verdict"] = _verdict(-runtime["simulated_change"])
+
+    # by operation: exact from the core's per_op
+    ops = sorted({k for r in reports.values() for k in r["per_op"]
+                  if category(k) in ("p2p", "collective", "wait", "copy")},
+                 key=lambda k: -hc["per_op"].get(k, {}).get("total_s", 0.0))
+    by_op = {}
+    for op in ops:
+        row = {name: reports[name]["per_op"].get(op, {}).get("total_s", 0.0) / n for name in names}
+        by_op[op] = {"time_s": row, "count": int(hc["per_op"].get(op, {}).get("count", 0)),
+                     "category": category(op), "speedup": ratio(row[BASE], row[TARGET])}
+    # by size class
+    cls_t = {name: atts[name].by_class() for name in names}
+    cls_names = [c for c in SIZE_LABELS + [COLL_CLASS, COPY_CLASS, "unmatched waits"]
+                 if any(c in v for v in cls_t.values())]
+    by_class = {}
+    for c in cls_names:
+        row = {name: cls_t[name].get(c, 0.0) for name in names}
+        cm = _class_messages(td, c)
+        by_class[c] = {"time_s": row, "speedup": ratio(row[BASE], row[TARGET]), **cm}
+    # by call site
+    by_site = None
+    if td.has_callsites:
+        site_t = {name: atts[name].by_callsite() for name in names}
+        sites = sorted(site_t[BASE], key=lambda s: -site_t[BASE][s])
+        by_site = {}
+        for s in sites[:MAX_CALLSITES]:
+            row = {name: site_t[name].get(s, 0.0) for name in names}
+            by_site[s] = {"time_s": row, "speedup": ratio(row[BASE], row[TARGET])}
+        if len(sites) > MAX_CALLSITES:
+            row = {name: sum(site_t[name].get(s, 0.0) for s in sites[MAX_CALLSITES:]) for name in names}
+            by_site[f"({len(sites) - MAX_CALLSITES} other call sites)"] = {"time_s": row, "speedup": ratio(row[BASE], row[TARGET])}
+    # messages (Observation 3)
+    p2p, coll = int(hc["p2p_messages"]), int(hc["collective_messages"])
+    p2p_t = {name: sum(v for k, v in cls_t[name].items() if k in SIZE_LABELS or k == "unmatched waits") for name in names}
+    coll_t = {name: cls_t[name].get(COLL_CLASS, 0.0) for name in names}
+    messages = {
+        "p2p": p2p, "collective": coll,
+        "p2p_share": ratio(p2p, p2p + coll), "collective_share": ratio(coll, p2p + coll),
+        "p2p_time_s": p2p_t, "collective_time_s": coll_t,
+        "p2p_speedup": ratio(p2p_t[BASE], p2p_t[TARGET]), "collective_speedup": ratio(coll_t[BASE], coll_t[TARGET]),
+        "paths": {name: reports[name]["paths"] for name in names},
+    }
+    pop = {name: pop_metrics(reports[name]) for name in names}
+    pop_gain = ratio(pop[TARGET]["communication_efficiency"], pop[BASE]["communication_efficiency"])
+    profiles = {name: profile_tables(reports[name], atts[name]) for name in (BASE, TARGET)}
+    return {
+        "trace": str(td.path), "machine": str(machine), "source": td.source, "buffers": td.buffers,
+        "nranks": int(hc["nranks"]), "nodes": int(hc["nodes"]), "gpus_per_node": int(hc["gpus_per_node"]),
+        "options": {k: (v if not isinstance(v, (list, tuple)) else list(v)) for k, v in sim_kw.items()},
+        "columns": names,
+        "column_options": {c.name: {"mode": c.mode, **c.options} for c in cols},
+        "summary": summ, "speedup": speedup, "runtime": runtime,
+        "by_op": by_op, "by_class": by_class, "class_gains": gains, "by_callsite": by_site,
+        "messages": messages, "pop": pop, "pop_comm_efficiency_gain": pop_gain, "profiles": profiles,
+        "attribution": method, "timelines": timelines, "notes": notes,
+        "reports": {name: {k: v for k, v in r.items() if k != "per_rank"} for name, r in reports.items()},
+        "per_rank": {name: r.get("per_rank") for name, r in reports.items() if name in (BASE, TARGET)},
+    }
+
+
+def _class_messages(td: TraceData, cls: str) -> dict:
+    df = td.df
+    if cls in SIZE_LABELS:
+        s = df[df["op"].isin(SEND_OPS) & (df["peer"] >= 0)]
+        b = s["bytes"].to_numpy(np.int64)
+        sel = size_class(b) == cls
+        return {"messages": int(sel.sum()), "bytes": int(b[sel].sum())}
+    if cls == COLL_CLASS:
+        s = df[categories(df["op"]) == "collective"]
+        return {"calls": int(len(s)), "bytes": int(np.maximum(s["bytes"], s["recv_bytes"]).sum())}
+    if cls == COPY_CLASS:
+        s = df[df["op"] == "Memcpy"]
+        return {"calls": int(len(s)), "bytes": int(s["bytes"].sum())}
+    return {}
+
+
+def sanitize(obj: Any) -> Any:
+    """NaN/inf -> None, numpy scalars -> Python, for strict JSON."""
+    if isinstance(obj, dict):
+        return {str(k): sanitize(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [sanitize(v) for v in obj]
+    if isinstance(obj, (np.integer,)):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        f = float(obj)
+        return f if math.isfinite(f) else None
+    return obj
+
+
+__all__ = ["compare", "columns_for", "sanitize", "UNKNOWN_SITE"]
