@@ -1,0 +1,121 @@
+//! Collectives replayed as point-to-point schedules: closed forms on an uncontended network.
+mod common;
+use common::*;
+use g2g_mpi::SimOptions;
+use g2g_trace::{Op, OpKind};
+
+// SIMPLE: inter-node host path, o_send 200, latency 1100, 1 B/ns, o_recv 300, cpu reduce 5 B/ns.
+const T0: u64 = 200 + 1100 + 300; // a 0-byte eager hop
+
+fn coll(kind: &str, bytes: u64, root: i32) -> Op {
+    let mut o = Op::new(OpKind::parse(kind).unwrap());
+    o.bytes = bytes;
+    o.recv_bytes = bytes;
+    o.root = root;
+    o
+}
+
+fn opts(algos: &str) -> SimOptions {
+    SimOptions { coll_algos: algos.into(), ..Default::default() }
+}
+
+#[test]
+fn binomial_bcast_is_log_p_hops() {
+    let p = 8;
+    // a 1-byte broadcast (a 0-byte one moves nothing, as in MPI libraries)
+    let ranks = (0..p).map(|_| vec![coll("Bcast", 1, 0)]).collect();
+    let r = run(ranks, SIMPLE, opts("bcast=binomial")).unwrap();
+    let hop = T0 + 1;
+    let o = 200; // each forwarding send costs its sender o_send before the next round
+    // root sends to 4, 2, 1 in rounds 0, 1, 2; rank 4 forwards to 6 then 5; 2 to 3; 6 to 7
+    let recv_at = |k: usize| match k {
+        4 => hop,
+        2 => o + hop,
+        1 => 2 * o + hop,
+        6 => hop + hop,
+        5 => hop + o + hop,
+        3 => o + hop + hop,
+        7 => 3 * hop,
+        _ => 0,
+    };
+    let children = [3u64, 0, 1, 0, 2, 0, 1, 0];
+    for k in 1..p {
+        // a rank ends after receiving and then posting one eager send per child
+        assert_eq!(end_ns(&r, k), recv_at(k) + children[k] * o, "rank {k}");
+    }
+    assert_eq!(end_ns(&r, 7), 3 * hop, "the deepest leaf is log2(p) hops away");
+    assert_eq!(end_ns(&r, 0), 3 * o);
+    assert_eq!(r.collective_messages, 7);
+    assert_eq!(r.per_op["Bcast"].count, 8);
+}
+
+#[test]
+fn ring_allreduce_matches_closed_form() {
+    let p = 4u64;
+    let b = 4000u64; // chunk 1000 B
+    let ranks = (0..p).map(|_| vec![coll("Allreduce", b, -1)]).collect();
+    let r = run(ranks, SIMPLE, opts("allreduce=ring")).unwrap();
+    let round = 200 + b / p + 1100 + 300; // send and receive a chunk at once (full duplex NIC)
+    let reduce = (b / p) / 5; // 1000 B at 5 B/ns on the CPU
+    let expect = 2 * (p - 1) * round + (p - 1) * reduce;
+    for k in 0..p as usize {
+        assert_eq!(end_ns(&r, k), expect, "rank {k}");
+    }
+    assert_eq!(r.collective_messages, p * 2 * (p - 1));
+}
+
+#[test]
+fn dissemination_barrier_on_sub_communicator() {
+    use g2g_trace::{CommDef, MemTrace};
+    // ranks 1, 3, 5 form communicator 7; the others do nothing
+    let mut ranks: Vec<Vec<Op>> = (0..6).map(|_| vec![]).collect();
+    for w in [1usize, 3, 5] {
+        let mut o = coll("Barrier", 0, -1);
+        o.comm = 7;
+        ranks[w].push(o);
+    }
+    let mut t = MemTrace::new(ranks).with_comms(vec![
+        CommDef { id: 0, name: "world".into(), members: None },
+        CommDef { id: 7, name: "odd".into(), members: Some(vec![1, 3, 5]) },
+    ]);
+    let r = g2g_mpi::simulate(&mut t, cfg(SIMPLE), opts("barrier=dissemination"), 0, None).unwrap();
+    // ceil(log2 3) = 2 rounds, each a 0-byte exchange
+    for w in [1usize, 3, 5] {
+        assert_eq!(end_ns(&r, w), 2 * T0);
+    }
+    assert_eq!(r.collective_messages, 6);
+}
+
+#[test]
+fn nonblocking_collective_overlaps_compute() {
+    let p = 4;
+    let ranks = (0..p)
+        .map(|_| {
+            let mut ib = coll("Iallreduce", 8, -1);
+            ib.req = 9;
+            let mut w = Op::new(OpKind::Wait);
+            w.req = 9;
+            vec![ib, compute(100_000), w]
+        })
+        .collect();
+    let r = run(ranks, SIMPLE, SimOptions::default()).unwrap();
+    for k in 0..p {
+        assert_eq!(end_ns(&r, k), 100_000, "the 8-byte allreduce hides behind 100 us of compute");
+    }
+}
+
+#[test]
+fn collective_on_device_buffers_hostcopy_stages_both_buffers() {
+    let p = 2;
+    let b = 1_000_000u64;
+    let mk = || (0..p).map(|_| vec![dev(coll("Allreduce", b, -1))]).collect::<Vec<_>>();
+    let hc = run(mk(), SIMPLE, SimOptions { mode: g2g_mpi::Mode::HostCopy, coll_algos: "allreduce=recursive_doubling".into(), ..Default::default() }).unwrap();
+    let gd = run(mk(), SIMPLE, SimOptions { mode: g2g_mpi::Mode::GpuDirect, coll_algos: "allreduce=recursive_doubling".into(), ..Default::default() }).unwrap();
+    let copy = 2000 + 50 + b / 10;
+    // HostCopy: D2H, host exchange (rendezvous), CPU reduction, H2D
+    let host_x = 200 + 1100 + 1100 + b + 1100 + 300;
+    assert_eq!(end_ns(&hc, 0), copy + host_x + b / 5 + copy);
+    // GPUDirect: RDMA exchange with pinning, GPU reduction at 500 B/ns
+    let rdma_lat = 50 + 100 + 1000 + 50;
+    assert_eq!(end_ns(&gd, 0), 200 + 1100 + 1100 + 4000 + b + rdma_lat + 300 + b / 500);
+}
