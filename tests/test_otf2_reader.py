@@ -128,6 +128,15 @@ def _assert_agrees_with_raw(trace: Trace, raw: dict) -> None:
     assert int(recvs.recv_bytes.sum()) == raw["recv_bytes"]
     assert int(df[df.op == "Irecv"].recv_bytes.sum()) == raw["irecv_bytes"]
     assert ops["Memcpy"] == k["RmaGet"] + k["RmaPut"]
+    # communicators: every MPI communicator with members is one of ours, with as many ranks;
+    # MPI_COMM_SELF (no members in OTF2) appears once per rank that uses it
+    ours = {c.name: (trace.nranks if c.members is None else len(c.members)) for c in trace.comms}
+    for name, size in raw["comms"]:
+        if size:
+            assert ours.get(name) == size, (name, ours)
+    selfs = [n for n in ours if n.startswith("MPI_COMM_SELF (rank ")]
+    implicit_world = not any(name == "MPI_COMM_WORLD" for name, _ in raw["comms"])  # no MPI
+    assert len(ours) == len([1 for _, size in raw["comms"] if size]) + len(selfs) + implicit_world
     assert trace.import_stats["gpu_kernels"] == raw["kernels"]
     # every rank has contiguous seq and rows in time order where the host timeline is concerned
     for r, g in df.groupby("rank"):
@@ -163,7 +172,15 @@ def test_corpus_trace_imports(corpus, name, tmp_path):
     assert trace.import_stats["events"] <= sum(raw["kinds"].values())
     assert trace.buffers == "traced"
     assert trace.source.startswith("otf2_reader: ")
+    # none of these programs uses a communicator other than MPI_COMM_WORLD
+    assert [c.to_json() for c in trace.comms] == [
+        {"id": 0, "name": "MPI_COMM_WORLD", "members": None}]
     _roundtrip(trace, tmp_path)
+
+
+def test_every_corpus_archive_is_covered(corpus):
+    found = {str(p.parent.relative_to(corpus)) for p in corpus.rglob("*.otf2")}
+    assert found == set(TRACES.values())
 
 
 def test_stencil_traces32_hard_numbers(corpus):
@@ -232,7 +249,7 @@ def test_sst_bcast_and_comm_lifecycle(corpus):
     assert set(ops) == {"Bcast", "Init", "Finalize", "Compute"}   # CREATE/DESTROY_HANDLE: none
     b = _df(t).query("op == 'Bcast'")
     # Score-P: root sent 4 * 4096 and received 4096; the buffer is 4096 on every rank
-    assert set(b.bytes) == {4096} and set(b.recv_bytes) == {4096}
+    assert set(b.bytes) == {4096} and set(b.recv_bytes) == {0}
     assert set(b.root) == {0} and set(b.comm_id) == {0}
     assert [c.name for c in t.comms] == ["MPI_COMM_WORLD"]
 
@@ -379,8 +396,8 @@ def test_progress_output(tmp_path, monkeypatch, capsys):
 
 def test_collective_size_mapping():
     # Score-P's per-rank sizes (scorep_mpi_coll.c) -> the format's buffer sizes, N=4
-    assert coll_sizes("Bcast", 4 * 100, 100, 4, 0, True) == (100, 100)
-    assert coll_sizes("Bcast", 0, 100, 4, 2, False) == (100, 100)
+    assert coll_sizes("Bcast", 4 * 100, 100, 4, 0, True) == (100, 0)
+    assert coll_sizes("Bcast", 0, 100, 4, 2, False) == (100, 0)
     assert coll_sizes("Allreduce", 400, 400, 4, 1, False) == (100, 100)
     # MPI_IN_PLACE leaves the own block out; recognisable only when N does not divide the count
     assert coll_sizes("Allreduce", 303, 303, 4, 1, False) == (101, 101)

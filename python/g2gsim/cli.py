@@ -15,7 +15,7 @@ from . import __version__, machines
 from .sim import SimulationError, as_native, simulate as run_simulation
 from .trace import Trace, TraceError
 
-console = Console()
+console = Console(soft_wrap=True)
 err_console = Console(stderr=True)
 
 MODES = ["as-traced", "hostcopy", "gpudirect"]

@@ -12,7 +12,8 @@ from rich.table import Table
 
 from ._common import fmt_bytes, fmt_pct, fmt_s, fmt_x, parse_size
 
-console = Console()
+# wide tables when the output is a file or a pipe (rich would wrap them at 80 columns)
+console = Console(width=None if sys.stdout.isatty() else 150)
 err_console = Console(stderr=True)
 
 

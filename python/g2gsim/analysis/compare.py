@@ -47,6 +47,13 @@ def slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", name.replace(">=", "ge")).strip("-")
 
 
+def host_buffer_share(td: TraceData) -> float:
+    df = td.df
+    cat = categories(df["op"])
+    mpi = (cat == "p2p") | (cat == "collective")
+    return float((df["mem_space"].to_numpy(object)[mpi] == "host").mean()) if mpi.any() else 0.0
+
+
 def trace_compute_share(td: TraceData) -> float | None:
     """Share of the traced run spent in Compute (from the trace's own timestamps), when it has them."""
     df = td.df
@@ -84,6 +91,10 @@ def compare(trace: str | Path, machine: str | Path = "lassen", *, mixed: bool = 
                          "(staged_as_device)")
     else:
         sad_gd = bool(staged_as_device)
+    if not staged and host_buffer_share(td) > 0.5:
+        notes.append(f"{host_buffer_share(td):.0%} of the MPI calls use host buffers and the trace has no staging "
+                     "copies: HostCopy and GPUDirect move them as host data alike. To ask what GPU-resident "
+                     "buffers would give, import with --assume-buffers device (or use --staged-buffers-are-device)")
     sim_kw = {k: v for k, v in sim_kw.items() if v is not None}
     sim_kw.pop("staged_as_device", None)
     sim_kw.pop("gpudirect_min_bytes", None)

@@ -76,22 +76,21 @@ def optimise_mapping(W: np.ndarray, gpus_per_node: int, refine: bool = True, tim
     nodes = -(-n // gpn)
     node_of = np.full(n, -1, dtype=np.int64)
     unplaced = np.ones(n, dtype=bool)
-    total = S.sum(axis=1)
+    to_unplaced = S.sum(axis=1)  # traffic of each rank with the ranks not placed yet
     for k in range(nodes):
-        cand = np.where(unplaced)[0]
-        if not len(cand):
+        if not unplaced.any():
             break
         # seed: the unplaced rank with the most traffic to other unplaced ranks (lowest id on ties)
-        to_unplaced = S[np.ix_(cand, cand)].sum(axis=1) if len(cand) <= 4096 else total[cand]
-        seed = int(cand[np.argmax(to_unplaced)])
+        seed = int(np.argmax(np.where(unplaced, to_unplaced, -np.inf)))
         members = [seed]
         unplaced[seed] = False
+        to_unplaced -= S[:, seed]
         conn = S[:, seed].copy()
         while len(members) < gpn and unplaced.any():
-            score = np.where(unplaced, conn, -np.inf)
-            r = int(np.argmax(score))
+            r = int(np.argmax(np.where(unplaced, conn, -np.inf)))
             members.append(r)
             unplaced[r] = False
+            to_unplaced -= S[:, r]
             conn += S[:, r]
         node_of[members] = k
     if refine and n <= KL_MAX_RANKS and nodes > 1:

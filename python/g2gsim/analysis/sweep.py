@@ -104,6 +104,11 @@ def load_sweep(path: str | Path) -> Sweep:
     gpn = [None if g in (None, "default") else int(g) for g in _as_list(spec.get("gpus_per_node", ["default"]))]
     params = {k: _as_list(v) for k, v in (spec.get("parameters") or {}).items()}
     opts = dict(spec.get("options") or {})
+    rel = (lambda m: m if m in ("linear", "round-robin") or Path(m).is_absolute() else str((p.parent / m).resolve()))
+    if "mapping" in params:
+        params["mapping"] = [rel(m) if isinstance(m, str) else m for m in params["mapping"]]
+    if isinstance(opts.get("mapping"), str):
+        opts["mapping"] = rel(opts["mapping"])
     for k in list(params) + list(opts):
         if k not in PARAM_KEYS:
             raise SweepError(f"{p}: unknown simulation parameter {k!r}; known: {', '.join(sorted(PARAM_KEYS))}")
@@ -157,7 +162,12 @@ def file_hash(path: Path, cache: dict | None = None) -> str:
 
 
 def point_key(point: dict) -> str:
-    ident = {k: point[k] for k in ("trace_hash", "machine_hash", "mode", "gpus_per_node", "params")}
+    ident = {k: point[k] for k in ("trace_hash", "machine_hash", "mode", "gpus_per_node")}
+    params = dict(point["params"])
+    mp = params.get("mapping")
+    if isinstance(mp, str) and mp not in ("linear", "round-robin") and Path(mp).is_file():
+        params["mapping"] = "file:" + _sha(Path(mp).read_bytes())  # the contents, not the path
+    ident["params"] = params
     return _sha(json.dumps(ident, sort_keys=True, default=str).encode())[:24]
 
 

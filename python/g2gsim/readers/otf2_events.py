@@ -27,7 +27,7 @@ import numpy as np
 import _otf2
 from _otf2.Config import conf
 
-from ..trace import ALL_OPS, COLLECTIVES, TraceError
+from ..trace import ALL_OPS, COLLECTIVES, COPY_KINDS, TraceError
 from .otf2_defs import (R_CPY_ASYNC, R_CPY_SYNC, R_KERNEL, R_MPI, TYPE_STRING, UNDEF32, OTF2Plan)
 
 # ------------------------------------------------------------------------------------ op codes
@@ -43,8 +43,7 @@ RECV_CODES = {C_RECV, C_IRECV}
 COLL_CODES = {OPC[o] for o in COLLECTIVES}
 BARRIER_CODES = {OPC["Barrier"], OPC["Ibarrier"]}
 WAIT_CODES = {OPC[o] for o in ("Wait", "Waitall", "Waitany", "Waitsome")}
-COPY_KINDS = ("d2h", "h2d", "d2d", "h2h")
-CK_D2H, CK_H2D, CK_D2D = 0, 1, 2
+CK_D2H, CK_H2D, CK_D2D = (COPY_KINDS.index(k) for k in ("d2h", "h2d", "d2d"))
 MEM_HOST, MEM_DEVICE = 0, 1
 
 # row layout (lists, mutated while requests complete); the numeric fields first, reqs last
@@ -125,9 +124,9 @@ def coll_sizes(op: str, sent: int, recv: int, n: int, me: int, is_root: bool) ->
             return x // (n - 1), True
         return x // n, False
 
-    if base == "Bcast":
-        b = recv if recv else sent // n
-        return b, b
+    if base == "Bcast":              # one buffer, sent at the root, received elsewhere: the format
+        b = recv if recv else sent // n    # (like the DUMPI reader and the tracer) gives bytes only
+        return b, 0
     if base in ("Gather", "Gatherv"):
         if is_root:
             if sent == 0 and n > 1 and base == "Gather":

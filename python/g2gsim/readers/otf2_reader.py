@@ -67,7 +67,8 @@ def read_otf2(anchor: str | Path, assume_buffers: str = "traced", processes: int
               progress: bool = False, strict: bool = False) -> Trace:
     """Read the OTF2 archive ``anchor`` (the .otf2 file or its directory) into a ``Trace``.
 
-    ``processes``: worker processes (default ``os.cpu_count()``; 1 reads in this process).
+    ``processes``: worker processes (default: the CPUs this process may use, as
+    ``os.cpu_count()``; 1 reads in this process; archives under 200k events are always read here).
     ``strict``: raise ``TraceError`` on unmatched point-to-point messages instead of warning.
     """
     if assume_buffers not in BUFFER_MODES:
@@ -81,13 +82,14 @@ def read_otf2(anchor: str | Path, assume_buffers: str = "traced", processes: int
     evt_dir = Path(os.path.splitext(plan.anchor)[0])
     if not evt_dir.is_dir():
         raise TraceError(f"{path}: the archive directory {evt_dir} with the event files is missing")
-    for r, loc in enumerate(plan.rank_cpu_loc):
-        if plan.loc_nevents.get(loc, 0) and not (evt_dir / f"{loc}.evt").exists() \
-                and not any(evt_dir.glob("*.sion")):
-            raise TraceError(f"{path}: location {loc} (rank {r}): event file {loc}.evt is missing")
+    if not any(evt_dir.glob("*.sion")):              # POSIX substrate: one file per location
+        for r, loc in enumerate(plan.rank_cpu_loc):
+            if plan.loc_nevents.get(loc, 0) and not (evt_dir / f"{loc}.evt").exists():
+                raise TraceError(f"{path}: location {loc} (rank {r}): event file {loc}.evt is "
+                                 f"missing")
 
     tasks = _partition(plan, processes)
-    nproc = max(1, processes if processes is not None else (os.cpu_count() or 1))
+    nproc = _nproc(processes)
     results = []
     t_read = time.perf_counter()
     if nproc == 1 or len(tasks) == 1 or plan.read_events < SERIAL_BELOW_EVENTS:
@@ -156,9 +158,19 @@ def _run_task(ranks: list[int]):
         return e
 
 
+def _nproc(processes: int | None) -> int:
+    """Worker count: ``processes``, else the CPUs this process may run on (os.cpu_count())."""
+    if processes is not None:
+        return max(1, int(processes))
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
 def _partition(plan: OTF2Plan, processes: int | None) -> list[list[int]]:
     """Contiguous rank chunks of about equal event counts, a few per worker."""
-    nproc = max(1, processes if processes is not None else (os.cpu_count() or 1))
+    nproc = _nproc(processes)
     ntasks = min(plan.nranks, nproc * TASKS_PER_WORKER) if nproc > 1 else 1
     if plan.read_events < SERIAL_BELOW_EVENTS:
         ntasks = 1

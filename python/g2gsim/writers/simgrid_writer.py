@@ -73,8 +73,10 @@ Platform assumptions (also written as comments into platform.xml):
   g2gsim's fat-tree (up/down d-mod-k routing in both).  SimGrid needs every leaf full, so the platform
   has ``npl * lpp * pods`` hosts; the ones past the last node stay idle;
 * crossbar -> a flat ``<cluster>``: each host a private full-duplex link at the NIC bandwidth to a
-  non-blocking backbone; torus (one node per router) -> ``topology="TORUS"``; dragonfly and
-  multi-rail networks are refused (SimGrid's models differ too much);
+  non-blocking backbone; torus (one node per router) -> ``topology="TORUS"``; dragonfly is refused
+  (SimGrid's model differs too much).  Multi-rail networks (``rails`` > 1: g2gsim builds one
+  independent plane per rail) are approximated: a fat-tree gets ``rails`` parallel links at every
+  level of one plane, a crossbar host link ``rails`` x the NIC bandwidth;
 * every network link has the preset's link bandwidth and ``SPLITDUPLEX`` sharing (one resource per
   direction, like g2gsim's up/down link pairs).  SimGrid gives all links of a cluster one latency,
   while g2gsim has a NIC latency once per message plus ``hop_latency`` per switch hop (0 on the
@@ -91,7 +93,9 @@ Platform assumptions (also written as comments into platform.xml):
   ``smpi/or``) to ``mpi.send_overhead`` / ``mpi.recv_overhead``, switches off SMPI's piecewise
   bandwidth/latency correction factors, TCP window limit, RTT-weighted sharing and cross-traffic
   (so both sides share links by plain max-min), and selects MPICH's collective algorithms, which
-  g2gsim's selection follows.  Remaining differences: g2gsim's rendezvous pays RTS and CTS control
+  g2gsim's selection follows, except Allreduce: recursive doubling (``smpi/allreduce:rdb``), because
+  SimGrid 3.32's MPICH allreduce aborts in replay mode (g2gsim uses recursive doubling below 10 kB,
+  Rabenseifner or ring above).  Remaining differences: g2gsim's rendezvous pays RTS and CTS control
   latencies, SimGrid matches the receive without them; collective reductions are charged once by
   SimGrid and per round by g2gsim.
 """
@@ -212,7 +216,7 @@ def machine_params(machine: str | Path | dict, gpus_per_node: int | None = None)
     return p
 
 
-def _fat_tree_shape(p: dict, nodes: int) -> tuple[str, int, dict]:
+def _fat_tree_shape(p: dict, nodes: int, rails: int = 1) -> tuple[str, int, dict]:
     """SimGrid FAT_TREE topo_parameters for g2gsim's fat-tree of ``nodes`` nodes, the number of hosts
     SimGrid needs, and the shape."""
     npl, lpp, levels = p["nodes_per_leaf"], p["leaves_per_pod"], p["levels"]
@@ -221,12 +225,12 @@ def _fat_tree_shape(p: dict, nodes: int) -> tuple[str, int, dict]:
     up = max(1, min(int(up), npl))
     leaves = max(1, math.ceil(nodes / npl))
     if levels == 2:
-        params = f"2;{npl},{leaves};1,{up};1,1"
+        params = f"2;{npl},{leaves};1,{up};{rails},{rails}"
         hosts = npl * leaves
         shape = {"levels": 2, "leaves": leaves, "uplinks_per_leaf": up, "spines": up}
     elif levels == 3:
         pods = max(1, math.ceil(leaves / lpp))
-        params = f"3;{npl},{lpp},{pods};1,{up},{lpp};1,1,1"
+        params = f"3;{npl},{lpp},{pods};1,{up},{lpp};{rails},{rails},{rails}"
         hosts = npl * lpp * pods
         shape = {"levels": 3, "leaves": lpp * pods, "uplinks_per_leaf": up, "pods": pods,
                  "spines": pods * up, "cores": up * lpp}
@@ -244,9 +248,6 @@ def _num(x: float) -> str:
 
 def platform_xml(p: dict, nodes: int, host_speed: float = 1e9, latency: str = "same-leaf") -> tuple[str, int]:
     """Platform XML for ``nodes`` nodes of machine params ``p``; returns (xml text, hosts in it)."""
-    if p["rails"] != 1:
-        raise SimgridExportError(f"{p['name']}: {p['rails']} network rails; SimGrid clusters have one "
-                                 "plane (export supports single-rail machines)")
     if latency not in ("same-leaf", "hop"):
         raise SimgridExportError("latency must be 'same-leaf' or 'hop'")
     gpn = p["gpus_per_node"]
@@ -259,6 +260,7 @@ def platform_xml(p: dict, nodes: int, host_speed: float = 1e9, latency: str = "s
         "sharing_policy": "SPLITDUPLEX",
     }
     topo = p["topology"]
+    rails = p["rails"]
     notes = [
         f"g2gsim machine {p['name']!r}: {nodes} node(s) x {gpn} rank slot(s) (cores), host speed "
         f"{host_speed:g} flop/s (compute F flops = F / speed s).",
@@ -267,15 +269,20 @@ def platform_xml(p: dict, nodes: int, host_speed: float = 1e9, latency: str = "s
         f"same-node messages: loopback {p['shm_bw'] / 1e9:g} GB/s, {p['shm_latency_ns']:g} ns (g2gsim shm link).",
     ]
     if topo == "fat-tree":
-        params, hosts, shape = _fat_tree_shape(p, nodes)
+        params, hosts, shape = _fat_tree_shape(p, nodes, rails)
         attrs = dict(common, topology="FAT_TREE", topo_parameters=params)
         notes.append(f"fat-tree {shape}; SimGrid needs full leaves: {hosts} hosts, the last "
                      f"{hosts - nodes} idle.")
+        if rails > 1:
+            notes.append(f"{rails} rails: g2gsim has {rails} independent planes; here {rails} parallel "
+                         "links join every pair of connected switches/hosts of one plane (approximation).")
     elif topo == "crossbar":
         hosts = nodes
-        attrs = dict(common, bw=f"{_num(min(p['nic_bw'], p['link_bw']))}Bps", bb_bw=f"{_num(1e15)}Bps",
+        attrs = dict(common, bw=f"{_num(min(p['nic_bw'], p['link_bw']) * rails)}Bps", bb_bw=f"{_num(1e15)}Bps",
                      bb_lat="0ns", bb_sharing_policy="FATPIPE")
-        notes.append("crossbar: private link per host to a non-blocking backbone.")
+        notes.append("crossbar: private link per host to a non-blocking backbone"
+                     + (f", at {rails} x the NIC bandwidth for {rails} rails (approximation)." if rails > 1
+                        else "."))
     elif topo == "torus":
         dims = p["dims"]
         if p["nodes_per_router"] != 1 or not dims or len(dims) != 3:
@@ -307,18 +314,21 @@ def smpi_cfg(p: dict | str | Path) -> list[str]:
     o_s = p["send_overhead_ns"] * 1e-9
     o_r = p["recv_overhead_ns"] * 1e-9
     return [
-        "--cfg=smpi/host-speed:1e9",
+        "--cfg=smpi/host-speed:1Gf",
         "--cfg=smpi/simulate-computation:yes",
         f"--cfg=smpi/send-is-detached-thresh:{int(p['eager_limit']) + 1}",
-        f"--cfg=smpi/os:0:{o_s!r}:0",
-        f"--cfg=smpi/ois:0:{o_s!r}:0",
-        f"--cfg=smpi/or:0:{o_r!r}:0",
+        f"--cfg=smpi/os:0:{o_s:.9g}:0",
+        f"--cfg=smpi/ois:0:{o_s:.9g}:0",
+        f"--cfg=smpi/or:0:{o_r:.9g}:0",
         "--cfg=smpi/bw-factor:0:1",
         "--cfg=smpi/lat-factor:0:1",
         "--cfg=network/TCP-gamma:0",
         "--cfg=network/weight-S:0",
         "--cfg=network/crosstraffic:0",
         "--cfg=smpi/coll-selector:mpich",
+        # SimGrid 3.32's MPICH allreduce selection aborts in replay (free(): invalid pointer);
+        # recursive doubling is what g2gsim selects below 10 kB (and MPICH for short vectors)
+        "--cfg=smpi/allreduce:rdb",
     ]
 
 
@@ -502,16 +512,9 @@ def _to_lines(trace: Trace, p: dict, host_speed: float) -> list[list[str]]:
                     continue   # MPI_PROC_NULL request or already retired
                 keys.append(k)
                 if op in ("Waitany", "Waitsome"):
-                    # SimGrid has no "any": wait for the first live request; the others stay posted
-                    for other in ids:
-                        if other != rid and other in st.reqs:
-                            pass
+                    # SimGrid has no "any": wait for the first live request; the later ones stay
+                    # posted (still in st.reqs) for a later wait
                     break
-            if op in ("Waitany", "Waitsome") and keys:
-                # put the requests not waited for back under their ids
-                for rid in ids:
-                    if rid and rid not in st.reqs:
-                        continue
             if keys:
                 wait_lines(st, r, keys, whole=(op == "Waitall"))
             continue
