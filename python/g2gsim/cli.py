@@ -126,6 +126,7 @@ def sim_options(f):
         click.option("--gpudirect-min-bytes", type=click.IntRange(0), default=0, help="mixed what-if: GPU-direct only for messages of at least this size"),
         click.option("--gpudirect-collectives-only", is_flag=True, help="mixed what-if: GPU-direct for collectives only"),
         click.option("--network-scale", type=float, default=1.0, help="multiply NIC and network bandwidth"),
+        click.option("--no-overlap", is_flag=True, help="what-if: GPU work waits for completion (no compute/communication overlap)"),
         click.option("--sharing", type=click.Choice(["max-min", "bottleneck"]), default=None, help="link sharing model (default: the machine file's, max-min)"),
         click.option("--assume-buffers", type=click.Choice(["traced", "host", "device", "infer"]), default=None, help="buffer spaces for imported traces that lack them"),
         click.option("--no-progress", is_flag=True, help="no progress bar"),
@@ -136,8 +137,8 @@ def sim_options(f):
 
 
 def _kw(gpus_per_node, mapping, coll_algos, staged_buffers_are_device, gpudirect_min_bytes,
-        gpudirect_collectives_only, network_scale, assume_buffers, sharing=None):
-    return dict(sharing=sharing, gpus_per_node=gpus_per_node, mapping=_parse_mapping(mapping), coll_algos=coll_algos,
+        gpudirect_collectives_only, network_scale, assume_buffers, sharing=None, no_overlap=False):
+    return dict(sharing=sharing, no_overlap=no_overlap or None, gpus_per_node=gpus_per_node, mapping=_parse_mapping(mapping), coll_algos=coll_algos,
                 staged_as_device=staged_buffers_are_device, gpudirect_min_bytes=gpudirect_min_bytes,
                 gpudirect_collectives_only=gpudirect_collectives_only, network_scale=network_scale,
                 assume_buffers=assume_buffers)

@@ -32,7 +32,9 @@ BLOCKING_COLLECTIVES = [
 ]
 NONBLOCKING_COLLECTIVES = ["I" + c[0].lower() + c[1:] for c in BLOCKING_COLLECTIVES]  # Ibcast, ...
 COLLECTIVES = set(BLOCKING_COLLECTIVES) | set(NONBLOCKING_COLLECTIVES)
-OTHER_OPS = {"Compute", "Memcpy", "Init", "Finalize", "Kernel"}
+GPU_OPS = {"Kernel", "EventRecord", "StreamWaitEvent", "StreamSynchronize", "DeviceSynchronize",
+           "EventSynchronize"}
+OTHER_OPS = {"Compute", "Memcpy", "Init", "Finalize"} | GPU_OPS
 ALL_OPS = P2P_OPS | WAIT_OPS | TEST_OPS | COLLECTIVES | OTHER_OPS
 MEM_SPACES = ("host", "device", "managed", "unknown")
 COPY_KINDS = ("d2h", "h2d", "d2d", "h2h")
@@ -61,13 +63,14 @@ SCHEMA = pa.schema([
     ("stream", pa.int32()),
     ("contiguous", pa.bool_()),
     ("callsite", pa.string()),
+    ("priority", pa.int32()),
 ])
 
 DEFAULTS: dict[str, Any] = {
     "t_start_ns": None, "t_end_ns": None, "dur_ns": 0, "peer": -1, "tag": -1, "comm_id": 0,
     "bytes": 0, "recv_bytes": 0, "recv_peer": -1, "recv_tag": -1, "root": -1, "req": 0,
     "reqs": None, "counts_bytes": None, "recv_counts_bytes": None, "mem_space": "host",
-    "copy_kind": None, "stream": -1, "contiguous": True, "callsite": None,
+    "copy_kind": None, "stream": -1, "contiguous": True, "callsite": None, "priority": 0,
 }
 
 

@@ -74,6 +74,9 @@ pub struct SimOptions {
     pub gpudirect_collectives_only: bool,
     /// multiplies NIC and network link bandwidth
     pub network_scale: f64,
+    /// what-if: serialise GPU work with the host (every kernel and stream copy waits to finish), to
+    /// show what compute/communication overlap buys
+    pub no_overlap: bool,
     /// overrides the machine file's `network.sharing`
     pub sharing: Option<g2g_net::lmm::Sharing>,
     /// keep per-rank rows in the report (off for huge runs)
@@ -97,6 +100,7 @@ impl Default for SimOptions {
             network_scale: 1.0,
             per_rank: true,
             sharing: None,
+            no_overlap: false,
             timeline: None,
             timeline_max_events: 2_000_000,
         }
@@ -192,8 +196,8 @@ enum XferOwner {
     Msg(MsgId),
     /// a blocking copy the rank waits for
     RankCopy(u32),
-    /// an asynchronous copy nobody waits for
-    Detached,
+    /// a copy queued on a GPU stream of a rank
+    Stream(u32, i32),
 }
 
 struct Xfer {
@@ -216,6 +220,8 @@ enum Ev {
     Resolve,
     ReqDone(ReqId),
     CollNext(CollId),
+    /// a kernel of (rank, stream) finished
+    KernelDone(u32, i32),
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -225,7 +231,43 @@ enum Block {
     Wait { reqs: Vec<ReqId>, any: bool },
     Copy,
     Coll(CollId),
+    /// the host waits for GPU work: (stream or -1 for the device, or event id)
+    GpuSync(GpuWait),
     Done,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum GpuWait {
+    Stream(i32),
+    Device,
+    Event(u64, u64),
+}
+
+#[derive(Clone, Debug)]
+enum GpuWork {
+    Kernel { dur: Time, seq: u64 },
+    Copy(Box<Plan>),
+    Record { event: u64, gen: u64 },
+    WaitEvent { event: u64, gen: u64 },
+}
+
+#[derive(Default)]
+struct Stream {
+    q: VecDeque<GpuWork>,
+    running: bool,
+    priority: i32,
+}
+
+/// A rank's GPU: in-order streams, one SM resource for kernels (highest-priority ready kernel
+/// first, then launch order), copy engines as links of the flow network.
+#[derive(Default)]
+struct Gpu {
+    streams: std::collections::BTreeMap<i32, Stream>,
+    sm_busy: bool,
+    /// event id -> (generation recorded so far, generation completed)
+    events: HashMap<u64, (u64, u64)>,
+    launches: u64,
+    busy_ns: Time,
 }
 
 struct Rank {
@@ -245,8 +287,8 @@ struct Rank {
     compute: Time,
     copy: Time,
     copy_start: Time,
-    /// collective ops ran on GPU data (reduction on the GPU)
     ops_done: u64,
+    gpu: Option<Box<Gpu>>,
 }
 
 impl Rank {
@@ -269,6 +311,7 @@ impl Rank {
             copy: 0,
             copy_start: 0,
             ops_done: 0,
+            gpu: None,
         }
     }
 }
@@ -548,6 +591,7 @@ impl<'a> Sim<'a> {
             }
             Ev::ReqDone(q) => self.complete_req(q)?,
             Ev::CollNext(c) => self.coll_round(c)?,
+            Ev::KernelDone(r, st) => self.kernel_done(r, st)?,
         }
         Ok(())
     }
@@ -711,7 +755,9 @@ impl<'a> Sim<'a> {
         let op = rk.cur.take().expect("op");
         let dt = now - rk.call_start;
         match op.kind {
-            OpKind::Compute | OpKind::Kernel => rk.compute += dt,
+            // waiting for the GPU is compute time from the host's point of view
+            OpKind::Compute | OpKind::Kernel | OpKind::StreamSync | OpKind::DeviceSync | OpKind::EventSync
+            | OpKind::EventRecord | OpKind::StreamWaitEvent => rk.compute += dt,
             OpKind::Memcpy => rk.copy += dt,
             OpKind::Init | OpKind::Finalize => {}
             _ => rk.comm += dt,
@@ -735,7 +781,10 @@ impl<'a> Sim<'a> {
         let op = self.ranks[r as usize].cur.clone().unwrap();
         match kind {
             OpKind::Init | OpKind::Finalize | OpKind::Test => Ok(true),
-            OpKind::Compute | OpKind::Kernel => {
+            OpKind::Kernel | OpKind::EventRecord | OpKind::StreamWaitEvent | OpKind::StreamSync | OpKind::DeviceSync | OpKind::EventSync => {
+                self.exec_gpu(r, &op, phase)
+            }
+            OpKind::Compute => {
                 if phase == 0 && op.dur_ns > 0 {
                     self.ranks[r as usize].phase = 1;
                     self.busy(r, op.dur_ns);
@@ -801,8 +850,13 @@ impl<'a> Sim<'a> {
             }
         };
         if op.stream >= 0 {
-            // asynchronous copy on a stream: it occupies the links but the host goes on
-            self.start_xfer(plan, XferOwner::Detached, 0);
+            // asynchronous copy queued on a stream: in order with that stream's kernels; the host goes on
+            self.gpu_enqueue(r, op.stream, None, GpuWork::Copy(Box::new(plan)));
+            if self.opt.no_overlap {
+                self.ranks[r as usize].phase = 1;
+                self.ranks[r as usize].block = Block::GpuSync(GpuWait::Stream(op.stream));
+                return Ok(self.gpu_check_host(r));
+            }
             return Ok(true);
         }
         self.ranks[r as usize].phase = 1;
@@ -1266,13 +1320,12 @@ impl<'a> Sim<'a> {
                         let msg = &self.msgs[m as usize];
                         tl.transfer(msg.src, msg.dst, t.plan.model, msg.bytes, t.t0, now, msg.uid);
                     }
-                    XferOwner::RankCopy(r) => tl.copy(r, t.plan.model, t.plan.chunk_bytes, t.t0, now),
-                    XferOwner::Detached => {}
+                    XferOwner::RankCopy(r) | XferOwner::Stream(r, _) => tl.copy(r, t.plan.model, t.plan.chunk_bytes, t.t0, now),
                 }
             }
             match t.owner {
                 XferOwner::Msg(m) => self.data_arrived(m),
-                XferOwner::Detached => {}
+                XferOwner::Stream(r, st) => self.stream_item_done(r, st)?,
                 XferOwner::RankCopy(r) => {
                     let now = self.q.now();
                     let rk = &mut self.ranks[r as usize];
@@ -1289,6 +1342,192 @@ impl<'a> Sim<'a> {
                     }
                 }
             }
+        }
+        Ok(())
+    }
+
+    // ------------------------------------------------------------------ GPU streams
+    fn gpu(&mut self, r: u32) -> &mut Gpu {
+        self.ranks[r as usize].gpu.get_or_insert_with(Default::default)
+    }
+
+    /// Queues work on a stream; a kernel launch also sets the stream's priority.
+    fn gpu_enqueue(&mut self, r: u32, stream: i32, priority: Option<i32>, w: GpuWork) {
+        let g = self.gpu(r);
+        let st = g.streams.entry(stream).or_default();
+        if let Some(p) = priority {
+            st.priority = p;
+        }
+        st.q.push_back(w);
+        self.gpu_pump(r);
+    }
+
+    fn exec_gpu(&mut self, r: u32, op: &Op, phase: u8) -> Result<bool, SimError> {
+        if phase > 0 {
+            return Ok(self.ranks[r as usize].block == Block::None);
+        }
+        let st = op.stream.max(0);
+        let wait = match op.kind {
+            OpKind::Kernel => {
+                let g = self.gpu(r);
+                g.launches += 1;
+                let seq = g.launches;
+                self.gpu_enqueue(r, st, Some(op.priority), GpuWork::Kernel { dur: op.dur_ns, seq });
+                if self.opt.no_overlap {
+                    Some(GpuWait::Stream(st))
+                } else {
+                    None
+                }
+            }
+            OpKind::EventRecord => {
+                let g = self.gpu(r);
+                let e = g.events.entry(op.req).or_insert((0, 0));
+                e.0 += 1;
+                let gen = e.0;
+                self.gpu_enqueue(r, st, None, GpuWork::Record { event: op.req, gen });
+                None
+            }
+            OpKind::StreamWaitEvent => {
+                let gen = self.gpu(r).events.get(&op.req).map(|e| e.0).unwrap_or(0);
+                self.gpu_enqueue(r, st, None, GpuWork::WaitEvent { event: op.req, gen });
+                None
+            }
+            OpKind::StreamSync => Some(GpuWait::Stream(st)),
+            OpKind::DeviceSync => Some(GpuWait::Device),
+            OpKind::EventSync => {
+                let gen = self.gpu(r).events.get(&op.req).map(|e| e.0).unwrap_or(0);
+                Some(GpuWait::Event(op.req, gen))
+            }
+            _ => None,
+        };
+        match wait {
+            None => Ok(true),
+            Some(w) => {
+                self.ranks[r as usize].phase = 1;
+                self.ranks[r as usize].block = Block::GpuSync(w);
+                Ok(self.gpu_check_host(r))
+            }
+        }
+    }
+
+    /// Is the host's GPU wait satisfied?  Unblocks the rank if so (returns true).
+    fn gpu_check_host(&mut self, r: u32) -> bool {
+        let Block::GpuSync(w) = self.ranks[r as usize].block else { return false };
+        let done = match self.ranks[r as usize].gpu.as_ref() {
+            None => true,
+            Some(g) => match w {
+                GpuWait::Stream(s) => g.streams.get(&s).map(|st| st.q.is_empty() && !st.running).unwrap_or(true),
+                GpuWait::Device => g.streams.values().all(|st| st.q.is_empty() && !st.running),
+                GpuWait::Event(e, gen) => g.events.get(&e).map(|x| x.1 >= gen).unwrap_or(true),
+            },
+        };
+        if done {
+            self.ranks[r as usize].block = Block::None;
+        }
+        done
+    }
+
+    /// Starts whatever GPU work can start: markers at once, copies on their links, and the
+    /// highest-priority ready kernel on the SMs.
+    fn gpu_pump(&mut self, r: u32) {
+        loop {
+            let mut progressed = false;
+            let mut to_copy: Vec<(i32, Plan)> = vec![];
+            {
+                let g = self.ranks[r as usize].gpu.as_mut().unwrap();
+                let mut completed: Vec<(u64, u64)> = vec![];
+                for (&sid, st) in g.streams.iter_mut() {
+                    while !st.running {
+                        match st.q.front() {
+                            Some(GpuWork::Record { event, gen }) => {
+                                completed.push((*event, *gen));
+                                st.q.pop_front();
+                                progressed = true;
+                            }
+                            Some(GpuWork::WaitEvent { event, gen }) => {
+                                let ok = g.events.get(event).map(|x| x.1 >= *gen).unwrap_or(true)
+                                    || completed.iter().any(|(e, gg)| e == event && gg >= gen);
+                                if ok {
+                                    st.q.pop_front();
+                                    progressed = true;
+                                } else {
+                                    break;
+                                }
+                            }
+                            Some(GpuWork::Copy(_)) => {
+                                if let Some(GpuWork::Copy(p)) = st.q.front().cloned() {
+                                    st.running = true;
+                                    to_copy.push((sid, *p));
+                                }
+                                break;
+                            }
+                            _ => break,
+                        }
+                    }
+                }
+                for (e, gen) in completed {
+                    let ev = g.events.entry(e).or_insert((gen, 0));
+                    ev.1 = ev.1.max(gen);
+                }
+            }
+            for (sid, plan) in to_copy {
+                self.start_xfer(plan, XferOwner::Stream(r, sid), 0);
+            }
+            // the SMs: one kernel at a time, best priority (lowest value) first, then launch order
+            let start = {
+                let g = self.ranks[r as usize].gpu.as_mut().unwrap();
+                if g.sm_busy {
+                    None
+                } else {
+                    let mut best: Option<(i32, u64, i32)> = None;
+                    for (&sid, st) in g.streams.iter() {
+                        if st.running {
+                            continue;
+                        }
+                        if let Some(GpuWork::Kernel { seq, .. }) = st.q.front() {
+                            let key = (st.priority, *seq, sid);
+                            if best.map(|b| (key.0, key.1) < (b.0, b.1)).unwrap_or(true) {
+                                best = Some(key);
+                            }
+                        }
+                    }
+                    best.map(|(_, _, sid)| {
+                        let st = g.streams.get_mut(&sid).unwrap();
+                        st.running = true;
+                        g.sm_busy = true;
+                        let dur = match st.q.front() {
+                            Some(GpuWork::Kernel { dur, .. }) => *dur,
+                            _ => 0,
+                        };
+                        g.busy_ns += dur;
+                        (sid, dur)
+                    })
+                }
+            };
+            if let Some((sid, dur)) = start {
+                self.q.push_in(dur, Ev::KernelDone(r, sid));
+            }
+            if !progressed {
+                break;
+            }
+        }
+    }
+
+    fn kernel_done(&mut self, r: u32, st: i32) -> Result<(), SimError> {
+        self.gpu(r).sm_busy = false;
+        self.stream_item_done(r, st)
+    }
+
+    fn stream_item_done(&mut self, r: u32, st: i32) -> Result<(), SimError> {
+        {
+            let g = self.gpu(r);
+            let s = g.streams.get_mut(&st).expect("stream");
+            s.running = false;
+            s.q.pop_front();
+        }
+        self.gpu_pump(r);
+        if matches!(self.ranks[r as usize].block, Block::GpuSync(_)) && self.gpu_check_host(r) {
+            self.step(r)?;
         }
         Ok(())
     }

@@ -40,6 +40,7 @@ fn opts_from(d: Option<&Bound<'_, PyDict>>) -> PyResult<SimOptions> {
             "network_scale" => o.network_scale = v.extract()?,
             "per_rank" => o.per_rank = v.extract()?,
             "timeline" => o.timeline = v.extract()?,
+            "no_overlap" => o.no_overlap = v.extract()?,
             "sharing" => {
                 let s: String = v.extract()?;
                 o.sharing = Some(g2g_net::lmm::Sharing::parse(&s).ok_or_else(|| PyValueError::new_err(format!("sharing must be max-min or bottleneck, not {s:?}")))?);

@@ -23,11 +23,25 @@ pub enum OpKind {
     Init,
     Finalize,
     Kernel,
+    EventRecord,
+    StreamWaitEvent,
+    StreamSync,
+    DeviceSync,
+    EventSync,
     /// Blocking collective; the kind index is into `COLL_NAMES`.
     Coll(u8),
     /// Nonblocking collective (Ibcast, ...).
     ICol(u8),
 }
+
+/// The unit variants, in a fixed order (statistics index).
+const UNIT: [OpKind; 24] = [
+    OpKind::Compute, OpKind::Send, OpKind::Ssend, OpKind::Bsend, OpKind::Rsend, OpKind::Isend,
+    OpKind::Issend, OpKind::Recv, OpKind::Irecv, OpKind::Sendrecv, OpKind::Wait, OpKind::Waitall,
+    OpKind::Waitany, OpKind::Waitsome, OpKind::Test, OpKind::Memcpy, OpKind::Init, OpKind::Finalize,
+    OpKind::Kernel, OpKind::EventRecord, OpKind::StreamWaitEvent, OpKind::StreamSync,
+    OpKind::DeviceSync, OpKind::EventSync,
+];
 
 /// Collective names in the order used by `OpKind::Coll(i)`; equal to g2g-coll's `CollKind::ALL`.
 pub const COLL_NAMES: [&str; 16] = [
@@ -64,6 +78,11 @@ impl OpKind {
             "Init" => Init,
             "Finalize" => Finalize,
             "Kernel" => Kernel,
+            "EventRecord" => EventRecord,
+            "StreamWaitEvent" => StreamWaitEvent,
+            "StreamSynchronize" => StreamSync,
+            "DeviceSynchronize" => DeviceSync,
+            "EventSynchronize" => EventSync,
             _ => {
                 if let Some(i) = COLL_NAMES.iter().position(|n| *n == s) {
                     Coll(i as u8)
@@ -98,6 +117,11 @@ impl OpKind {
             Init => "Init",
             Finalize => "Finalize",
             Kernel => "Kernel",
+            EventRecord => "EventRecord",
+            StreamWaitEvent => "StreamWaitEvent",
+            StreamSync => "StreamSynchronize",
+            DeviceSync => "DeviceSynchronize",
+            EventSync => "EventSynchronize",
             Coll(i) => COLL_NAMES[i as usize],
             ICol(i) => ICOLL_NAMES[i as usize],
         }
@@ -106,36 +130,26 @@ impl OpKind {
     /// Dense index for per-op statistics tables.
     pub fn index(self) -> usize {
         match self {
-            OpKind::Coll(i) => 19 + i as usize,
-            OpKind::ICol(i) => 35 + i as usize,
-            k => {
-                // discriminant order of the unit variants above
-                let all = [
-                    OpKind::Compute, OpKind::Send, OpKind::Ssend, OpKind::Bsend, OpKind::Rsend,
-                    OpKind::Isend, OpKind::Issend, OpKind::Recv, OpKind::Irecv, OpKind::Sendrecv,
-                    OpKind::Wait, OpKind::Waitall, OpKind::Waitany, OpKind::Waitsome, OpKind::Test,
-                    OpKind::Memcpy, OpKind::Init, OpKind::Finalize, OpKind::Kernel,
-                ];
-                all.iter().position(|x| *x == k).unwrap_or(0)
-            }
+            OpKind::Coll(i) => UNIT.len() + i as usize,
+            OpKind::ICol(i) => UNIT.len() + 16 + i as usize,
+            k => UNIT.iter().position(|x| *x == k).unwrap_or(0),
         }
     }
-    pub const COUNT: usize = 51;
+    pub const COUNT: usize = UNIT.len() + 32;
 
     pub fn from_index(i: usize) -> OpKind {
-        const UNIT: [OpKind; 19] = [
-            OpKind::Compute, OpKind::Send, OpKind::Ssend, OpKind::Bsend, OpKind::Rsend,
-            OpKind::Isend, OpKind::Issend, OpKind::Recv, OpKind::Irecv, OpKind::Sendrecv,
-            OpKind::Wait, OpKind::Waitall, OpKind::Waitany, OpKind::Waitsome, OpKind::Test,
-            OpKind::Memcpy, OpKind::Init, OpKind::Finalize, OpKind::Kernel,
-        ];
-        if i < 19 {
+        if i < UNIT.len() {
             UNIT[i]
-        } else if i < 35 {
-            OpKind::Coll((i - 19) as u8)
+        } else if i < UNIT.len() + 16 {
+            OpKind::Coll((i - UNIT.len()) as u8)
         } else {
-            OpKind::ICol((i - 35) as u8)
+            OpKind::ICol((i - UNIT.len() - 16) as u8)
         }
+    }
+
+    /// GPU-side operations (streams, events, synchronisation).
+    pub fn is_gpu(self) -> bool {
+        matches!(self, OpKind::Kernel | OpKind::EventRecord | OpKind::StreamWaitEvent | OpKind::StreamSync | OpKind::DeviceSync | OpKind::EventSync)
     }
 
     pub fn is_collective(self) -> bool {
@@ -222,6 +236,8 @@ pub struct Op {
     pub comm: u32,
     pub root: i32,
     pub stream: i32,
+    /// Kernel: its stream's priority (lower runs first)
+    pub priority: i32,
     pub seq: u32,
     pub bytes: u64,
     pub recv_bytes: u64,
@@ -244,6 +260,7 @@ impl Op {
             comm: 0,
             root: -1,
             stream: -1,
+            priority: 0,
             seq: 0,
             bytes: 0,
             recv_bytes: 0,

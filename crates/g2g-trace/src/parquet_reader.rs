@@ -104,6 +104,8 @@ impl ParquetTrace {
         let req = typed!("req", UInt64Array);
         let stream = typed!("stream", Int32Array);
         let contiguous = typed!("contiguous", BooleanArray);
+        // optional column (added after format 1 was first written): absent means 0
+        let priority = batch.column_by_name("priority").and_then(|c| c.as_any().downcast_ref::<Int32Array>());
         let reqs = typed!("reqs", ListArray);
         let counts = typed!("counts_bytes", ListArray);
         let rcounts = typed!("recv_counts_bytes", ListArray);
@@ -165,6 +167,7 @@ impl ParquetTrace {
             o.req = req.value(i);
             o.stream = stream.value(i);
             o.contiguous = contiguous.is_null(i) || contiguous.value(i);
+            o.priority = priority.map(|p| p.value(i)).unwrap_or(0);
             let needs_lists = !reqs.is_null(i) || !counts.is_null(i) || !rcounts.is_null(i);
             if needs_lists {
                 o.lists = Some(Box::new(OpLists {
