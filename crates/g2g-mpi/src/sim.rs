@@ -366,6 +366,9 @@ struct Sim<'a> {
     scratch: Vec<u32>,
     tl: Option<crate::timeline::Timeline>,
     next_uid: u64,
+    /// the rank whose operation `exec` is running: completions for it return to `exec` instead of
+    /// re-entering `step` (no recursion, whatever the trace)
+    executing: Option<u32>,
 }
 
 fn coll_kind(k: OpKind) -> Option<(CollKind, bool)> {
@@ -476,6 +479,7 @@ pub fn simulate(
         scratch: Vec::new(),
         tl: None,
         next_uid: 0,
+        executing: None,
     };
     if let Some(p) = sim.opt.timeline.clone() {
         let nodes = sim.m.place.nodes;
@@ -742,8 +746,10 @@ impl<'a> Sim<'a> {
                     }
                 }
             }
-            let finished = self.exec(r)?;
-            if finished {
+            let prev = self.executing.replace(r);
+            let finished = self.exec(r);
+            self.executing = prev;
+            if finished? {
                 self.finish_op(r);
             }
         }
@@ -774,15 +780,20 @@ impl<'a> Sim<'a> {
 
     /// Executes (or resumes) the current op; true when it is complete.
     fn exec(&mut self, r: u32) -> Result<bool, SimError> {
-        let (kind, phase) = {
-            let rk = &self.ranks[r as usize];
-            (rk.cur.as_ref().unwrap().kind, rk.phase)
-        };
-        let op = self.ranks[r as usize].cur.clone().unwrap();
+        let phase = self.ranks[r as usize].phase;
+        // the op is moved out while it runs (no clone per step) and put back afterwards
+        let op = self.ranks[r as usize].cur.take().expect("current op");
+        let res = self.exec_op(r, &op, phase);
+        self.ranks[r as usize].cur = Some(op);
+        res
+    }
+
+    fn exec_op(&mut self, r: u32, op: &Op, phase: u8) -> Result<bool, SimError> {
+        let kind = op.kind;
         match kind {
             OpKind::Init | OpKind::Finalize | OpKind::Test => Ok(true),
             OpKind::Kernel | OpKind::EventRecord | OpKind::StreamWaitEvent | OpKind::StreamSync | OpKind::DeviceSync | OpKind::EventSync => {
-                self.exec_gpu(r, &op, phase)
+                self.exec_gpu(r, op, phase)
             }
             OpKind::Compute => {
                 if phase == 0 && op.dur_ns > 0 {
@@ -793,14 +804,14 @@ impl<'a> Sim<'a> {
                     Ok(true)
                 }
             }
-            OpKind::Memcpy => self.exec_memcpy(r, &op, phase),
+            OpKind::Memcpy => self.exec_memcpy(r, op, phase),
             OpKind::Send | OpKind::Ssend | OpKind::Bsend | OpKind::Rsend | OpKind::Isend | OpKind::Issend => {
-                self.exec_send(r, &op, phase)
+                self.exec_send(r, op, phase)
             }
-            OpKind::Recv | OpKind::Irecv => self.exec_recv(r, &op, phase),
-            OpKind::Sendrecv => self.exec_sendrecv(r, &op, phase),
-            OpKind::Wait | OpKind::Waitall | OpKind::Waitany | OpKind::Waitsome => self.exec_wait(r, &op, phase),
-            OpKind::Coll(_) | OpKind::ICol(_) => self.exec_coll(r, &op, phase),
+            OpKind::Recv | OpKind::Irecv => self.exec_recv(r, op, phase),
+            OpKind::Sendrecv => self.exec_sendrecv(r, op, phase),
+            OpKind::Wait | OpKind::Waitall | OpKind::Waitany | OpKind::Waitsome => self.exec_wait(r, op, phase),
+            OpKind::Coll(_) | OpKind::ICol(_) => self.exec_coll(r, op, phase),
         }
     }
 
@@ -1610,7 +1621,11 @@ impl<'a> Sim<'a> {
                     self.ranks[r as usize].phase = 1;
                     self.ranks[r as usize].block = Block::Coll(c);
                     self.coll_start(c)?;
-                    Ok(self.ranks[r as usize].block == Block::None && self.ranks[r as usize].phase == 2)
+                    if self.ranks[r as usize].block == Block::None && self.ranks[r as usize].phase == 2 {
+                        // finished at once (a one-rank communicator): run the completion phase now
+                        return self.exec_coll(r, op, 2);
+                    }
+                    Ok(false)
                 }
             }
             1 => Ok(false),
@@ -1722,7 +1737,9 @@ impl<'a> Sim<'a> {
                 if rk.block == Block::Coll(c) {
                     rk.block = Block::None;
                     rk.phase = 2;
-                    self.step(r)?;
+                    if self.executing != Some(r) {
+                        self.step(r)?;
+                    }
                 }
             }
         }

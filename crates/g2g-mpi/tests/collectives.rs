@@ -119,3 +119,48 @@ fn collective_on_device_buffers_hostcopy_stages_both_buffers() {
     let rdma_lat = 50 + 100 + 1000 + 50;
     assert_eq!(end_ns(&gd, 0), 200 + 1100 + 1100 + 4000 + b + rdma_lat + 300 + b / 500);
 }
+
+#[test]
+fn collectives_on_single_rank_communicators_finish_in_place() {
+    use g2g_trace::{CommDef, MemTrace};
+    // each rank runs collectives on its own COMM_SELF-like communicator between computes
+    let mut ranks: Vec<Vec<Op>> = vec![];
+    for r in 0..2u32 {
+        let mut v = vec![compute(1000)];
+        for kind in ["Barrier", "Allreduce", "Bcast", "Alltoall"] {
+            let mut o = coll(kind, 64, if kind == "Bcast" { 0 } else { -1 });
+            o.comm = 10 + r;
+            v.push(o);
+            v.push(compute(500));
+        }
+        ranks.push(v);
+    }
+    let mut t = MemTrace::new(ranks).with_comms(vec![
+        CommDef { id: 0, name: "world".into(), members: None },
+        CommDef { id: 10, name: "self0".into(), members: Some(vec![0]) },
+        CommDef { id: 11, name: "self1".into(), members: Some(vec![1]) },
+    ]);
+    let r = g2g_mpi::simulate(&mut t, cfg(SIMPLE), SimOptions::default(), 0, None).unwrap();
+    for k in 0..2 {
+        assert_eq!(end_ns(&r, k), 1000 + 4 * 500, "rank {k}");
+    }
+    assert_eq!(r.per_op["Compute"].count, 10);
+    assert_eq!(r.per_op["Barrier"].count, 2);
+}
+
+#[test]
+fn a_long_run_of_one_rank_collectives_does_not_recurse() {
+    use g2g_trace::{CommDef, MemTrace};
+    let mut v = vec![];
+    for _ in 0..100_000 {
+        let mut o = coll("Barrier", 0, -1);
+        o.comm = 5;
+        v.push(o);
+    }
+    let mut t = MemTrace::new(vec![v]).with_comms(vec![
+        CommDef { id: 0, name: "world".into(), members: None },
+        CommDef { id: 5, name: "self".into(), members: Some(vec![0]) },
+    ]);
+    let r = g2g_mpi::simulate(&mut t, cfg(SIMPLE), SimOptions::default(), 0, None).unwrap();
+    assert_eq!(r.per_op["Barrier"].count, 100_000);
+}
