@@ -168,3 +168,22 @@ def test_simulate_accepts_dumpi_directly_and_caches(corpus, tmp_path, monkeypatc
     b = g2gsim.simulate(meta, "lassen")
     assert a["total_time_s"] == b["total_time_s"]
     assert a["per_op"]["Alltoall"]["count"] == 49 and a["per_op"]["Isend"]["count"] == 588
+
+
+def test_every_otf2_corpus_trace_imports_and_replays(corpus, tmp_path):
+    """Every collective (and everything else) in the corpus's OTF2 traces replays without error."""
+    anchors = sorted(p for p in corpus.glob("**/*.otf2") if p.is_file())
+    assert len(anchors) >= 5
+    seen_colls = set()
+    for a in anchors:
+        out = tmp_path / (a.parent.name + "-" + a.stem + ".g2g.parquet")
+        cli("import", a, "-o", out)
+        r = g2gsim.simulate(out, "lassen")
+        assert r["total_time_s"] >= 0, a
+        seen_colls |= {k for k in r["per_op"] if k in ("Barrier", "Bcast", "Allreduce", "Alltoall")}
+    assert {"Barrier", "Bcast"} <= seen_colls
+
+
+def test_info_shows_traced_time_per_operation(corpus):
+    out = cli("info", corpus / "tracer/examples/stencil4d-otf/traces-32").stdout
+    assert "Barrier" in out and "traced time" in out

@@ -167,16 +167,21 @@ def info(trace, assume_buffers):
         t = Trace.read(as_native(trace, assume_buffers=assume_buffers))
     except (TraceError, ValueError) as e:
         _fail(str(e))
-    df = t.table.select(["rank", "op", "bytes", "recv_bytes", "mem_space"]).to_pandas()
+    df = t.table.select(["rank", "op", "bytes", "recv_bytes", "mem_space", "t_start_ns", "t_end_ns",
+                         "dur_ns"]).to_pandas()
+    traced = df["t_end_ns"] - df["t_start_ns"]
+    df["traced_s"] = traced.where(traced.notna(), df["dur_ns"].where(df["op"] == "Compute")) * 1e-9
     console.print(f"[bold]{trace}[/]: {t.nranks} ranks, {len(df):,} operations, "
                   f"{len(t.comms)} communicator(s); source: {t.source or '-'}; buffers: {t.buffers}")
     tab = Table(title="operations")
-    for c in ("op", "count", "bytes sent", "bytes received", "device-buffer share"):
+    for c in ("op", "count", "bytes sent", "bytes received", "device-buffer share", "traced time (all ranks)"):
         tab.add_column(c, justify="left" if c == "op" else "right")
     g = df.groupby("op")
     for op, sub in sorted(g, key=lambda kv: -len(kv[1])):
         dev = (sub["mem_space"] != "host").mean() if op not in ("Compute",) else 0.0
-        tab.add_row(op, f"{len(sub):,}", f"{int(sub['bytes'].sum()):,}", f"{int(sub['recv_bytes'].sum()):,}", f"{dev:.0%}")
+        tt = sub["traced_s"].sum(min_count=1)
+        tab.add_row(op, f"{len(sub):,}", f"{int(sub['bytes'].sum()):,}", f"{int(sub['recv_bytes'].sum()):,}",
+                    f"{dev:.0%}", "-" if tt != tt else _fmt_s(float(tt)))
     console.print(tab)
     sends = df[df["op"].isin(["Send", "Isend", "Ssend", "Issend", "Bsend", "Rsend", "Sendrecv"])]
     if len(sends):
