@@ -200,13 +200,16 @@ enum XferOwner {
     Stream(u32, i32),
 }
 
+/// Stages per plan at most (copy, network, copy).
+const MAX_STAGES: usize = 4;
+
 struct Xfer {
     t0: Time,
     plan: Plan,
     owner: XferOwner,
-    busy: Vec<bool>,
-    started: Vec<u32>,
-    done: Vec<u32>,
+    busy: [bool; MAX_STAGES],
+    started: [u32; MAX_STAGES],
+    done: [u32; MAX_STAGES],
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -849,15 +852,15 @@ impl<'a> Sim<'a> {
         let plan = match op.copy {
             CopyKind::D2H | CopyKind::H2D => {
                 let st = StagedPath::copy_stage(&self.m, at, op.copy == CopyKind::D2H);
-                Plan { model: "memcpy", setup_ns: 0, stages: vec![st], chunks: 1, chunk_bytes: op.bytes, last_chunk_bytes: op.bytes, depth: 1 }
+                Plan::one("memcpy", st, op.bytes)
             }
             CopyKind::D2D => {
-                let st = g2g_net::paths::Stage { delay_ns: self.m.cfg.copy_delay_ns as u64, links: vec![self.m.ce_d2h(at.node, at.gpu)], latency_ns: 0 };
-                Plan { model: "memcpy", setup_ns: 0, stages: vec![st], chunks: 1, chunk_bytes: op.bytes, last_chunk_bytes: op.bytes, depth: 1 }
+                let st = g2g_net::paths::Stage { delay_ns: self.m.cfg.copy_delay_ns as u64, links: smallvec::smallvec![self.m.ce_d2h(at.node, at.gpu)], latency_ns: 0 };
+                Plan::one("memcpy", st, op.bytes)
             }
             CopyKind::H2H | CopyKind::None => {
-                let st = g2g_net::paths::Stage { delay_ns: 0, links: vec![self.m.shm(at.node)], latency_ns: 0 };
-                Plan { model: "memcpy", setup_ns: 0, stages: vec![st], chunks: 1, chunk_bytes: op.bytes, last_chunk_bytes: op.bytes, depth: 1 }
+                let st = g2g_net::paths::Stage { delay_ns: 0, links: smallvec::smallvec![self.m.shm(at.node)], latency_ns: 0 };
+                Plan::one("memcpy", st, op.bytes)
             }
         };
         if op.stream >= 0 {
@@ -880,7 +883,7 @@ impl<'a> Sim<'a> {
     fn start_rank_copy(&mut self, r: u32, bytes: u64, d2h: bool) {
         let at = self.ep(r);
         let st = StagedPath::copy_stage(&self.m, at, d2h);
-        let plan = Plan { model: "hostcopy", setup_ns: 0, stages: vec![st], chunks: 1, chunk_bytes: bytes, last_chunk_bytes: bytes, depth: 1 };
+        let plan = Plan::one("hostcopy", st, bytes);
         let rk = &mut self.ranks[r as usize];
         rk.block = Block::Copy;
         rk.copy_start = self.q.now();
@@ -1243,7 +1246,8 @@ impl<'a> Sim<'a> {
     fn start_xfer(&mut self, plan: Plan, owner: XferOwner, extra_delay: u64) {
         let ns = plan.stages.len();
         let setup = plan.setup_ns + extra_delay;
-        let x = Xfer { t0: self.q.now(), plan, owner, busy: vec![false; ns], started: vec![0; ns], done: vec![0; ns] };
+        debug_assert!(ns <= MAX_STAGES);
+        let x = Xfer { t0: self.q.now(), plan, owner, busy: [false; MAX_STAGES], started: [0; MAX_STAGES], done: [0; MAX_STAGES] };
         let id = if let Some(id) = self.free_xfers.pop() {
             self.xfers[id as usize] = Some(x);
             id
@@ -1608,7 +1612,7 @@ impl<'a> Sim<'a> {
                     self.ranks[r as usize].block = Block::Coll(c);
                     let at = self.ep(r);
                     let st = StagedPath::copy_stage(&self.m, at, true);
-                    let plan = Plan { model: "hostcopy", setup_ns: 0, stages: vec![st], chunks: 1, chunk_bytes: op.bytes, last_chunk_bytes: op.bytes, depth: 1 };
+                    let plan = Plan::one("hostcopy", st, op.bytes);
                     self.ranks[r as usize].copy_start = self.q.now();
                     self.colls[c as usize].idx = usize::MAX; // start rounds after the copy
                     self.start_xfer(plan, XferOwner::RankCopy(r), 0);

@@ -92,23 +92,30 @@ impl FlowNet {
     /// Starts a flow of `bytes` over `links` at `now`.  Call `resolve(now, ..)` before time moves on.
     pub fn start(&mut self, now: Time, links: &[LinkId], bytes: f64, token: u64) -> FlowId {
         debug_assert!(!links.is_empty());
-        let f = Flow {
-            links: links.to_vec(),
-            remaining: bytes.max(0.0),
-            rate: 0.0,
-            last: now,
-            version: 0,
-            active: true,
-            mark: 0,
-            token,
-        };
         let id = if let Some(id) = self.free.pop() {
-            let v = self.flows[id as usize].version.wrapping_add(1);
-            self.flows[id as usize] = f;
-            self.flows[id as usize].version = v;
+            // reuse the slot and its link buffer
+            let f = &mut self.flows[id as usize];
+            f.links.clear();
+            f.links.extend_from_slice(links);
+            f.remaining = bytes.max(0.0);
+            f.rate = 0.0;
+            f.last = now;
+            f.version = f.version.wrapping_add(1);
+            f.active = true;
+            f.mark = 0;
+            f.token = token;
             id
         } else {
-            self.flows.push(f);
+            self.flows.push(Flow {
+                links: links.to_vec(),
+                remaining: bytes.max(0.0),
+                rate: 0.0,
+                last: now,
+                version: 0,
+                active: true,
+                mark: 0,
+                token,
+            });
             (self.flows.len() - 1) as FlowId
         };
         for &l in links {

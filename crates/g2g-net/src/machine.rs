@@ -153,7 +153,7 @@ impl Machine {
         self.base(node) + self.shm_off
     }
     /// NVLink links from GPU a to GPU b of one node; false if they have none.
-    pub fn nvlink(&self, node: u32, a: u32, b: u32, out: &mut Vec<LinkId>) -> bool {
+    pub fn nvlink(&self, node: u32, a: u32, b: u32, out: &mut crate::paths::Links) -> bool {
         let g = self.place.gpus_per_node;
         let base = self.base(node) + self.nv_off;
         match &self.cfg.nvlink {
@@ -185,12 +185,10 @@ impl Machine {
         }
     }
     /// Network links between two nodes' NICs on `rail`.
-    pub fn net_route(&self, src: u32, dst: u32, rail: u32, out: &mut Vec<LinkId>) {
-        let start = out.len();
-        self.topo.route(src, dst, rail % self.topo.rails(), out);
-        for l in &mut out[start..] {
-            *l += self.topo_base;
-        }
+    pub fn net_route(&self, src: u32, dst: u32, rail: u32, out: &mut crate::paths::Links) {
+        let mut v: Vec<LinkId> = Vec::with_capacity(8);
+        self.topo.route(src, dst, rail % self.topo.rails(), &mut v);
+        out.extend(v.into_iter().map(|l| l + self.topo_base));
     }
     pub fn path_latency(&self, links: &[LinkId]) -> u64 {
         links.iter().map(|&l| self.latency[l as usize]).sum()

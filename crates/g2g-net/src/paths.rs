@@ -4,6 +4,12 @@
 //! everything else in flight), then the links' latency.  Docs: docs/models/<name>.md.
 use crate::machine::Machine;
 use crate::topology::LinkId;
+use smallvec::{smallvec, SmallVec};
+
+/// The links of one stage: inline up to 8 (a 3-level fat-tree route plus two PCIe links).
+pub type Links = SmallVec<[LinkId; 8]>;
+/// The stages of a plan: at most 3 today (copy, network, copy).
+pub type Stages = SmallVec<[Stage; 3]>;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Endpoint {
@@ -15,7 +21,7 @@ pub struct Endpoint {
 pub struct Stage {
     /// fixed cost per chunk before the data moves (copy launch, ...)
     pub delay_ns: u64,
-    pub links: Vec<LinkId>,
+    pub links: Links,
     /// sum of the links' latencies, paid once per chunk after its data has moved
     pub latency_ns: u64,
 }
@@ -25,7 +31,7 @@ pub struct Plan {
     pub model: &'static str,
     /// once, before the first chunk (memory registration / pinning)
     pub setup_ns: u64,
-    pub stages: Vec<Stage>,
+    pub stages: Stages,
     pub chunks: u32,
     pub chunk_bytes: u64,
     pub last_chunk_bytes: u64,
@@ -34,9 +40,14 @@ pub struct Plan {
 }
 
 impl Plan {
-    fn single(model: &'static str, setup_ns: u64, stages: Vec<Stage>, bytes: u64) -> Plan {
+    fn single(model: &'static str, setup_ns: u64, stages: Stages, bytes: u64) -> Plan {
         Plan { model, setup_ns, stages, chunks: 1, chunk_bytes: bytes, last_chunk_bytes: bytes, depth: 1 }
     }
+    /// One stage, one chunk (a copy, a local transfer).
+    pub fn one(model: &'static str, stage: Stage, bytes: u64) -> Plan {
+        Plan::single(model, 0, smallvec![stage], bytes)
+    }
+
     pub fn chunk_len(&self, c: u32) -> u64 {
         if c + 1 == self.chunks {
             self.last_chunk_bytes
@@ -54,7 +65,7 @@ pub trait DataPath: Sync {
     fn plan(&self, m: &Machine, src: Endpoint, dst: Endpoint, bytes: u64) -> Plan;
 }
 
-fn stage(m: &Machine, delay_ns: u64, links: Vec<LinkId>) -> Stage {
+pub fn stage(m: &Machine, delay_ns: u64, links: Links) -> Stage {
     let latency_ns = m.path_latency(&links);
     Stage { delay_ns, links, latency_ns }
 }
@@ -62,8 +73,8 @@ fn stage(m: &Machine, delay_ns: u64, links: Vec<LinkId>) -> Stage {
 /// Host memory to host memory: shared memory inside a node, the NIC and network across nodes.
 pub struct HostPath;
 impl HostPath {
-    pub fn links(m: &Machine, src: Endpoint, dst: Endpoint) -> (Vec<LinkId>, u64) {
-        let mut links = vec![];
+    pub fn links(m: &Machine, src: Endpoint, dst: Endpoint) -> (Links, u64) {
+        let mut links = Links::new();
         if src.node == dst.node {
             links.push(m.shm(src.node));
             (links, 0)
@@ -88,7 +99,7 @@ impl DataPath for HostPath {
         let (links, nic) = HostPath::links(m, src, dst);
         let mut s = stage(m, 0, links);
         s.latency_ns += nic;
-        Plan::single("host", 0, vec![s], bytes)
+        Plan::single("host", 0, smallvec![s], bytes)
     }
 }
 
@@ -97,10 +108,10 @@ pub struct StagedPath;
 impl StagedPath {
     /// One blocking cudaMemcpy between a GPU and host memory over its copy engine and PCIe link.
     pub fn copy_stage(m: &Machine, at: Endpoint, d2h: bool) -> Stage {
-        let links = if d2h {
-            vec![m.ce_d2h(at.node, at.gpu), m.pcie_up(at.node, at.gpu)]
+        let links: Links = if d2h {
+            smallvec![m.ce_d2h(at.node, at.gpu), m.pcie_up(at.node, at.gpu)]
         } else {
-            vec![m.ce_h2d(at.node, at.gpu), m.pcie_down(at.node, at.gpu)]
+            smallvec![m.ce_h2d(at.node, at.gpu), m.pcie_down(at.node, at.gpu)]
         };
         stage(m, m.cfg.copy_delay_ns as u64, links)
     }
@@ -117,7 +128,7 @@ impl DataPath for StagedPath {
     }
     fn plan(&self, m: &Machine, src: Endpoint, dst: Endpoint, bytes: u64) -> Plan {
         let host = HostPath.plan(m, src, dst, bytes);
-        let stages = vec![
+        let stages: Stages = smallvec![
             StagedPath::copy_stage(m, src, true),
             host.stages.into_iter().next().unwrap(),
             StagedPath::copy_stage(m, dst, false),
@@ -139,7 +150,7 @@ impl DataPath for GpuP2P {
         &["node.nvlink.*", "node.pcie.*", "gpu.gpudirect_delay"]
     }
     fn plan(&self, m: &Machine, src: Endpoint, dst: Endpoint, bytes: u64) -> Plan {
-        let mut links = vec![];
+        let mut links = Links::new();
         if src.gpu == dst.gpu {
             // two ranks on one GPU: a device-local copy
             links.push(m.ce_d2h(src.node, src.gpu));
@@ -147,7 +158,7 @@ impl DataPath for GpuP2P {
             links.push(m.pcie_up(src.node, src.gpu));
             links.push(m.pcie_down(dst.node, dst.gpu));
         }
-        Plan::single("gpudirect-p2p", m.cfg.gpudirect_delay_ns as u64, vec![stage(m, 0, links)], bytes)
+        Plan::single("gpudirect-p2p", m.cfg.gpudirect_delay_ns as u64, smallvec![stage(m, 0, links)], bytes)
     }
 }
 
@@ -164,13 +175,13 @@ impl DataPath for GpuRdma {
         &["node.nic.gpudirect_rdma", "node.pcie.*", "node.nic.*", "network.*", "gpu.gpudirect_delay"]
     }
     fn plan(&self, m: &Machine, src: Endpoint, dst: Endpoint, bytes: u64) -> Plan {
-        let mut links = vec![m.pcie_up(src.node, src.gpu)];
+        let mut links: Links = smallvec![m.pcie_up(src.node, src.gpu)];
         let (net, nic) = HostPath::links(m, src, dst);
         links.extend(net);
         links.push(m.pcie_down(dst.node, dst.gpu));
         let mut s = stage(m, 0, links);
         s.latency_ns += nic;
-        Plan::single("gpudirect-rdma", m.cfg.gpudirect_delay_ns as u64, vec![s], bytes)
+        Plan::single("gpudirect-rdma", m.cfg.gpudirect_delay_ns as u64, smallvec![s], bytes)
     }
 }
 
@@ -191,7 +202,7 @@ impl DataPath for Pipelined {
         let chunks = bytes.div_ceil(chunk).max(1) as u32;
         let last = bytes - chunk * (chunks as u64 - 1);
         let host = HostPath.plan(m, src, dst, bytes).stages.into_iter().next().unwrap();
-        let stages = vec![StagedPath::copy_stage(m, src, true), host, StagedPath::copy_stage(m, dst, false)];
+        let stages: Stages = smallvec![StagedPath::copy_stage(m, src, true), host, StagedPath::copy_stage(m, dst, false)];
         Plan {
             model: "pipelined",
             setup_ns: 0,
