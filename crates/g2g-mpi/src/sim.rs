@@ -292,6 +292,8 @@ struct Rank {
     copy_start: Time,
     ops_done: u64,
     gpu: Option<Box<Gpu>>,
+    /// H2D staging copy owed at the end of the current blocking collective (HostCopy)
+    coll_h2d: u64,
 }
 
 impl Rank {
@@ -315,6 +317,7 @@ impl Rank {
             copy_start: 0,
             ops_done: 0,
             gpu: None,
+            coll_h2d: 0,
         }
     }
 }
@@ -372,6 +375,27 @@ struct Sim<'a> {
     /// the rank whose operation `exec` is running: completions for it return to `exec` instead of
     /// re-entering `step` (no recursion, whatever the trace)
     executing: Option<u32>,
+}
+
+/// HostCopy staging of a collective: (bytes copied device-to-host before, host-to-device after) on
+/// one rank.  Only the buffers the rank actually sends or receives move: a broadcast is copied out
+/// at the root and back in everywhere else.
+fn staging_bytes(kind: CollKind, is_root: bool, op: &Op) -> (u64, u64) {
+    let recv = if op.recv_bytes > 0 { op.recv_bytes } else { op.bytes };
+    match kind {
+        CollKind::Barrier => (0, 0),
+        CollKind::Bcast => {
+            if is_root {
+                (op.bytes, 0)
+            } else {
+                (0, op.bytes.max(op.recv_bytes))
+            }
+        }
+        CollKind::Reduce => (op.bytes, if is_root { op.bytes } else { 0 }),
+        CollKind::Gather | CollKind::Gatherv => (op.bytes, if is_root { op.recv_bytes } else { 0 }),
+        CollKind::Scatter | CollKind::Scatterv => (if is_root { op.bytes } else { 0 }, op.recv_bytes),
+        _ => (op.bytes, recv),
+    }
 }
 
 fn coll_kind(k: OpKind) -> Option<(CollKind, bool)> {
@@ -693,7 +717,7 @@ impl<'a> Sim<'a> {
             if a.node == b.node {
                 return (&paths::P2P, false, false);
             }
-            if self.m.cfg.gpudirect_rdma {
+            if self.m.cfg.gpudirect_rdma && bytes <= self.m.cfg.rdma_max_bytes {
                 return (&paths::RDMA, false, false);
             }
             if bytes > self.m.cfg.pipeline_threshold {
@@ -1598,21 +1622,21 @@ impl<'a> Sim<'a> {
                     self.colls.push(cr);
                     (self.colls.len() - 1) as CollId
                 };
-                // HostCopy staging of a device send buffer before the collective
+                // HostCopy staging: which buffers each rank copies out before and back after
                 let staged = on_gpu && !gpu_path;
+                let (d2h, h2d) = if staged { staging_bytes(kind, me == root, op) } else { (0, 0) };
+                self.ranks[r as usize].coll_h2d = if nonblocking { 0 } else { h2d };
                 if let Some(q) = req {
                     self.map_req(r, op, q);
-                    if staged && op.recv_bytes > 0 {
-                        self.reqs[q as usize].post_copy = op.recv_bytes;
-                    }
+                    self.reqs[q as usize].post_copy = h2d;
                 }
-                if staged && op.bytes > 0 {
+                if d2h > 0 {
                     // the rank copies its send buffer to the host, then runs the collective
                     self.ranks[r as usize].phase = if nonblocking { 3 } else { 1 };
                     self.ranks[r as usize].block = Block::Coll(c);
                     let at = self.ep(r);
                     let st = StagedPath::copy_stage(&self.m, at, true);
-                    let plan = Plan::one("hostcopy", st, op.bytes);
+                    let plan = Plan::one("hostcopy", st, d2h);
                     self.ranks[r as usize].copy_start = self.q.now();
                     self.colls[c as usize].idx = usize::MAX; // start rounds after the copy
                     self.start_xfer(plan, XferOwner::RankCopy(r), 0);
@@ -1635,11 +1659,10 @@ impl<'a> Sim<'a> {
             1 => Ok(false),
             2 => {
                 // finished; a staged receive buffer is copied back to the GPU
-                let staged = self.effective_gpu(op.mem) && self.opt.mode == Mode::HostCopy || (self.effective_gpu(op.mem) && self.opt.mode == Mode::GpuDirect && op.bytes.max(op.recv_bytes) < self.opt.gpudirect_min_bytes);
-                let rb = if op.recv_bytes > 0 { op.recv_bytes } else { op.bytes };
-                if staged && rb > 0 && !nonblocking && !matches!(kind, CollKind::Barrier) {
+                let h2d = std::mem::take(&mut self.ranks[r as usize].coll_h2d);
+                if h2d > 0 && !nonblocking {
                     self.ranks[r as usize].phase = 4;
-                    self.start_rank_copy(r, rb, false);
+                    self.start_rank_copy(r, h2d, false);
                     return Ok(false);
                 }
                 Ok(true)

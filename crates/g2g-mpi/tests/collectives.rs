@@ -164,3 +164,16 @@ fn a_long_run_of_one_rank_collectives_does_not_recurse() {
     let r = g2g_mpi::simulate(&mut t, cfg(SIMPLE), SimOptions::default(), 0, None).unwrap();
     assert_eq!(r.per_op["Barrier"].count, 100_000);
 }
+
+#[test]
+fn hostcopy_bcast_copies_out_at_the_root_and_in_elsewhere() {
+    let b = 1_000_000u64;
+    let mk = || (0..2).map(|_| vec![dev(coll("Bcast", b, 0))]).collect::<Vec<_>>();
+    let hc = run(mk(), SIMPLE, SimOptions { mode: g2g_mpi::Mode::HostCopy, ..Default::default() }).unwrap();
+    let copy = 2000 + 50 + b / 10;
+    // one copy per rank: D2H at the root before sending, H2D at the receiver after
+    assert_eq!(hc.per_rank[0].copy_s, copy as f64 * 1e-9);
+    assert_eq!(hc.per_rank[1].copy_s, copy as f64 * 1e-9);
+    let host_x = 200 + 1100 + 1100 + b + 1100 + 300;
+    assert_eq!(end_ns(&hc, 1), copy + host_x + copy);
+}

@@ -222,3 +222,13 @@ fn strided_device_send_pays_pack_and_unpack_kernels() {
     let s = run(vec![vec![strided], vec![dev(recv(0, 0, b))]], &t, hc).unwrap();
     assert_eq!(end_ns(&s, 1), end_ns(&c, 1));
 }
+
+#[test]
+fn rdma_up_to_a_size_then_pipelined() {
+    // Cray MPICH G2G style: RDMA for small device messages, pipelined staging above the limit
+    let t = SIMPLE.replace("pipeline_threshold = \"1000B\"", "pipeline_threshold = \"8KiB\"\nrdma_max_bytes = \"8KiB\"");
+    let small = run(vec![vec![dev(send(1, 0, 4096))], vec![dev(recv(0, 0, 4096))]], &t, gd()).unwrap();
+    let big = run(vec![vec![dev(send(1, 0, 100_000))], vec![dev(recv(0, 0, 100_000))]], &t, gd()).unwrap();
+    assert_eq!(small.paths["gpudirect-rdma"].messages, 1);
+    assert_eq!(big.paths["pipelined"].messages, 1);
+}

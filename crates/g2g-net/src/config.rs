@@ -43,6 +43,8 @@ pub struct MachineConfig {
     pub nic_latency_ns: f64,
     pub nic_affinity: NicAffinity,
     pub gpudirect_rdma: bool,
+    /// GPUDirect RDMA only up to this size; larger device messages across nodes are pipelined
+    pub rdma_max_bytes: u64,
     pub network: TopologySpec,
     pub sharing: crate::lmm::Sharing,
     pub eager_limit: u64,
@@ -405,6 +407,7 @@ impl MachineConfig {
         let pipeline_chunk = gpu.size("pipeline_chunk", Some(512 * 1024))?.max(1);
         let pipeline_depth = gpu.int("pipeline_depth", Some(16), 1)? as u32;
         let pipeline_threshold = gpu.size("pipeline_threshold", Some(pipeline_chunk))?;
+        let rdma_max_bytes = gpu.size("rdma_max_bytes", Some(u64::MAX))?;
         let gpu_reduce_bw = gpu.bw("reduce_bw", Some(500e9))?;
         let gpu_pack_bw = gpu.bw("pack_bw", Some(300e9))?;
         let pack_kernel_latency_ns = gpu.dur("pack_kernel_latency", Some(5000.0))?;
@@ -456,6 +459,7 @@ impl MachineConfig {
             nic_latency_ns,
             nic_affinity,
             gpudirect_rdma,
+            rdma_max_bytes,
             network,
             sharing,
             eager_limit,
