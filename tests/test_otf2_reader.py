@@ -259,12 +259,26 @@ def test_fastotf2_gpu_only_process(corpus):
     raw = _raw(anchor)
     t = _read(anchor)
     assert t.nranks == 1
-    assert _ops(t) == {"Compute": 1}             # no MPI: one compute span, program begin..end
+    # no MPI: the host timeline from program begin to end; each hipLaunchKernel is a Kernel of the
+    # traced GPU duration, each hipEventSynchronize (no event id in Score-P traces) a
+    # StreamSynchronize of the stream it waited for; the hipEventRecords (no ids) are dropped
+    assert _ops(t) == {"Compute": 5, "Kernel": 2, "StreamSynchronize": 2}
     assert raw["kernels"] == 2
     assert t.import_stats["gpu_kernels"] == 2
     assert '"count":2' in t.source and '"gpu_locations":2' in t.source
-    c = _df(t).iloc[0]
-    assert c.dur_ns == c.t_end_ns - c.t_start_ns > 7_000_000_000
+    df = _df(t)
+    assert list(df.op) == ["Compute", "Kernel", "Compute", "StreamSynchronize"] * 2 + ["Compute"]
+    k = df[df.op == "Kernel"]
+    # the two GPUs' "HIP[d:0]" streams stay apart; the kernels ran 4.7 s and 1.6 s
+    assert list(k.stream) == [0, 1 << 16] and list(df[df.op == "StreamSynchronize"].stream) == [0, 1 << 16]
+    assert [round(d / 1e9, 1) for d in k.dur_ns] == [4.7, 1.6]
+    # host rows tile the run: Compute, the launch returns, the sync's wait is not Compute
+    host = df[df.op != "Kernel"]
+    assert (host.t_start_ns.to_numpy()[1:] == host.t_end_ns.to_numpy()[:-1]).all()
+    sync = df[df.op == "StreamSynchronize"]
+    assert ((sync.t_end_ns - sync.t_start_ns) > 1_000_000_000).all() and (sync.dur_ns == 0).all()
+    assert df.t_end_ns.max() - df.t_start_ns.min() > 7_000_000_000
+    assert t.import_stats["gpu_calls_without_ids"] == 4
 
 
 # ------------------------------------------------------------------------------------ synthetic
@@ -704,3 +718,127 @@ def test_read_speed_million_events(tmp_path, corpus, record_property):
           f"{s['seconds_total']:.2f} s; traces-64: {s64['events']} events, "
           f"{s64['events_per_s']:,.0f} events/s")
     assert s["events_per_cpu_s"] > 100_000
+
+
+# ------------------------------------------------------------------------------------ GPU streams
+def _write_scorep_cuda(path: Path) -> Path:
+    """A Score-P-like MPI + CUDA archive of 2 ranks with no g2g attributes: CUDA API regions on the
+    rank's thread, kernels as Enter/Leave on "CUDA[0:13]" / "CUDA[0:14]" stream locations of an
+    ACCELERATOR group.  Per iteration (2, at T = 100 + 2000 i ns): cudaLaunchKernel (boundary,
+    stream 13), cudaEventRecord, cudaLaunchKernel (interior, stream 14), cudaStreamSynchronize
+    (returns when the boundary kernel ends), Send/Recv, cudaEventSynchronize (returns when the
+    interior kernel ends), cudaStreamWaitEvent.  Rank 0 has Score-P's "callsite id" parameters and
+    its interior kernel starts before its boundary kernel; rank 1 has none, and its MPI_Send makes
+    a launch of its own (a "pack" kernel) inside the MPI call."""
+    from otf2.enums import GroupType, LocationGroupType, LocationType, ParameterType, Paradigm, RegionRole
+    w = otf2.writer.Writer(str(path), timer_resolution=1_000_000_000)
+    w.creator = "Score-P 9.0 (synthetic)"
+    d = w.definitions
+    node = d.system_tree_node("node0")
+    lg = [d.location_group(f"MPI Rank {r}", system_tree_parent=node) for r in range(2)]
+    cpu = [d.location("Master thread", type=LocationType.CPU_THREAD, group=lg[r]) for r in range(2)]
+    acc = [d.location_group(f"CUDA Context {r}", location_group_type=LocationGroupType.ACCELERATOR,
+                            system_tree_parent=node, creating_location_group=lg[r]) for r in range(2)]
+    gpu = [{s: d.location(f"CUDA[0:{s}]", type=LocationType.GPU, group=acc[r]) for s in (13, 14)}
+           for r in range(2)]
+    d.group("", group_type=GroupType.COMM_LOCATIONS, paradigm=Paradigm.MPI, members=cpu)
+    world = d.comm("MPI_COMM_WORLD", group=d.group("", group_type=GroupType.COMM_GROUP,
+                                                      paradigm=Paradigm.MPI, members=cpu))
+    site = d.parameter("callsite id", ParameterType.UINT64)
+    R = {}
+    for n in ("MPI_Init", "MPI_Finalize", "MPI_Send", "MPI_Recv"):
+        R[n] = d.region(n, paradigm=Paradigm.MPI, region_role=RegionRole.POINT2POINT)
+    for n in ("cudaLaunchKernel", "cudaEventRecord", "cudaStreamSynchronize", "cudaEventSynchronize",
+              "cudaStreamWaitEvent"):
+        R[n] = d.region(n, paradigm=Paradigm.CUDA, region_role=RegionRole.WRAPPER)
+    for n in ("boundary", "interior", "pack"):
+        R[n] = d.region(n, paradigm=Paradigm.CUDA, region_role=RegionRole.KERNEL)
+    for r in range(2):
+        h = w.event_writer_from_location(cpu[r])
+        g = {s: w.event_writer_from_location(gpu[r][s]) for s in (13, 14)}
+
+        def call(name, t0, t1, cs=None):
+            h.enter(t0, R[name])
+            if cs is not None:
+                h.parameter_unsigned_int(t0 + 1, site, cs)
+            h.leave(t1, R[name])
+
+        def kernel(s, name, t0, t1, cs=None):
+            g[s].enter(t0, R[name])
+            if cs is not None:
+                g[s].parameter_unsigned_int(t0, site, cs)
+            g[s].leave(t1, R[name])
+
+        h.enter(0, R["MPI_Init"])
+        h.leave(10, R["MPI_Init"])
+        for i in range(2):
+            T = 100 + 2000 * i
+            cs = (11, 22) if r == 0 else (None, None)
+            call("cudaLaunchKernel", T, T + 4, cs[0])
+            call("cudaEventRecord", T + 5, T + 6)
+            call("cudaLaunchKernel", T + 7, T + 9, cs[1])
+            if r == 0:        # the interior kernel gets the GPU first
+                kernel(14, "interior", T + 10, T + 1015, cs[1])
+                kernel(13, "boundary", T + 11, T + 120, cs[0])
+            else:
+                kernel(13, "boundary", T + 8, T + 120)
+                kernel(14, "interior", T + 16, T + 1015)
+            call("cudaStreamSynchronize", T + 20, T + 120)
+            if r == 0:
+                h.enter(T + 125, R["MPI_Send"])
+                h.mpi_send(T + 126, 1, world, 5, 64)
+                h.leave(T + 130, R["MPI_Send"])
+                h.enter(T + 131, R["MPI_Recv"])
+                h.mpi_recv(T + 139, 1, world, 6, 64)
+                h.leave(T + 140, R["MPI_Recv"])
+            else:
+                h.enter(T + 125, R["MPI_Recv"])
+                h.mpi_recv(T + 129, 0, world, 5, 64)
+                h.leave(T + 130, R["MPI_Recv"])
+                h.enter(T + 131, R["MPI_Send"])
+                call("cudaLaunchKernel", T + 132, T + 133)      # the MPI library's own kernel
+                kernel(13, "pack", T + 134, T + 136)
+                h.mpi_send(T + 137, 0, world, 6, 64)
+                h.leave(T + 140, R["MPI_Send"])
+            call("cudaEventSynchronize", T + 150, T + 1015)
+            call("cudaStreamWaitEvent", T + 1020, T + 1021)
+        h.enter(5000, R["MPI_Finalize"])
+        h.leave(5010, R["MPI_Finalize"])
+    w.close()
+    return path / "traces.otf2"
+
+
+def test_scorep_cuda_streams(tmp_path):
+    """Score-P CUDA records -> native GPU operations: kernels at their launch with the GPU's
+    duration (matched by callsite id, else in order), syncs at their call with the host's wait left
+    out of Compute, the stream a sync waited for inferred where Score-P does not say, calls without
+    the event id they need dropped, the MPI library's own kernel dropped."""
+    t = _read(_write_scorep_cuda(tmp_path / "scorep-cuda"))
+    df = _df(t)
+    st = t.import_stats
+    assert st["gpu_kernels"] == 10                      # 2 ranks x 2 x (boundary + interior) + 2 pack
+    assert st["kernels_without_launch"] == 2 and st["gpu_calls_without_ids"] == 8
+    assert st["inferred_sync_streams"] == 8
+    assert "launches_without_kernel" not in st
+    durs = {0: (109, 1005), 1: (112, 999)}
+    for r in range(2):
+        g = df[df["rank"] == r]
+        host = g[g.op != "Compute"]
+        want = ["Init"] + ["Kernel", "Kernel", "StreamSynchronize"] + \
+            (["Send", "Recv"] if r == 0 else ["Recv", "Send"]) + ["StreamSynchronize"]
+        want = want[:1] + want[1:] * 2 + ["Finalize"]
+        assert list(host.op) == want, r
+        k = host[host.op == "Kernel"]
+        assert list(k.stream) == [13, 14, 13, 14]
+        assert list(k.dur_ns) == list(durs[r]) * 2
+        assert list(host[host.op == "StreamSynchronize"].stream) == [13, 14, 13, 14]
+        # the syncs' waits are not Compute: Compute adds up to the host time outside them
+        comp = g[g.op == "Compute"]
+        syncs = host[host.op == "StreamSynchronize"]
+        for _, s in syncs.iterrows():
+            assert comp[(comp.t_start_ns < s.t_end_ns) & (comp.t_end_ns > s.t_start_ns)].empty
+        # a launch's host time is Compute; the Kernel row follows where the launch returned
+        first = g[g.op == "Kernel"].index[0]
+        assert g.loc[first - 1, "op"] == "Compute" and g.loc[first - 1, "t_end_ns"] == 104
+    assert check_matching(t) == []
+    _roundtrip(t, tmp_path)

@@ -428,6 +428,65 @@ def test_fake_gpu(tracer_lib, ping_exe, fakes, tmp_path):
     assert a.locations["CUDA memcpy (rank 0)"].type == otf2.LocationType.GPU    # = ACCELERATOR_STREAM
 
 
+def test_fake_gpu_streams(tracer_lib, fakes, build_dir, tmp_path):
+    """CUDA API calls through the CUPTI callback API (fake): launches, event record/sync, stream
+    sync/wait, device sync, stream creation with priorities and async copies are Enter/Leave regions
+    on the rank's location with g2g:stream / g2g:event / g2g:corr / g2g:priority; the kernels the
+    fake GPU ran are Enter/Leave of their own regions on one location per stream, joined to their
+    launch by g2g:corr (the nested driver call's correlation id is mapped to the runtime call's)."""
+    import otf2
+    app = _cc(build_dir / "gpu_streams_app", TRACER / "test" / "gpu_streams_app.c")
+    a = Archive(run_traced(tracer_lib, tmp_path / "trace", MPIRUN + [str(app), "overlap", "2"],
+                           G2G_LIBCUDA=str(fakes["fake_cuda"]), G2G_LIBCUPTI=str(fakes["fake_cupti"])))
+    api = Counter({"cudaStreamCreateWithPriority": 2, "cudaLaunchKernel": 5, "cudaEventRecord": 2,
+                   "cudaEventSynchronize": 2, "cudaStreamSynchronize": 2, "cudaStreamWaitEvent": 1,
+                   "cudaMemcpyAsync": 1, "cudaDeviceSynchronize": 1})
+    mpi = Counter({"MPI_Init": 1, "MPI_Irecv": 4, "MPI_Isend": 4, "MPI_Waitall": 2, "MPI_Finalize": 1})
+    check_common(a, sum(api.values()) + sum(mpi.values()))
+    check_p2p_matching(a)
+    for r in range(NP):
+        assert Counter(a.regions_entered(r)) == api + mpi, r
+        # no nested driver call (cuLaunchKernel, cuMemcpyDtoHAsync) and no unrecorded call
+        corr = []
+        for e in a.rank(r):
+            kind = type(e).__name__
+            at = attrs(e)
+            name = e.region.name if kind in ("Enter", "Leave") else None
+            if kind == "Enter" and name in ("cudaLaunchKernel", "cudaMemcpyAsync"):
+                corr.append(at["g2g:corr"])
+            elif kind == "Enter" and name == "cudaEventRecord":
+                assert at == {"g2g:stream": 13, "g2g:event": 1}
+            elif kind == "Enter" and name == "cudaEventSynchronize":
+                assert at == {"g2g:event": 1}
+            elif kind == "Enter" and name == "cudaStreamSynchronize":
+                assert at == {"g2g:stream": 14}
+            elif kind == "Enter" and name == "cudaStreamWaitEvent":
+                assert at == {"g2g:stream": 14, "g2g:event": 1}
+            elif kind == "Leave" and name == "cudaStreamCreateWithPriority":
+                assert at in ({"g2g:stream": 13, "g2g:priority": -1}, {"g2g:stream": 14, "g2g:priority": 0})
+        assert len(set(corr)) == 6
+        b = a.events[f"CUDA[0:13] (rank {r})"]
+        i = a.events[f"CUDA[0:14] (rank {r})"]
+        assert [(type(e).__name__, e.region.name) for e in b] == [("Enter", "boundary"), ("Leave", "boundary")] * 2
+        assert [e.region.name for e in i if type(e).__name__ == "Enter"] == ["interior", "interior", "final"]
+        for loc, prio in ((b, -1), (i, 0)):
+            assert a.locations[f"CUDA[0:{13 if prio else 14}] (rank {r})"].type == otf2.LocationType.GPU
+            times = [e.time for e in loc]
+            assert times == sorted(times)
+            enters = [e for e in loc if type(e).__name__ == "Enter"]
+            for e in enters:
+                at = attrs(e)
+                assert at["g2g:priority"] == prio and at["g2g:stream"] == (13 if prio else 14)
+                assert at["g2g:corr"] in corr
+            durs = [lv.time - en.time for en, lv in zip(enters, [e for e in loc if type(e).__name__ == "Leave"])]
+            assert durs == ([100_000] * 2 if prio else [1_000_000, 1_000_000, 50_000])
+        # the async copy on the boundary stream carries its call's correlation id
+        (put,) = [e for e in a.events[f"CUDA memcpy (rank {r})"] if type(e).__name__ == "RmaPut"]
+        assert attrs(put) == {"g2g:copy_kind": 1, "g2g:stream": 13, "g2g:async": 1, "g2g:corr": corr[-1]}
+    kernel_regions = [n for n in a.regions if n in ("boundary", "interior", "final")]
+    assert sorted(kernel_regions) == ["boundary", "final", "interior"]     # unified over the ranks
+
+
 def test_no_cuda_means_host(tracer_lib, ping_exe, tmp_path):
     """A libcuda that cannot be loaded (and no CUPTI) leaves every buffer on the host, no GPU location."""
     a = Archive(run_traced(tracer_lib, tmp_path / "trace", MPIRUN + [str(ping_exe)],

@@ -742,8 +742,20 @@ static OTF2_StringRef defstr(strtab *s, const char *str)
     return id;
 }
 
+/* OTF2_REGION_ROLE_KERNEL of OTF2 >= 3.1 (the value is written as is by older libraries) */
+#define G2G_REGION_ROLE_KERNEL ((OTF2_RegionRole)40)
+
+/* Kernels of all ranks (rank 0, for the global definitions): the unified kernel names and, per
+ * rank, where its stream list starts in the report (count, then stream id, device, events). */
+typedef struct {
+    const char *names; /* NUL-separated, global kernel index order */
+    size_t names_len;
+    uint32_t nnames;
+    const uint64_t **streams; /* per rank */
+} gpu_defs;
+
 static void write_global_defs(const uint64_t *rep, const int *displs, comm_def *defs, size_t ndefs,
-                              uint64_t t0, uint64_t t1)
+                              uint64_t t0, uint64_t t1, const gpu_defs *gd)
 {
     int n = g2g.world_size;
     OTF2_GlobalDefWriter *w = OTF2_Archive_GetGlobalDefWriter(g2g.archive);
@@ -773,8 +785,11 @@ static void write_global_defs(const uint64_t *rep, const int *displs, comm_def *
         [A_RECV_BYTES] = {"g2g:recv_bytes", "collective: this rank's receive-buffer bytes", OTF2_TYPE_UINT64},
         [A_RECV_MEM_SPACE] = {"g2g:recv_mem_space", "collective: receive-buffer memory (as g2g:mem_space)", OTF2_TYPE_UINT8},
         [A_COPY_KIND] = {"g2g:copy_kind", "CUDA memcpy: 0=h2d 1=d2h 2=d2d 3=h2h 4=other", OTF2_TYPE_UINT8},
-        [A_STREAM] = {"g2g:stream", "CUDA memcpy: CUPTI stream id", OTF2_TYPE_UINT32},
+        [A_STREAM] = {"g2g:stream", "CUDA memcpy, kernel, stream call: CUPTI stream id", OTF2_TYPE_UINT32},
         [A_ASYNC] = {"g2g:async", "CUDA memcpy: 1 when asynchronous", OTF2_TYPE_UINT8},
+        [A_EVENT] = {"g2g:event", "CUDA event call: per-rank event id (1, 2, ...)", OTF2_TYPE_UINT64},
+        [A_CORR] = {"g2g:corr", "CUPTI correlation id joining a launch/memcpy call to its GPU work", OTF2_TYPE_UINT32},
+        [A_PRIORITY] = {"g2g:priority", "CUDA stream priority (lower runs first)", OTF2_TYPE_INT32},
     };
     for (int a = 0; a < A_COUNT; a++)
         OTF2_GlobalDefWriter_WriteAttribute(w, (OTF2_AttributeRef)a, defstr(&s, attrs[a].name),
@@ -814,8 +829,8 @@ static void write_global_defs(const uint64_t *rep, const int *displs, comm_def *
         if (rep[displs[r] + REP_GPU]) n_gpu++;
     }
     for (int r = 0; r < n; r++) {
-        if (!rep[displs[r] + REP_GPU]) continue;
-        snprintf(buf, sizeof buf, "CUDA memcpy (rank %d)", r);
+        if (!rep[displs[r] + REP_GPU] && !gd->streams[r][0]) continue;
+        snprintf(buf, sizeof buf, "CUDA (rank %d)", r);
         OTF2_GlobalDefWriter_WriteLocationGroup(w, (OTF2_LocationGroupRef)(n + r), defstr(&s, buf),
                                                 OTF2_LOCATION_GROUP_TYPE_ACCELERATOR, node_of[r],
                                                 (OTF2_LocationGroupRef)r);
@@ -832,12 +847,38 @@ static void write_global_defs(const uint64_t *rep, const int *displs, comm_def *
                                            OTF2_LOCATION_TYPE_ACCELERATOR_STREAM, rep[displs[r] + REP_GPU],
                                            (OTF2_LocationGroupRef)(n + r));
     }
+    /* kernel streams, named like Score-P's CUDA streams: CUDA[device:stream] */
+    for (int r = 0; r < n; r++) {
+        const uint64_t *st = gd->streams[r];
+        for (uint64_t k = 0; k < st[0]; k++) {
+            snprintf(buf, sizeof buf, "CUDA[%llu:%llu] (rank %d)", (unsigned long long)st[1 + 3 * k + 1],
+                     (unsigned long long)st[1 + 3 * k], r);
+            OTF2_GlobalDefWriter_WriteLocation(w, g2g_stream_location(r, (uint32_t)k), defstr(&s, buf),
+                                               OTF2_LOCATION_TYPE_ACCELERATOR_STREAM, st[1 + 3 * k + 2],
+                                               (OTF2_LocationGroupRef)(n + r));
+        }
+    }
     free(node_of);
 
     for (int r = 0; r < R_COUNT; r++) {
         OTF2_StringRef nm = defstr(&s, region_names[r]);
         OTF2_GlobalDefWriter_WriteRegion(w, (OTF2_RegionRef)r, nm, nm, empty, region_roles[r], OTF2_PARADIGM_MPI,
                                          OTF2_REGION_FLAG_NONE, OTF2_UNDEFINED_STRING, 0, 0);
+    }
+    /* CUDA API calls (cuda.c) and kernels */
+    OTF2_StringRef cuda_file = defstr(&s, "CUDA");
+    for (int i = 0; i < g2g_n_cuda_api; i++) {
+        OTF2_StringRef nm = defstr(&s, g2g_cuda_api[i].name);
+        OTF2_GlobalDefWriter_WriteRegion(w, (OTF2_RegionRef)(R_COUNT + i), nm, nm, empty, OTF2_REGION_ROLE_WRAPPER,
+                                         OTF2_PARADIGM_CUDA, OTF2_REGION_FLAG_NONE, cuda_file, 0, 0);
+    }
+    const char *kn = gd->names;
+    for (uint32_t g = 0; g < gd->nnames && kn; g++) {
+        OTF2_StringRef nm = defstr(&s, kn);
+        OTF2_GlobalDefWriter_WriteRegion(w, (OTF2_RegionRef)(G2G_KERNEL_REGION0 + g), nm, nm, empty,
+                                         G2G_REGION_ROLE_KERNEL, OTF2_PARADIGM_CUDA, OTF2_REGION_FLAG_NONE,
+                                         cuda_file, 0, 0);
+        kn += strlen(kn) + 1;
     }
 
     /* groups: 0 = MPI locations, 1 = world, 2 = self, comm g >= 2 uses group g + 1 */
@@ -935,8 +976,15 @@ G2G_INTERNAL void g2g_stop(void)
 
     int n = g2g.world_size, me = g2g.world_rank;
     uint64_t gpu_events = 0;
+    g2g_cupti_flush();
     if (g2g_cupti_active())
         gpu_events = g2g_cupti_write(g2g.archive, g2g_gpu_location(me, n), (uint32_t)me, &g2g.t_first, &g2g.t_last);
+    /* kernels: names unified over the ranks (collective), then one location per stream */
+    char *knames = NULL;
+    size_t knames_len = 0;
+    uint32_t nknames = g2g_kernel_names_unify(&knames, &knames_len);
+    uint64_t *sinfo = NULL;
+    uint32_t nstreams = g2g_kernels_write(g2g.archive, me, &g2g.t_first, &g2g.t_last, &sinfo);
 
     uint64_t nev = 0;
     OTF2_EvtWriter_GetNumberOfEvents(g2g.evt, &nev);
@@ -975,6 +1023,9 @@ G2G_INTERNAL void g2g_stop(void)
         if (e->members)
             for (int k = 0; k < e->size; k++) vpush(&rep, (uint64_t)(uint32_t)e->members[k]);
     }
+    /* after the communicators: the kernel streams (count, then stream id, device, events each) */
+    vpush(&rep, nstreams);
+    for (uint32_t k = 0; k < 3 * nstreams; k++) vpush(&rep, sinfo[k]);
 
     int cnt = (int)rep.n;
     int *counts = NULL, *displs = NULL;
@@ -1000,7 +1051,10 @@ G2G_INTERNAL void g2g_stop(void)
     comm_def *defs = NULL;
     size_t ndefs = 0;
     uint64_t t0 = UINT64_MAX, t1 = 0;
+    const uint64_t **streams_of = NULL;
     if (me == 0) {
+        streams_of = malloc((size_t)n * sizeof *streams_of);
+        if (!streams_of) abort();
         size_t cap = 0;
         for (int r = 0; r < n; r++) {
             const uint64_t *p = all + displs[r];
@@ -1026,6 +1080,7 @@ G2G_INTERNAL void g2g_stop(void)
                 d->depth = -1;
                 p += 7 + (p[6] ? (uint64_t)(uint32_t)d->size : 0);
             }
+            streams_of[r] = p;
         }
         qsort(defs, ndefs, sizeof *defs, cmp_key);
         size_t u = 0;
@@ -1076,9 +1131,16 @@ G2G_INTERNAL void g2g_stop(void)
         OTF2_DefWriter *gw = OTF2_Archive_GetDefWriter(g2g.archive, g2g_gpu_location(me, n));
         if (gw) OTF2_Archive_CloseDefWriter(g2g.archive, gw);
     }
+    for (uint32_t k = 0; k < nstreams; k++) {
+        OTF2_DefWriter *gw = OTF2_Archive_GetDefWriter(g2g.archive, g2g_stream_location(me, k));
+        if (gw) OTF2_Archive_CloseDefWriter(g2g.archive, gw);
+    }
     OTF2_Archive_CloseDefFiles(g2g.archive);
 
-    if (me == 0) write_global_defs(all, displs, defs, ndefs, t0, t1);
+    if (me == 0) {
+        gpu_defs gd = {knames, knames_len, nknames, streams_of};
+        write_global_defs(all, displs, defs, ndefs, t0, t1, &gd);
+    }
 
     if (OTF2_Archive_Close(g2g.archive) != OTF2_SUCCESS) warn("%s", "OTF2_Archive_Close failed");
     g2g.archive = NULL;
@@ -1089,6 +1151,9 @@ G2G_INTERNAL void g2g_stop(void)
     g2g.attrs = NULL;
     free(map);
     free(keys);
+    free(knames);
+    free(sinfo);
+    free(streams_of);
     free(defs);
     free(all);
     free(counts);

@@ -90,4 +90,65 @@ typedef g2g_CUptiResult (*g2g_cuptiGetTimestamp_t)(uint64_t *timestamp);
 typedef uint64_t (*g2g_cupti_timestamp_fn)(void);
 typedef g2g_CUptiResult (*g2g_cuptiActivityRegisterTimestampCallback_t)(g2g_cupti_timestamp_fn);
 
+/* ---- CUPTI callback API and kernel activity (GPU streams) ---- */
+#define G2G_CUPTI_ACTIVITY_KIND_KERNEL 3
+#define G2G_CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL 10
+#define G2G_CUPTI_CB_DOMAIN_DRIVER_API 1
+#define G2G_CUPTI_CB_DOMAIN_RUNTIME_API 2
+#define G2G_CUPTI_API_ENTER 0
+#define G2G_CUPTI_API_EXIT 1
+
+/* CUpti_CallbackData (cupti_callbacks.h; natural alignment) */
+typedef struct {
+    int callbackSite; /* CUpti_ApiCallbackSite */
+    const char *functionName;
+    const void *functionParams;
+    void *functionReturnValue;
+    const char *symbolName;
+    g2g_CUcontext context;
+    uint32_t contextUid;
+    uint64_t *correlationData;
+    uint32_t correlationId;
+} g2g_cupti_cbdata;
+
+/* Common prefix of CUpti_ActivityKernel4 .. CUpti_ActivityKernel10 (packed, aligned(8)) */
+typedef struct __attribute__((packed, aligned(8))) {
+    uint32_t kind;
+    uint8_t cacheConfig;
+    uint8_t sharedMemoryConfig;
+    uint16_t registersPerThread;
+    int32_t partitionedGlobalCacheRequested;
+    int32_t partitionedGlobalCacheExecuted;
+    uint64_t start;
+    uint64_t end;
+    uint64_t completed;
+    uint32_t deviceId;
+    uint32_t contextId;
+    uint32_t streamId;
+    int32_t gridX, gridY, gridZ, blockX, blockY, blockZ;
+    int32_t staticSharedMemory, dynamicSharedMemory;
+    uint32_t localMemoryPerThread, localMemoryTotal;
+    uint32_t correlationId;
+    int64_t gridId;
+    const char *name;
+} g2g_cupti_kernel_prefix;
+
+/* First fields of the API parameter structs (generated_cuda_runtime_api_meta.h,
+ * generated_cuda_meta.h); the driver's have the same layout for these calls. */
+typedef struct { void *stream; } g2g_p_stream;                       /* cudaStreamSynchronize */
+typedef struct { void *event; } g2g_p_event;                         /* cudaEventSynchronize */
+typedef struct { void *event; void *stream; } g2g_p_event_stream;    /* cudaEventRecord(WithFlags) */
+typedef struct { void *stream; void *event; } g2g_p_stream_event;    /* cudaStreamWaitEvent */
+typedef struct { void **pStream; unsigned int flags; int priority; } g2g_p_stream_create; /* ...WithPriority */
+
+typedef void (*g2g_cupti_callback_fn)(void *userdata, int domain, uint32_t cbid, const void *cbdata);
+typedef g2g_CUptiResult (*g2g_cuptiSubscribe_t)(void **subscriber, g2g_cupti_callback_fn cb, void *userdata);
+typedef g2g_CUptiResult (*g2g_cuptiUnsubscribe_t)(void *subscriber);
+typedef g2g_CUptiResult (*g2g_cuptiEnableCallback_t)(uint32_t enable, void *subscriber, int domain, uint32_t cbid);
+typedef g2g_CUptiResult (*g2g_cuptiEnableDomain_t)(uint32_t enable, void *subscriber, int domain);
+typedef g2g_CUptiResult (*g2g_cuptiGetCallbackName_t)(int domain, uint32_t cbid, const char **name);
+typedef g2g_CUptiResult (*g2g_cuptiGetStreamId_t)(g2g_CUcontext ctx, void *stream, uint32_t *id);
+typedef g2g_CUptiResult (*g2g_cuptiGetStreamIdEx_t)(g2g_CUcontext ctx, void *stream, uint8_t per_thread, uint32_t *id);
+typedef g2g_CUresult (*g2g_cuStreamGetPriority_t)(void *stream, int *priority);
+
 #endif

@@ -111,10 +111,28 @@ enum g2g_attr {
     A_RECV_BYTES,     /* uint64: collective: this rank's receive-buffer bytes */
     A_RECV_MEM_SPACE, /* uint8: collective: memory space of the receive buffer */
     A_COPY_KIND,      /* uint8: CUDA memcpy: 0 h2d, 1 d2h, 2 d2d, 3 h2h, 4 other */
-    A_STREAM,         /* uint32: CUDA memcpy: CUPTI stream id */
+    A_STREAM,         /* uint32: CUDA memcpy, kernel, stream sync/record/wait/create: CUPTI stream id */
     A_ASYNC,          /* uint8: CUDA memcpy: 1 when issued by an async API (cudaMemcpyAsync) */
+    A_EVENT,          /* uint64: cudaEventRecord/Synchronize, cudaStreamWaitEvent: per-rank event id */
+    A_CORR,           /* uint32: CUPTI correlation id joining a host launch/memcpy call to its GPU work */
+    A_PRIORITY,       /* int32: stream priority (cudaStreamCreateWithPriority, kernels) */
     A_COUNT
 };
+
+/* CUDA runtime / driver API calls recorded on the rank's location (cuda.c), region refs
+ * R_COUNT + index; kernel regions follow at G2G_KERNEL_REGION0 + global kernel index. */
+enum g2g_api_kind {
+    API_LAUNCH = 1, API_STREAM_SYNC, API_DEVICE_SYNC, API_EVENT_SYNC, API_EVENT_RECORD,
+    API_STREAM_WAIT, API_STREAM_CREATE, API_MEMCPY, API_MEMCPY_ASYNC
+};
+typedef struct {
+    const char *name;
+    uint8_t kind;
+} g2g_api_def;
+extern G2G_INTERNAL const g2g_api_def g2g_cuda_api[];
+extern G2G_INTERNAL const int g2g_n_cuda_api;
+#define G2G_MAX_CUDA_API 64
+#define G2G_KERNEL_REGION0 ((uint32_t)R_COUNT + (uint32_t)g2g_n_cuda_api)
 
 enum { G2G_MEM_HOST = 0, G2G_MEM_DEVICE = 1, G2G_MEM_MANAGED = 2, G2G_MEM_UNKNOWN = 3 };
 
@@ -237,6 +255,15 @@ G2G_INTERNAL void g2g_cupti_init(void);
 G2G_INTERNAL uint64_t g2g_cupti_write(OTF2_Archive *archive, uint64_t location, uint32_t win,
                                       uint64_t *t_first, uint64_t *t_last);
 G2G_INTERNAL int g2g_cupti_active(void);
+/* GPU streams (kernels through CUPTI): stop collecting (idempotent) */
+G2G_INTERNAL void g2g_cupti_flush(void);
+/* Kernel names of all ranks, unified over g2g.comm (collective).  Returns the global count; on
+ * rank 0 *names gets the NUL-separated global list (malloc'ed, caller frees). */
+G2G_INTERNAL uint32_t g2g_kernel_names_unify(char **names, size_t *names_len);
+/* Write this rank's kernels, one OTF2 location per stream (ids g2g_stream_location); appends
+ * per stream (stream id, device id, number of events) to *info (3 * count words, malloc'ed). */
+G2G_INTERNAL uint32_t g2g_kernels_write(OTF2_Archive *archive, int rank, uint64_t *t_first, uint64_t *t_last,
+                                        uint64_t **info);
 
 /* ---- datatypes ---- */
 G2G_INTERNAL uint8_t g2g_contiguous(MPI_Datatype dt);
@@ -248,7 +275,9 @@ static inline uint64_t g2g_type_size(MPI_Datatype dt)
     return s > 0 ? (uint64_t)s : 0;
 }
 
-/* Location ids: rank r is location r; its CUDA memcpy location is world_size + r. */
+/* Location ids: rank r is location r; its CUDA memcpy location is world_size + r; its k-th kernel
+ * stream (k = 0, 1, ... in stream id order) is (k + 1) << 32 | r. */
 static inline uint64_t g2g_gpu_location(int rank, int size) { return (uint64_t)size + (uint64_t)rank; }
+static inline uint64_t g2g_stream_location(int rank, uint32_t k) { return ((uint64_t)(k + 1) << 32) | (uint32_t)rank; }
 
 #endif

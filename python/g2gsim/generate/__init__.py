@@ -130,7 +130,9 @@ def _resolve(name: str, ranks: Any, values: dict[str, Any]) -> tuple[Generator, 
     prm = gen.params_cls(**kw)
     for k, p in plist.items():
         v = getattr(prm, k)
-        if p.type is int and isinstance(v, int) and v < 0 and k not in ("seed",):
+        # CUDA stream priorities are negative numbers (lower runs first)
+        if p.type is int and isinstance(v, int) and v < 0 and k not in ("seed",) \
+                and not k.endswith("priority"):
             raise ValueError(f"{name}: {k} must not be negative, got {v}")
         if p.type is float and isinstance(v, float) and v < 0:
             raise ValueError(f"{name}: {k} must not be negative, got {v}")

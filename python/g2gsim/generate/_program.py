@@ -49,6 +49,7 @@ NUM_COLS: dict[str, tuple[Any, Any]] = {
     "copy_kind": (np.int8, -1),
     "stream": (np.int32, -1),
     "contiguous": (np.bool_, True),
+    "priority": (np.int32, 0),
 }
 LIST_COLS = ("reqs", "counts_bytes", "recv_counts_bytes")
 
@@ -527,6 +528,27 @@ class Program:
         if not keep.all():
             r, d = r[keep], d[keep]
         self.emit("Compute", r, dur_ns=d)
+
+    def _jittered(self, r: np.ndarray, dur_ns) -> np.ndarray:
+        d = np.broadcast_to(np.asarray(dur_ns, dtype=np.float64), r.shape)
+        if self.jitter:
+            d = d * (1.0 + self.jitter * self._rng.uniform(-1.0, 1.0, size=r.shape))
+        return np.rint(d).astype(np.int64)
+
+    def kernel(self, ranks, stream: int, dur_ns, priority: int = 0) -> None:
+        """A ``Kernel`` of ``dur_ns`` (scalar or per rank, perturbed by ``jitter``) queued on
+        ``stream`` with the stream's ``priority``; a rank with no work (0 ns) launches nothing."""
+        r = self._ranks(ranks)
+        d = self._jittered(r, dur_ns)
+        keep = d > 0
+        if keep.any():
+            self.emit("Kernel", r[keep], dur_ns=d[keep], stream=stream, priority=priority)
+
+    def gpu(self, op: str, ranks=None, *, stream: int = -1, event: int = 0) -> None:
+        """A GPU stream operation other than a kernel: ``EventRecord`` (event, stream),
+        ``StreamWaitEvent`` (stream, event), ``StreamSynchronize`` (stream),
+        ``EventSynchronize`` (event), ``DeviceSynchronize``."""
+        self.emit(op, ranks, stream=stream, req=event)
 
     def memcpy(self, ranks, nbytes, kind: str) -> None:
         r = self._ranks(ranks)

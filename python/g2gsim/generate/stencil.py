@@ -48,6 +48,23 @@ class JacobiParams(CommonParams):
                                    "1.3e12 of 1.555e12 B/s peak)")
     bytes_per_point: float = P(16.0, "DRAM bytes per grid point per iteration (read a, write a_new)")
     compute_ns: Optional[int] = P(None, "Compute per iteration, ns (overrides the rate)")
+    gpu_streams: bool = P(False, "the stencil runs as kernels on GPU streams (seed 004) instead of "
+                                 "host Compute: boundary kernel on a high-priority stream, "
+                                 "EventRecord, interior kernel on a low-priority stream; the host "
+                                 "synchronises the boundary stream before the exchange and the "
+                                 "interior stream after it (overlap) or before it (no overlap)")
+    boundary_priority: int = P(-1, "gpu_streams: priority of the boundary stream (lower runs first; "
+                                   "CUDA: 0 is the least, cudaDeviceGetStreamPriorityRange gives the "
+                                   "greatest, e.g. -5)")
+    interior_priority: int = P(0, "gpu_streams: priority of the interior stream")
+    sync: str = P("stream", "gpu_streams: how the host waits for the boundary kernel before the "
+                            "exchange: 'stream' (StreamSynchronize of the boundary stream, as the "
+                            "seed) or 'event' (EventSynchronize of the event recorded after it)",
+                  choices=("stream", "event"))
+    launch_ns: int = P(0, "gpu_streams: host time of each kernel launch (a Compute before it)")
+
+
+BOUNDARY_STREAM, INTERIOR_STREAM, BOUNDARY_EVENT = 1, 2, 1
 
 
 def build_jacobi(p: Program, prm: JacobiParams) -> None:
@@ -58,7 +75,14 @@ def build_jacobi(p: Program, prm: JacobiParams) -> None:
     Compute (whole block), then the exchange.  With overlap: Compute (boundary rows/columns),
     Irecv/Isend, Compute (interior), Waitall.  Every norm_every iterations an 8-byte Allreduce
     (the residual).  Compute = points * bytes_per_point / bytes_per_s, or compute_ns split
-    boundary/interior by point count."""
+    boundary/interior by point count.
+
+    gpu_streams=true (seed 004's CUDA version): per iteration Kernel (boundary, stream 1,
+    boundary_priority), EventRecord (event 1 on stream 1), Kernel (interior, stream 2,
+    interior_priority), then with overlap StreamSynchronize(1) (or EventSynchronize(1) with
+    sync=event), the exchange, StreamSynchronize(2); without overlap both syncs come before the
+    exchange.  Kernel durations are the Compute times above (jitter applies to them too);
+    launch_ns adds a host Compute before each launch."""
     dims = parse_grid(prm.proc_grid, p.nranks, 2, "jacobi2d")
     cart = Cart(dims, prm.periodic)
     nxl, nyl = _blocks(prm.nx, prm.ny, cart, "jacobi2d")
@@ -79,7 +103,11 @@ def build_jacobi(p: Program, prm: JacobiParams) -> None:
 
     p.init()
     for it in range(prm.iterations):
-        if prm.overlap:
+        if prm.gpu_streams:
+            _jacobi_streams_iteration(p, prm, t_boundary, t_interior,
+                                      lambda: p.exchange(None, peers, send_b, recv_b, send_tags,
+                                                         recv_tags, contiguous=contiguous))
+        elif prm.overlap:
             p.compute(None, t_boundary)
             p.exchange(None, peers, send_b, recv_b, send_tags, recv_tags, contiguous=contiguous,
                        between=lambda: p.compute(None, t_interior))
@@ -89,6 +117,26 @@ def build_jacobi(p: Program, prm: JacobiParams) -> None:
         if prm.norm_every and it % prm.norm_every == 0:
             p.collective("Allreduce", nbytes=DOUBLE, recv_bytes=DOUBLE)
     p.finalize()
+
+
+def _jacobi_streams_iteration(p: Program, prm: JacobiParams, t_boundary, t_interior,
+                              exchange) -> None:
+    """One Jacobi iteration with the kernels on streams (seed 004)."""
+    p.compute(None, prm.launch_ns)
+    p.kernel(None, BOUNDARY_STREAM, t_boundary, prm.boundary_priority)
+    p.gpu("EventRecord", event=BOUNDARY_EVENT, stream=BOUNDARY_STREAM)
+    p.compute(None, prm.launch_ns)
+    p.kernel(None, INTERIOR_STREAM, t_interior, prm.interior_priority)
+    if prm.sync == "event":
+        p.gpu("EventSynchronize", event=BOUNDARY_EVENT)
+    else:
+        p.gpu("StreamSynchronize", stream=BOUNDARY_STREAM)
+    if prm.overlap:
+        exchange()
+        p.gpu("StreamSynchronize", stream=INTERIOR_STREAM)
+    else:
+        p.gpu("StreamSynchronize", stream=INTERIOR_STREAM)
+        exchange()
 
 
 @dataclass

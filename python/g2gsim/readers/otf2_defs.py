@@ -44,13 +44,48 @@ UNDEF64 = 0xFFFFFFFFFFFFFFFF
 
 # region kinds (OTF2Plan.region_kind)
 R_OTHER, R_MPI, R_CPY_SYNC, R_CPY_ASYNC, R_KERNEL = 0, 1, 2, 3, 4
+# host-side GPU API calls (CUDA runtime/driver, HIP) that become native GPU operations
+R_LAUNCH, R_STREAM_SYNC, R_DEVICE_SYNC, R_EVENT_SYNC, R_EVENT_RECORD, R_STREAM_WAIT, \
+    R_STREAM_CREATE = 5, 6, 7, 8, 9, 10, 11
+GPU_API_KINDS = frozenset((R_LAUNCH, R_STREAM_SYNC, R_DEVICE_SYNC, R_EVENT_SYNC, R_EVENT_RECORD,
+                           R_STREAM_WAIT, R_STREAM_CREATE))
+# base API name (version / per-thread-stream suffixes removed) -> region kind
+GPU_API = {}
+for _kind, _names in (
+        (R_LAUNCH, ("cudaLaunchKernel", "cudaLaunchKernelExC", "cudaLaunchCooperativeKernel",
+                    "cudaLaunch", "cuLaunchKernel", "cuLaunchKernelEx", "cuLaunchCooperativeKernel",
+                    "cuLaunch", "cuLaunchGrid", "cuLaunchGridAsync", "hipLaunchKernel",
+                    "hipLaunchKernelExC", "hipLaunchCooperativeKernel", "hipModuleLaunchKernel",
+                    "hipExtLaunchKernel", "hipExtModuleLaunchKernel", "hipLaunchByPtr")),
+        (R_STREAM_SYNC, ("cudaStreamSynchronize", "cuStreamSynchronize", "hipStreamSynchronize")),
+        (R_DEVICE_SYNC, ("cudaDeviceSynchronize", "cudaThreadSynchronize", "cuCtxSynchronize",
+                         "hipDeviceSynchronize")),
+        (R_EVENT_SYNC, ("cudaEventSynchronize", "cuEventSynchronize", "hipEventSynchronize")),
+        (R_EVENT_RECORD, ("cudaEventRecord", "cudaEventRecordWithFlags", "cuEventRecord",
+                          "cuEventRecordWithFlags", "hipEventRecord", "hipEventRecordWithFlags")),
+        (R_STREAM_WAIT, ("cudaStreamWaitEvent", "cuStreamWaitEvent", "hipStreamWaitEvent")),
+        (R_STREAM_CREATE, ("cudaStreamCreateWithPriority", "cuStreamCreateWithPriority",
+                           "hipStreamCreateWithPriority"))):
+    for _n in _names:
+        GPU_API[_n] = _kind
+_API_SUFFIX = re.compile(r"(_v\d+|_ptsz|_ptds|_spt)+$")
+
+
+def gpu_api_kind(name: str) -> int:
+    """Region kind of a host GPU API call named ``name`` (``cudaLaunchKernel_v7000``,
+    ``cuStreamSynchronize_ptsz``, ``hipEventRecord``...), 0 when it is not one of them."""
+    return GPU_API.get(_API_SUFFIX.sub("", name.strip()), 0)
+
 
 MEM_ATTR_NAME = "g2g:mem_space"
 # attributes written by g2gsim's tracer (tracer/README.md); Score-P writes none of them
 G2G_ATTRS = ("g2g:mem_space", "g2g:contiguous", "g2g:bytes", "g2g:recv_bytes", "g2g:copy_kind",
-             "g2g:stream", "g2g:async")
+             "g2g:stream", "g2g:async", "g2g:event", "g2g:corr", "g2g:priority")
+# Score-P's kernel_callsite feature: a ParameterUnsignedInt of this name in the launch call and at
+# the kernel's Enter on the GPU location
+CALLSITE_PARAM = "callsite id"
 _MEMCPY_API = re.compile(r"^(cuda|hip|cu|cl)(Enqueue)?(Mem)?[Cc]opy|^(cuda|hip|cu)Memcpy", re.I)
-_STREAM_RE = re.compile(r"\[\s*\d+\s*:\s*(\d+)")
+_STREAM_RE = re.compile(r"\[\s*(\d+)\s*:\s*(\d+)")
 
 
 @dataclass
@@ -67,6 +102,7 @@ class OTF2Plan:
     loc_name: dict[int, str] = field(default_factory=dict)
     loc_nevents: dict[int, int] = field(default_factory=dict)
     gpu_stream: dict[int, int] = field(default_factory=dict)      # GPU location -> stream id
+    callsite_param: int | None = None  # ref of Score-P's "callsite id" parameter
     region_kind: dict[int, int] = field(default_factory=dict)     # only regions of interest
     region_name: dict[int, str] = field(default_factory=dict)     # names of MPI regions
     # OTF2 comm ref -> (kind, our id or self base, members (world ranks) or None, size)
@@ -158,6 +194,7 @@ def read_plan(anchor: Path) -> OTF2Plan:
         intercomms: set[int] = set()
         wins: dict[int, tuple] = {}
         attrs: dict[int, tuple] = {}
+        params: dict[int, int] = {}
 
         # one distinct function per callback: the bindings attach the C thunk to the function
         def cb_string(ud, ref, s):
@@ -190,11 +227,14 @@ def read_plan(anchor: Path) -> OTF2Plan:
         def cb_attr(ud, ref, name, desc, atype):
             attrs[ref] = (name, _val(atype))
 
+        def cb_param(ud, ref, name, *rest):
+            params[ref] = name
+
         cbs = _otf2.GlobalDefReaderCallbacks_New()
         for setter, fn in (("String", cb_string), ("ClockProperties", cb_clock),
                            ("LocationGroup", cb_lg), ("Location", cb_loc), ("Region", cb_region),
                            ("Group", cb_group), ("Comm", cb_comm), ("InterComm", cb_intercomm),
-                           ("RmaWin", cb_win), ("Attribute", cb_attr)):
+                           ("RmaWin", cb_win), ("Attribute", cb_attr), ("Parameter", cb_param)):
             getattr(_otf2, f"GlobalDefReaderCallbacks_Set{setter}Callback")(cbs, fn)
         gdr = _otf2.Reader_GetGlobalDefReader(h)
         _otf2.Reader_RegisterGlobalDefCallbacks(h, gdr, cbs, None)
@@ -262,8 +302,18 @@ def read_plan(anchor: Path) -> OTF2Plan:
             plan.unowned_gpu_locations += 1
             continue
         plan.rank_gpu_locs[r].append(ref)
-        m = _STREAM_RE.search(S(name))
-        plan.gpu_stream[ref] = int(m.group(1)) if m else len(plan.rank_gpu_locs[r]) - 1
+    # stream ids: "CUDA[d:s]" / "HIP[d:s]" names (Score-P, our tracer) give s; where one rank's
+    # locations span several devices with clashing stream numbers, d << 16 | s keeps them apart;
+    # locations without such a name are numbered in definition order
+    for r, gl in enumerate(plan.rank_gpu_locs):
+        parsed = {}
+        for k, ref in enumerate(gl):
+            m = _STREAM_RE.search(S(locs[ref][0]))
+            parsed[ref] = (int(m.group(1)), int(m.group(2))) if m else (None, k)
+        named = [v for v in parsed.values() if v[0] is not None]
+        clash = len({s for _, s in named}) < len(named)
+        for ref, (d, s_) in parsed.items():
+            plan.gpu_stream[ref] = ((d << 16) | s_) if clash and d is not None else s_
 
     # ---------------------------------------------------------------- regions
     for ref, (name, role, paradigm) in regions.items():
@@ -272,6 +322,8 @@ def read_plan(anchor: Path) -> OTF2Plan:
             plan.region_kind[ref] = R_MPI
             plan.region_name[ref] = n
             plan.has_mpi = True
+        elif role != ROLE_KERNEL and gpu_api_kind(n):
+            plan.region_kind[ref] = gpu_api_kind(n)
         elif _MEMCPY_API.match(n) and role != ROLE_KERNEL:
             plan.region_kind[ref] = R_CPY_ASYNC if "async" in n.lower() else R_CPY_SYNC
         elif role == ROLE_KERNEL or (paradigm in P_ACCEL and role not in (ROLE_ARTIFICIAL,
@@ -356,6 +408,9 @@ def read_plan(anchor: Path) -> OTF2Plan:
             plan.mem_attr = aref
         if S(name) in G2G_ATTRS:
             plan.g2g_attrs[S(name)] = aref
+    for pref, name in params.items():
+        if S(name) == CALLSITE_PARAM:
+            plan.callsite_param = pref
     if plan.mem_attr is not None:
         for sref, s in strings.items():
             if s.lower() in MEM_SPACES:

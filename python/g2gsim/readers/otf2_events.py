@@ -12,7 +12,10 @@ its Send+Recv into one ``Sendrecv``, ``MPI_Waitall`` folds its completions into 
 ``MPI_Test*`` without completion gives a ``Test*`` row.  The time between leaving the region of one
 operation and entering the region of the next is a ``Compute`` row (measurement-off periods are taken
 out).  GPU copies found on the stream locations (Score-P writes them as RMA operations there) become
-``Memcpy`` rows placed where the host issued them; kernels are only counted.
+``Memcpy`` rows placed where the host issued them.  Host GPU API calls outside MPI calls (kernel
+launches, stream/event/device synchronisation, event records, stream waits) become the native GPU
+operations (``gpu_call``); after the stream locations are read, ``resolve_gpu`` gives each launch
+its kernel (duration, stream, priority) and each sync the stream or event the trace left out.
 """
 from __future__ import annotations
 
@@ -28,7 +31,9 @@ import _otf2
 from _otf2.Config import conf
 
 from ..trace import ALL_OPS, COLLECTIVES, COPY_KINDS, TraceError
-from .otf2_defs import (R_CPY_ASYNC, R_CPY_SYNC, R_KERNEL, R_MPI, TYPE_STRING, UNDEF32, OTF2Plan)
+from .otf2_defs import (GPU_API_KINDS, R_CPY_ASYNC, R_CPY_SYNC, R_DEVICE_SYNC, R_EVENT_RECORD,
+                        R_EVENT_SYNC, R_KERNEL, R_LAUNCH, R_MPI, R_STREAM_CREATE, R_STREAM_SYNC,
+                        R_STREAM_WAIT, TYPE_STRING, UNDEF32, OTF2Plan)
 
 # ------------------------------------------------------------------------------------ op codes
 OP_NAMES = sorted(ALL_OPS)
@@ -38,6 +43,12 @@ C_COMPUTE, C_MEMCPY, C_INIT, C_FINALIZE = OPC["Compute"], OPC["Memcpy"], OPC["In
 C_SEND, C_ISEND, C_RECV, C_IRECV = OPC["Send"], OPC["Isend"], OPC["Recv"], OPC["Irecv"]
 C_SENDRECV, C_WAIT, C_WAITALL = OPC["Sendrecv"], OPC["Wait"], OPC["Waitall"]
 C_ISSEND = OPC["Issend"]
+C_KERNEL, C_EVENT_RECORD, C_STREAM_WAIT = OPC["Kernel"], OPC["EventRecord"], OPC["StreamWaitEvent"]
+C_STREAM_SYNC, C_DEVICE_SYNC, C_EVENT_SYNC = (OPC["StreamSynchronize"], OPC["DeviceSynchronize"],
+                                              OPC["EventSynchronize"])
+_GPU_OP = {R_LAUNCH: C_KERNEL, R_STREAM_SYNC: C_STREAM_SYNC, R_DEVICE_SYNC: C_DEVICE_SYNC,
+           R_EVENT_SYNC: C_EVENT_SYNC, R_EVENT_RECORD: C_EVENT_RECORD, R_STREAM_WAIT: C_STREAM_WAIT}
+_BLOCKING = {R_STREAM_SYNC, R_DEVICE_SYNC, R_EVENT_SYNC}
 SEND_CODES = {OPC[o] for o in ("Send", "Ssend", "Bsend", "Rsend", "Isend", "Issend")}
 RECV_CODES = {C_RECV, C_IRECV}
 COLL_CODES = {OPC[o] for o in COLLECTIVES}
@@ -51,7 +62,14 @@ MEM_HOST, MEM_DEVICE = 0, 1
  F_REQ, F_MEM, F_CK, F_STREAM, F_CONTIG, F_REQS) = range(18)
 NF = 18
 NNUM = 17                                   # numeric fields
+F_PRIO = 18          # Kernel rows only: a 19th field, the stream priority (other rows have none)
 NONCONTIG = 16                              # flag added to a record's memory-space code
+
+
+def _s32(v: int) -> int:
+    """A 32-bit attribute value (uint32 stream ids, int32 priorities) as a signed int32."""
+    v &= 0xFFFFFFFF
+    return v - (1 << 32) if v >= 1 << 31 else v
 
 
 def _row(op, t0, t1, comm=0, peer=-1, tag=-1, nbytes=0, rbytes=0, req=0, mem=-1):
@@ -209,7 +227,7 @@ FP = {
     "RmaAtomic": _fp(_U32, _U32, c_uint8, _U64, _U64, _U64),
     "RmaOpCompleteBlocking": _fp(_U32, _U64), "RmaOpCompleteNonBlocking": _fp(_U32, _U64),
     "MeasurementOnOff": _fp(c_uint8), "ProgramBegin": _fp(_U32, _U32, c_void_p),
-    "ProgramEnd": _fp(c_int64), "Unknown": _fp(),
+    "ProgramEnd": _fp(c_int64), "Unknown": _fp(), "ParameterUnsignedInt": _fp(_U32, _U64),
 }
 _SETTERS = {}
 for _name, _t in FP.items():
@@ -227,6 +245,10 @@ _ATTR_AT = _LIB.OTF2_AttributeList_GetAttributeByIndex
 _ATTR_AT.argtypes = [c_void_p, c_uint32, ctypes.POINTER(c_uint32), ctypes.POINTER(c_uint8),
                      ctypes.POINTER(c_uint64)]
 _ATTR_AT.restype = c_int
+_TYPE_MASK = {_otf2.TYPE_UINT8.value: 0xFF, _otf2.TYPE_INT8.value: 0xFF,
+              _otf2.TYPE_UINT16.value: 0xFFFF, _otf2.TYPE_INT16.value: 0xFFFF,
+              _otf2.TYPE_UINT32.value: 0xFFFFFFFF, _otf2.TYPE_INT32.value: 0xFFFFFFFF,
+              _otf2.TYPE_STRING.value: 0xFFFFFFFF}
 # g2g:copy_kind of the tracer (0 h2d, 1 d2h, 2 d2d, 3 h2h, 4 peer) -> index in COPY_KINDS
 _TRACER_CK = {0: 1, 1: 0, 2: 2, 3: 3, 4: 2}
 
@@ -252,7 +274,8 @@ class AttrReader:
             if _ATTR_AT(attrs, i, bref(ref), bref(typ), bref(val)) == 0:
                 name = by_ref.get(ref.value)
                 if name is not None:
-                    out[name] = (typ.value, val.value)
+                    # the value union is copied whole: bytes above a narrower type are garbage
+                    out[name] = (typ.value, val.value & _TYPE_MASK.get(typ.value, 0xFFFFFFFFFFFFFFFF))
         return out
 
     def mem(self, a: dict) -> int:
@@ -306,7 +329,14 @@ class RankConverter:
         self.stats = stats
         self.rows: list[list] = []
         self.copies: list[tuple] = []       # (t0, t1, copy kind, bytes, stream, sync or None)
-        self.api: list[tuple] = []          # host memcpy API calls (t0, t1, sync)
+        self.api: list[tuple] = []          # host memcpy API calls (t0, t1, sync, corr)
+        # GPU streams: host launch calls (t0, t1, corr, callsite, row), kernels read on the GPU
+        # locations (start, end, stream, corr, callsite, priority), other GPU API rows (kind, row)
+        self.launches: list[tuple] = []
+        self.kern: list[tuple] = []
+        self.gpu_rows: list[tuple] = []
+        self.stream_prio: dict[int, int] = {}   # from cudaStreamCreateWithPriority records
+        self.has_prio = False
         self.first_t = None
         self.last_t = None
         self.kernels = 0
@@ -371,6 +401,9 @@ class RankConverter:
         reg_t0 = 0
         recs = None       # records of the open MPI region
         first = None      # time of the first Enter
+        g_attrs = None    # attributes at the Enter of the open GPU API / memcpy call
+        g_site = None     # Score-P callsite id of the open launch call
+        callsite_param = plan.callsite_param
 
         def add(rec, t):
             self.mpi_records += 1
@@ -380,7 +413,7 @@ class RankConverter:
                 self.finish(None, t, t, [rec], st, active, probes, loc)
 
         def enter(l, t, pos, ud, attrs, region):
-            nonlocal in_k, nest, reg, reg_t0, recs, first
+            nonlocal in_k, nest, reg, reg_t0, recs, first, g_attrs, g_site
             if in_k:
                 if nest or in_k != R_MPI or rkind.get(region, 0) != R_MPI:
                     nest += 1
@@ -397,12 +430,16 @@ class RankConverter:
                     return fail(e, l, pos, t)
             if first is None:
                 first = t
+                st["first"] = t
             k = rkind.get(region, 0)
             if k:
                 if k == R_MPI:
                     recs = []
                     reg = region
-                elif k != R_CPY_SYNC and k != R_CPY_ASYNC:
+                elif k in GPU_API_KINDS or k == R_CPY_SYNC or k == R_CPY_ASYNC:
+                    g_attrs = read_attrs(attrs) if has_mem and attrs else None
+                    g_site = None
+                else:
                     return 0
                 in_k = k
                 nest = 0
@@ -410,7 +447,7 @@ class RankConverter:
             return 0
 
         def leave(l, t, pos, ud, attrs, region):
-            nonlocal in_k, nest, recs
+            nonlocal in_k, nest, recs, g_attrs
             if not in_k:
                 st["t"] = t
                 return 0
@@ -424,9 +461,18 @@ class RankConverter:
                     recs = None
                     in_k = 0
                     self.finish(reg, reg_t0, t, r, st, active, probes, l, pos)
-                else:
-                    self.api.append((reg_t0, t, in_k == R_CPY_SYNC))
+                elif in_k == R_CPY_SYNC or in_k == R_CPY_ASYNC:
+                    c = g_attrs.get("g2g:corr") if g_attrs else None
+                    self.api.append((reg_t0, t, in_k == R_CPY_SYNC, None if c is None else c[1]))
                     in_k = 0
+                else:
+                    k = in_k
+                    in_k = 0
+                    a = g_attrs or {}
+                    if attrs and has_mem:
+                        a = dict(a, **read_attrs(attrs))
+                    g_attrs = None
+                    self.gpu_call(k, reg_t0, t, a, g_site, st)
             except Exception as e:  # noqa: BLE001 - reported as TraceError after reading
                 return fail(e, l, pos, t)
             return 0
@@ -589,6 +635,12 @@ class RankConverter:
             self.stats["unknown_records"] = self.stats.get("unknown_records", 0) + 1
             return 0
 
+        def param_uint(l, t, pos, ud, attrs, param, value):
+            nonlocal g_site
+            if in_k == R_LAUNCH and not nest and param == callsite_param:
+                g_site = value
+            return 0
+
         funcs = {"Enter": enter, "Leave": leave, "MpiSend": send, "MpiIsend": isend,
                  "MpiIsendComplete": isend_complete, "MpiIrecvRequest": irecv_request,
                  "MpiRecv": recv, "MpiIrecv": irecv, "MpiRequestTest": req_test,
@@ -598,7 +650,7 @@ class RankConverter:
                  "MpiMrecv": mrecv, "MpiImrecvRequest": imrecv_request, "MpiImrecv": imrecv,
                  "RmaPut": rma("RmaPut"), "RmaGet": rma("RmaGet"), "RmaAtomic": rma("RmaAtomic"),
                  "MeasurementOnOff": meas, "ProgramBegin": prog_begin, "ProgramEnd": prog_end,
-                 "Unknown": unknown}
+                 "Unknown": unknown, "ParameterUnsignedInt": param_uint}
         self._read(h, loc, funcs, st)
         if self.first_t is None:
             self.first_t = first
@@ -613,6 +665,12 @@ class RankConverter:
         if not rows and self.first_t is not None and self.last_t is not None:
             rows.append([C_COMPUTE, self.first_t, self.last_t, self.last_t - self.first_t,
                          -1, -1, 0, 0, 0, -1, -1, -1, 0, -1, -1, -1, 1, None])
+        elif rows and not plan.has_mpi and self.last_t is not None:
+            # a program without MPI whose GPU calls made rows: the host time after the last one
+            last = st["last_leave"]
+            if last is not None and self.last_t > last:
+                rows.append([C_COMPUTE, last, self.last_t, self.last_t - last,
+                             -1, -1, 0, 0, 0, -1, -1, -1, 0, -1, -1, -1, 1, None])
 
     def finish(self, ref, t0, t1, recs, st, active, probes, loc, pos=None):
         """Turn the records of one MPI region into rows (appended to self.rows)."""
@@ -703,30 +761,179 @@ class RankConverter:
                             tested[0] if len(tested) == 1 else 0, -1, -1, -1, 1, tested])
         if fam == FAM_INIT or fam == FAM_FINALIZE:
             out.insert(0, _row(OPC[opname], t0, t1))
+            if fam == FAM_FINALIZE:
+                st["finalized"] = True
         if not out:
             return
+        self._append(out, t0, t1, st)
+
+    def _append(self, out, t0, t1, st, anchor=None):
+        """Append the rows ``out`` of a host call that ran from ``t0`` to ``t1``: first a Compute
+        row for the host time since the previous call (up to ``anchor``, default ``t0``;
+        measurement-off time taken out), then ``out``; the next Compute starts at ``t1``."""
         rows = self.rows
         last = st["last_leave"]
-        if last is not None and t0 > last:
+        a = t0 if anchor is None else anchor
+        if last is not None and a > last:
             off = st["off"]
             if off or st["off_since"] is not None:
                 if st["off_since"] is not None:       # still off: count up to here
-                    off += t0 - st["off_since"]
-                    st["off_since"] = t0
+                    off += a - st["off_since"]
+                    st["off_since"] = a
                 st["off"] = 0
-                d = t0 - last - off
+                d = a - last - off
                 if d < 0:
                     d = 0
             else:
-                d = t0 - last
-            rows.append([C_COMPUTE, last, t0, d, -1, -1, 0, 0, 0, -1, -1, -1, 0, -1, -1, -1, 1, None])
+                d = a - last
+            rows.append([C_COMPUTE, last, a, d, -1, -1, 0, 0, 0, -1, -1, -1, 0, -1, -1, -1, 1, None])
         else:
             st["off"] = 0
         rows.extend(out)
         st["last_leave"] = t1
 
-    def _count(self, key):
-        self.stats[key] = self.stats.get(key, 0) + 1
+    def _count(self, key, n=1):
+        self.stats[key] = self.stats.get(key, 0) + n
+
+    # -------------------------------------------------------------- host GPU API calls
+    def gpu_call(self, k, t0, t1, a, callsite, st):
+        """A host GPU API call (region kind ``k``, from ``t0`` to ``t1``, outside MPI calls) with
+        its ``g2g:*`` attributes ``a`` -> a row of the native GPU operations.
+
+        Launches, event records and stream waits return at once: their time is host work, the
+        row goes where the call returns.  The synchronising calls block: the row goes where the
+        call starts and the time inside it is not Compute (the model recomputes the wait).
+        Streams / events the trace does not name are inferred in ``resolve_gpu``."""
+        if self.plan.has_mpi and (st["last_leave"] is None or st.get("finalized")):
+            self._count("gpu_calls_outside_mpi")     # before MPI_Init / after MPI_Finalize
+            return
+        if st["last_leave"] is None:                 # no MPI: host time from the program start
+            st["last_leave"] = self.first_t if self.first_t is not None else st.get("first", t0)
+        stream = a.get("g2g:stream")
+        stream = None if stream is None else _s32(stream[1])
+        event = a.get("g2g:event")
+        event = None if event is None else event[1]
+        if k == R_STREAM_CREATE:                     # no operation: the stream's priority
+            p = a.get("g2g:priority")
+            if stream is not None and p is not None:
+                self.stream_prio[stream] = _s32(p[1])
+            return
+        row = [_GPU_OP[k], t0, t1, 0, -1, -1, 0, 0, 0, -1, -1, -1, 0, -1, -1, -1, 1, None]
+        if k == R_LAUNCH:
+            row.append(0)                            # F_PRIO
+            c = a.get("g2g:corr")
+            self.launches.append((t0, t1, None if c is None else c[1], callsite, row))
+            self._append([row], t0, t1, st, anchor=t1)
+            return
+        if k in (R_STREAM_SYNC, R_EVENT_RECORD, R_STREAM_WAIT):
+            row[F_STREAM] = -1 if stream is None else stream
+        if k in (R_EVENT_SYNC, R_EVENT_RECORD, R_STREAM_WAIT) and event is not None:
+            row[F_REQ] = event
+        self.gpu_rows.append((k, row, event is not None, stream is not None))
+        self._append([row], t0, t1, st, anchor=t0 if k in _BLOCKING else t1)
+
+    def resolve_gpu(self):
+        """Give each launch row its kernel (duration, stream, priority) and each synchronising
+        row the stream or event the trace did not name.
+
+        Kernel <-> launch: by the tracer's ``g2g:corr`` (CUPTI correlation id) when the archive
+        has them; else by Score-P's ``callsite id`` (the n-th launch from a call site ran the n-th
+        kernel of that call site), then in order (each kernel, by start time, takes the earliest
+        launch left that began before it).  A launch without a kernel is dropped, and so is a
+        kernel without a launch (e.g. one the MPI library launched inside an MPI call).  Without
+        any launch call in the trace, kernels stay counted only (their time is host Compute, as
+        before GPU streams were imported)."""
+        L, K = self.launches, self.kern
+        if not L and not self.gpu_rows:
+            return
+        match = [None] * len(L)
+        used = [False] * len(K)
+        by_corr = {c: i for i, (_, _, c, _, _) in enumerate(L) if c is not None}
+        if by_corr and any(k[3] is not None for k in K):
+            for j, k in enumerate(K):
+                i = by_corr.get(k[3]) if k[3] is not None else None
+                if i is not None and match[i] is None:
+                    match[i] = j
+                    used[j] = True
+        elif L and K:
+            l_order = sorted(range(len(L)), key=lambda i: L[i][0])
+            k_order = sorted(range(len(K)), key=lambda j: K[j][0])
+            if any(L[i][3] is not None for i in l_order) and any(k[4] is not None for k in K):
+                queues: dict = defaultdict(deque)
+                for i in l_order:
+                    if L[i][3] is not None:
+                        queues[L[i][3]].append(i)
+                for j in k_order:
+                    q = queues.get(K[j][4])
+                    if q:
+                        i = q.popleft()
+                        match[i] = j
+                        used[j] = True
+            left = [i for i in l_order if match[i] is None]
+            p = 0
+            for j in k_order:
+                if used[j]:
+                    continue
+                if p < len(left) and L[left[p]][0] <= K[j][0]:
+                    match[left[p]] = j
+                    used[j] = True
+                    p += 1
+        launched: list[tuple] = []                # (launch time, stream) of the kernels placed
+        per_stream: dict[int, list] = defaultdict(list)   # stream -> [(launch time, kernel end)]
+        for i, (t0, t1, corr, cs, row) in enumerate(L):
+            j = match[i]
+            if j is None:
+                row[F_OP] = DELETED
+                self._count("launches_without_kernel")
+                continue
+            k0, k1, stream, _, _, prio = K[j]
+            row[F_DUR] = max(k1 - k0, 0)
+            row[F_STREAM] = stream
+            row[F_PRIO] = prio if prio is not None else self.stream_prio.get(stream, 0)
+            if row[F_PRIO]:
+                self.has_prio = True
+            launched.append((t1, stream))
+            per_stream[stream].append((t1, k1))
+        if L and len(K) > len(launched):
+            self._count("kernels_without_launch", len(K) - len(launched))
+        self._count("kernel_rows", len(launched))
+        launched.sort()
+        l_times = [x[0] for x in launched]
+        ps = {s: ([x[0] for x in sorted(v)], [x[1] for x in sorted(v)]) for s, v in per_stream.items()}
+
+        def last_stream(t):
+            i = bisect.bisect_right(l_times, t) - 1
+            return launched[i][1] if i >= 0 else 0
+
+        def infer(t0, t1):
+            """The stream a sync from t0 to t1 waited for: of the streams with work launched
+            before t0 and still running at t0, the one whose last such kernel ended closest to
+            t1; with none running, the stream of the last launch."""
+            self._count("inferred_sync_streams")
+            best = None
+            for s_, (lt, ends) in ps.items():
+                i = bisect.bisect_right(lt, t0) - 1
+                if i >= 0 and ends[i] > t0:
+                    d = abs(ends[i] - t1)
+                    if best is None or d < best[0]:
+                        best = (d, s_)
+            return best[1] if best is not None else last_stream(t0)
+
+        for k, row, ev_known, st_known in self.gpu_rows:
+            if k == R_STREAM_SYNC and not st_known:
+                row[F_STREAM] = infer(row[F_T0], row[F_T1])
+            elif k == R_EVENT_SYNC and not ev_known:
+                row[F_OP] = C_STREAM_SYNC           # the event is unknown: its stream instead
+                row[F_STREAM] = infer(row[F_T0], row[F_T1])
+            elif k == R_EVENT_RECORD:
+                if not ev_known:
+                    row[F_OP] = DELETED
+                    self._count("gpu_calls_without_ids")
+                elif not st_known:
+                    row[F_STREAM] = last_stream(row[F_T0])
+            elif k == R_STREAM_WAIT and not (ev_known and st_known):
+                row[F_OP] = DELETED
+                self._count("gpu_calls_without_ids")
 
     def _finish_rare(self, rec, k, fam, opname, t0, t1, out, done, active):
         """Records of the less frequent kinds; returns the (possibly new) completion list."""
@@ -793,24 +1000,41 @@ class RankConverter:
         rkind = plan.region_kind
         stream = plan.gpu_stream.get(loc, 0)
         wins = plan.win_remote_gpu
-        kstack: list = []
+        kstack: list = []                   # open kernels: [start, corr, callsite, prio, stream]
         pending: dict[int, deque] = {}      # matching id -> copies started, in order
         st = {"err": None, "t": None}
+        ar = AttrReader(plan)
+        callsite_param = plan.callsite_param
+        kern = self.kern
 
         def enter(l, t, pos, ud, attrs, region):
             if rkind.get(region, 0) == R_KERNEL:
-                kstack.append(t)
+                corr = prio = None
+                s_id = stream
+                if ar.active and attrs:         # g2gsim tracer: correlation, stream, priority
+                    a = ar.read(attrs)
+                    if "g2g:corr" in a:
+                        corr = a["g2g:corr"][1]
+                    if "g2g:stream" in a:
+                        s_id = _s32(a["g2g:stream"][1])
+                    if "g2g:priority" in a:
+                        prio = _s32(a["g2g:priority"][1])
+                kstack.append([t, corr, None, prio, s_id])
             return 0
 
         def leave(l, t, pos, ud, attrs, region):
             if kstack and rkind.get(region, 0) == R_KERNEL:
-                t0 = kstack.pop()
+                t0, corr, cs, prio, s_id = kstack.pop()
                 self.kernels += 1
                 self.kernel_ticks += t - t0
                 self.kernel_names.add(region)
+                kern.append((t0, t, s_id, corr, cs, prio))
             return 0
 
-        ar = AttrReader(plan)
+        def param_uint(l, t, pos, ud, attrs, param, value):
+            if kstack and param == callsite_param:
+                kstack[-1][2] = value
+            return 0
 
         def copy(kind_default):
             def cb(l, t, pos, ud, attrs, win, remote, nbytes, mid):
@@ -820,35 +1044,38 @@ class RankConverter:
                     return INTERRUPT
                 g = wins.get(win)
                 kind = CK_D2D if g and remote < len(g) and g[remote] else kind_default
-                s_id, sync = stream, None
+                s_id, sync, corr = stream, None, None
                 if ar.active and attrs:         # g2gsim tracer: exact kind, stream, sync
                     a = ar.read(attrs)
                     if "g2g:copy_kind" in a:
                         kind = _TRACER_CK.get(a["g2g:copy_kind"][1] & 0xFF, kind)
                     if "g2g:stream" in a:
-                        s_id = int(a["g2g:stream"][1] & 0xFFFFFFFF)
+                        s_id = _s32(a["g2g:stream"][1])
                     if "g2g:async" in a:
                         sync = not (a["g2g:async"][1] & 0xFF)
-                pending.setdefault(mid, deque()).append((t, kind, nbytes, s_id, sync))
+                    if "g2g:corr" in a:
+                        corr = a["g2g:corr"][1]
+                pending.setdefault(mid, deque()).append((t, kind, nbytes, s_id, sync, corr))
                 return 0
             return cb
 
         def complete(l, t, pos, ud, attrs, win, mid):
             q = pending.get(mid)
             if q:
-                t0, kind, nbytes, s_id, sync = q.popleft()
-                self.copies.append((t0, t, kind, nbytes, s_id, sync))
+                t0, kind, nbytes, s_id, sync, corr = q.popleft()
+                self.copies.append((t0, t, kind, nbytes, s_id, sync, corr))
             return 0
 
         def complete_nb(l, t, pos, ud, attrs, win, mid):
             return complete(l, t, pos, ud, attrs, win, mid)
 
         funcs = {"Enter": enter, "Leave": leave, "RmaGet": copy(CK_H2D), "RmaPut": copy(CK_D2H),
-                 "RmaOpCompleteBlocking": complete, "RmaOpCompleteNonBlocking": complete_nb}
+                 "RmaOpCompleteBlocking": complete, "RmaOpCompleteNonBlocking": complete_nb,
+                 "ParameterUnsignedInt": param_uint}
         self._read(h, loc, funcs, st)
         for q in pending.values():        # copies without completion record: zero length
-            for t0, kind, nbytes, s_id, sync in q:
-                self.copies.append((t0, t0, kind, nbytes, s_id, sync))
+            for t0, kind, nbytes, s_id, sync, corr in q:
+                self.copies.append((t0, t0, kind, nbytes, s_id, sync, corr))
 
     # -------------------------------------------------------------- reading
     def _read(self, h, loc, funcs, st):
@@ -888,17 +1115,21 @@ class RankConverter:
         """Insert Memcpy rows where the host issued the copies, splitting Compute rows."""
         if not self.copies:
             return
-        self.copies.sort()
-        api = sorted(self.api)
+        self.copies.sort(key=lambda c: (c[0], c[1]))
+        api = sorted(self.api, key=lambda a: (a[0], a[1]))
         api_t0 = [a[0] for a in api]
+        by_corr = {a[3]: i for i, a in enumerate(api) if a[3] is not None}
         placed = []                              # (h0, h1 host busy until, row)
         used = bytearray(len(api))
-        for c0, c1, kind, nbytes, stream, sync in self.copies:
-            # the host call that issued it: the latest memcpy API call not yet matched that
-            # started before the copy (each call issues one copy)
-            i = bisect.bisect_right(api_t0, c0) - 1
-            while i >= 0 and used[i]:
-                i -= 1
+        for c0, c1, kind, nbytes, stream, sync, corr in self.copies:
+            # the host call that issued it: the one with its correlation id (our tracer), else
+            # the latest memcpy API call not yet matched that started before the copy (each
+            # call issues one copy)
+            i = by_corr.get(corr, -1) if corr is not None else -1
+            if i < 0 or used[i]:
+                i = bisect.bisect_right(api_t0, c0) - 1
+                while i >= 0 and used[i]:
+                    i -= 1
             a = api[i] if i >= 0 else None
             keep = False
             if a is not None and a[2] and c0 <= a[1] and sync is not False:
@@ -1117,6 +1348,7 @@ def _convert_ranks(plan: OTF2Plan, ranks: list[int], mode: str) -> dict:
             conv.read_cpu(h, plan.rank_cpu_loc[r])
             for g in plan.rank_gpu_locs[r]:
                 conv.read_gpu(h, g)
+            conv.resolve_gpu()
             conv.place_copies()
             conv.apply_buffers(mode)
             convs.append(conv)
@@ -1146,6 +1378,7 @@ def _merge_compute(rows: list[list]) -> list[list]:
 def _columns(plan: OTF2Plan, convs: list[RankConverter], stats: dict) -> dict:
     rank_l, seq_l, reqs = [], [], []
     mats = []
+    prios = []
     kernels = []
     for c in convs:
         rows = _merge_compute([r for r in c.rows if r[F_OP] >= 0])
@@ -1156,6 +1389,10 @@ def _columns(plan: OTF2Plan, convs: list[RankConverter], stats: dict) -> dict:
         stats["mpi_records"] = stats.get("mpi_records", 0) + c.mpi_records
         stats["memcpys"] = stats.get("memcpys", 0) + len(c.copies)
         reqs.extend(r[F_REQS] for r in rows)
+        if c.has_prio:
+            prios.append(np.array([r[F_PRIO] if len(r) > F_PRIO else 0 for r in rows], np.int32))
+        else:
+            prios.append(np.zeros(len(rows), np.int32))
         if rows:
             mats.append(_matrix(rows))
     mat = np.concatenate(mats) if mats else np.zeros((0, NNUM), dtype=np.int64)
@@ -1186,6 +1423,7 @@ def _columns(plan: OTF2Plan, convs: list[RankConverter], stats: dict) -> dict:
         "copy_kind": mat[:, F_CK].astype(np.int8),
         "stream": mat[:, F_STREAM].astype(np.int32),
         "contiguous": mat[:, F_CONTIG] != 0,
+        "priority": np.concatenate(prios) if prios else np.zeros(0, np.int32),
         "kernels": kernels,
         "stats": stats,
     }

@@ -27,8 +27,20 @@ Mapping (see docs/trace-format.md for the target semantics):
 * GPU stream locations (Score-P CUDA/HIP): copies are ``RmaGet`` (host-to-device, or device-to-device
   when the remote is a GPU location) and ``RmaPut`` (device-to-host) followed by
   ``RmaOpCompleteBlocking``; they become ``Memcpy`` rows of the owning process's rank, placed where
-  the host issued them (``cudaMemcpy*``/``hipMemcpy*`` API region; synchronous ones get stream -1).
-  Kernels are counted into ``gpu_kernels={...}`` in ``Trace.source``.
+  the host issued them (``cudaMemcpy*``/``hipMemcpy*`` API region, or the call with the same
+  ``g2g:corr`` in our tracer's archives; synchronous ones get stream -1).  Kernels are counted into
+  ``gpu_kernels={...}`` in ``Trace.source``.
+* GPU streams (docs/gpu-streams.md): host ``cudaLaunchKernel``/``cuLaunchKernel``/``hipLaunchKernel``
+  regions -> ``Kernel`` where the launch returned, with the duration, stream and priority of the
+  kernel it ran (joined by ``g2g:corr``, else Score-P's ``callsite id``, else in order);
+  ``cuda/cu/hip`` ``StreamSynchronize``/``DeviceSynchronize`` (``cuCtxSynchronize``)/
+  ``EventSynchronize``/``EventRecord``/``StreamWaitEvent`` regions -> the operations of the same
+  name at the call (stream and event ids from ``g2g:stream``/``g2g:event``; where Score-P gives
+  none, a sync's stream is inferred from the kernels it waited for, an event sync becomes a stream
+  sync, and records/waits are dropped); ``*StreamCreateWithPriority`` gives stream priorities.  The
+  time inside a synchronising call is not Compute (the model recomputes the wait).  GPU API calls
+  inside MPI calls (the MPI library's own) are ignored, and so are their kernels.  A rank with
+  kernels but no launch calls keeps the old behaviour (kernels counted only).
 * ``mem_space``: ``assume_buffers="traced"`` reads the ``g2g:mem_space`` attribute of message records
   (string host/device/managed/unknown, or uint8 index 0..3 in that order; absent -> host);
   ``"host"``/``"device"`` assume; ``"infer"`` marks a buffer device-resident when a D2H copy of the
@@ -236,6 +248,7 @@ def _assemble(plan: OTF2Plan, results: list[dict], mode: str) -> Trace:
         "stream": pa.array(cat("stream").astype(np.int32)),
         "contiguous": pa.array(cat("contiguous").astype(bool)),
         "callsite": pa.nulls(n, type=pa.string()),
+        "priority": pa.array(cat("priority").astype(np.int32)),
     }
     table = pa.Table.from_arrays([arrays[f.name] for f in SCHEMA], schema=SCHEMA)
 
@@ -269,7 +282,10 @@ def _assemble(plan: OTF2Plan, results: list[dict], mode: str) -> Trace:
                                    "irecv_without_request", "memcpy_inside_mpi",
                                    "unknown_records", "inferred_device",
                                    "unowned_gpu_locations", "nbc_without_request",
-                                   "unclosed_mpi_regions") if stats.get(k)}
+                                   "unclosed_mpi_regions", "gpu_calls_outside_mpi",
+                                   "launches_without_kernel", "kernels_without_launch",
+                                   "gpu_calls_without_ids", "inferred_sync_streams")
+             if stats.get(k)}
     source = (f"otf2_reader: {plan.anchor} ({plan.creator or 'unknown creator'}, OTF2 "
               f"{plan.version}); {plan.nranks} ranks; {stats['events']} events; "
               f"gpu_kernels={json.dumps(gk, separators=(',', ':'))}; "

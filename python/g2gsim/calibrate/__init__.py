@@ -1,0 +1,1 @@
+"""Calibration and validation of machine files (issue 6): see docs/calibration.md."""

@@ -1,0 +1,279 @@
+"""The calibration micro-benchmarks as g2gsim traces, their simulation, and their closed forms.
+
+A raw measurement file (``measure.py``'s JSON) becomes a list of :class:`Series`: one curve per
+benchmark (ping-pong / ping-ping per mode, cudaMemcpy, collectives, concurrency), each a time per
+size in seconds in the unit the model predicts:
+
+* ``pingpong``: one-way time (half the round trip), median over iterations;
+* ``pingping``: time of one exchange (both ranks Isend + Irecv + Waitall);
+* ``memcpy``: one blocking cudaMemcpy;
+* ``collective``: the call (with its staging copies in mode ``staged``), mean over ranks;
+* ``two-pairs``: a ping-ping exchange while another pair exchanges too; ``fan-out``: one rank
+  sending to all others at once (and a 1-byte reply each).
+
+:func:`simulate_series` builds the same operations as a trace (:func:`build_trace`) and replays it
+on a machine file; :func:`closed_form` gives the model's time without simulation for the
+point-to-point and copy series (docs/models: host, hostcopy, gpudirect-p2p), which the fitter uses.
+"""
+from __future__ import annotations
+
+import json
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..trace import TraceBuilder
+
+KiB, MiB = 1 << 10, 1 << 20
+MODES = ("host", "staged", "device")
+
+
+@dataclass
+class Series:
+    kind: str                   # pingpong | pingping | memcpy | collective | two-pairs | fan-out
+    mode: str                   # host | staged | device (memcpy: d2h/h2d)
+    sizes: np.ndarray           # bytes (collectives: Bcast buffer, Scatter/Gather per-rank block)
+    t: np.ndarray               # seconds, the measured median
+    iterations: np.ndarray
+    scope: str = "intra"        # intra | inter
+    op: str = ""                # collective name; memcpy host memory (pinned/pageable)
+    nranks: int = 2
+    spread: np.ndarray | None = None   # (p90 - p10) / median, a noise figure
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        if self.kind == "collective":
+            return f"{self.op} {self.mode}"
+        if self.kind == "memcpy":
+            return f"memcpy {self.mode} {self.op}"
+        return f"{self.kind} {self.mode}" + ("" if self.scope == "intra" else f" ({self.scope})")
+
+
+def load_raw(path_or_dict) -> dict:
+    d = path_or_dict if isinstance(path_or_dict, dict) else json.loads(Path(path_or_dict).read_text())
+    if d.get("format") != "g2gsim-calibrate-raw":
+        raise ValueError(f"{path_or_dict}: not a g2gsim calibration file (format {d.get('format')!r})")
+    return d
+
+
+def _arr(stats: list, key: str = "median") -> np.ndarray:
+    return np.array([s[key] for s in stats], dtype=float)
+
+
+def _spread(stats: list) -> np.ndarray:
+    return np.array([(s["p90"] - s["p10"]) / s["median"] if s["median"] > 0 else 0.0 for s in stats])
+
+
+def series_from_raw(raw: dict) -> list[Series]:
+    """Every curve of a raw file, in the units described in the module docstring."""
+    raw = load_raw(raw)
+    out: list[Series] = []
+    for e in raw.get("p2p", []):
+        if not e["sizes"]:
+            continue
+        t = _arr(e["stats"])
+        if e["pattern"] == "pingpong":
+            t = t / 2
+        out.append(Series(e["pattern"], e["mode"], np.array(e["sizes"]), t, np.array(e["iterations"]),
+                          scope=e.get("scope", "intra"), spread=_spread(e["stats"]),
+                          meta={"ranks": e.get("ranks"), "gpus": e.get("gpus")}))
+    for e in raw.get("memcpy", []):
+        out.append(Series("memcpy", e["kind"], np.array(e["sizes"]), _arr(e["stats"]), np.array(e["iterations"]),
+                          op=e["host"], nranks=1, spread=_spread(e["stats"])))
+    for e in raw.get("collectives", []):
+        if not e["sizes"]:
+            continue
+        out.append(Series("collective", e["mode"], np.array(e["sizes"]), _arr(e["stats"]),
+                          np.array(e["iterations"]), op=e["op"], nranks=e["nranks"], spread=_spread(e["stats"]),
+                          meta={"root": e.get("root", 0), "in_place_root": e.get("in_place_root", False)}))
+    for e in raw.get("concurrency", []):
+        if not e["sizes"]:
+            continue
+        if e["pattern"] == "two-pairs-pingping":
+            t = np.array([np.mean([x["median"] for x in pp]) for pp in e["per_pair"]])
+            out.append(Series("two-pairs", e["mode"], np.array(e["sizes"]), t, np.array(e["iterations"]),
+                              nranks=4, meta={"pairs": e["pairs"]}))
+        elif e["pattern"] == "fan-out":
+            out.append(Series("fan-out", e["mode"], np.array(e["sizes"]), _arr(e["stats"]),
+                              np.array(e["iterations"]), nranks=1 + len(e["peers"]),
+                              meta={"root": e["root"], "peers": e["peers"]}))
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# traces of the micro-benchmarks
+# ------------------------------------------------------------------------------------------------
+def _mem(mode: str) -> str:
+    return "device" if mode == "device" else "host"
+
+
+def build_trace(s: Series, n: int, iters: int = 3):
+    """The operations of series ``s`` at size ``n``, ``iters`` times, as a Trace."""
+    k, mode = s.kind, s.mode
+    staged = mode == "staged"
+    mem = _mem(mode)
+    if k == "memcpy":
+        b = TraceBuilder(1, source=f"g2gsim calibrate: {s.name} {n} B")
+        for _ in range(iters):
+            b.add(0, "Memcpy", bytes=n, copy_kind=mode, stream=-1)
+        return b.build()
+    if k in ("pingpong", "pingping", "two-pairs"):
+        nr = 4 if k == "two-pairs" else 2
+        b = TraceBuilder(nr, source=f"g2gsim calibrate: {s.name} {n} B")
+        for a in range(0, nr, 2):
+            for me, peer, first in ((a, a + 1, True), (a + 1, a, False)):
+                for _ in range(iters):
+                    if k == "pingpong":
+                        if first:
+                            if staged:
+                                b.add(me, "Memcpy", bytes=n, copy_kind="d2h", stream=-1)
+                            b.add(me, "Send", peer=peer, tag=1, bytes=n, mem_space=mem)
+                            b.add(me, "Recv", peer=peer, tag=2, recv_bytes=n, mem_space=mem)
+                            if staged:
+                                b.add(me, "Memcpy", bytes=n, copy_kind="h2d", stream=-1)
+                        else:
+                            b.add(me, "Recv", peer=peer, tag=1, recv_bytes=n, mem_space=mem)
+                            if staged:
+                                b.add(me, "Memcpy", bytes=n, copy_kind="h2d", stream=-1)
+                                b.add(me, "Memcpy", bytes=n, copy_kind="d2h", stream=-1)
+                            b.add(me, "Send", peer=peer, tag=2, bytes=n, mem_space=mem)
+                    else:
+                        mytag, peertag = (1, 2) if first else (2, 1)
+                        b.add(me, "Irecv", peer=peer, tag=peertag, recv_bytes=n, req=1, mem_space=mem)
+                        if staged:
+                            b.add(me, "Memcpy", bytes=n, copy_kind="d2h", stream=-1)
+                        b.add(me, "Isend", peer=peer, tag=mytag, bytes=n, req=2, mem_space=mem)
+                        b.add(me, "Waitall", reqs=[1, 2])
+                        if staged:
+                            b.add(me, "Memcpy", bytes=n, copy_kind="h2d", stream=-1)
+        return b.build()
+    if k == "fan-out":
+        nr = s.nranks
+        b = TraceBuilder(nr, source=f"g2gsim calibrate: {s.name} {n} B")
+        peers = list(range(1, nr))
+        for _ in range(iters):
+            for i, p in enumerate(peers):
+                b.add(0, "Isend", peer=p, tag=7, bytes=n, req=i + 1, mem_space=mem)
+            b.add(0, "Waitall", reqs=[i + 1 for i in range(len(peers))])
+            for p in peers:
+                b.add(0, "Recv", peer=p, tag=8, recv_bytes=1, mem_space=mem)
+            for p in peers:
+                b.add(p, "Recv", peer=0, tag=7, recv_bytes=n, mem_space=mem)
+                b.add(p, "Send", peer=0, tag=8, bytes=1, mem_space=mem)
+        return b.build()
+    if k == "collective":
+        P, root, op = s.nranks, int(s.meta.get("root", 0)), s.op
+        b = TraceBuilder(P, source=f"g2gsim calibrate: {s.name} {n} B")
+        total = n if op == "Bcast" else n * P
+        for _ in range(iters):
+            for r in range(P):
+                b.add(r, "Barrier")
+                is_root = r == root
+                if op == "Bcast":
+                    if staged and is_root:
+                        b.add(r, "Memcpy", bytes=n, copy_kind="d2h", stream=-1)
+                    b.add(r, "Bcast", bytes=n, recv_bytes=n, root=root, mem_space=mem)
+                    if staged and not is_root:
+                        b.add(r, "Memcpy", bytes=n, copy_kind="h2d", stream=-1)
+                elif op == "Scatter":
+                    if staged and is_root:
+                        b.add(r, "Memcpy", bytes=total, copy_kind="d2h", stream=-1)
+                    b.add(r, "Scatter", bytes=total if is_root else 0, recv_bytes=n, root=root, mem_space=mem)
+                    if staged:
+                        b.add(r, "Memcpy", bytes=n, copy_kind="h2d", stream=-1)
+                elif op == "Gather":
+                    if staged:
+                        b.add(r, "Memcpy", bytes=n, copy_kind="d2h", stream=-1)
+                    b.add(r, "Gather", bytes=n, recv_bytes=total if is_root else 0, root=root, mem_space=mem)
+                    if staged and is_root:
+                        b.add(r, "Memcpy", bytes=total, copy_kind="h2d", stream=-1)
+                else:
+                    raise ValueError(f"collective {op!r} is not one of the calibration's (Bcast, Scatter, Gather)")
+        return b.build()
+    raise ValueError(f"unknown series kind {k!r}")
+
+
+def _predict_from_report(s: Series, rep: dict, iters: int) -> float:
+    if s.kind == "pingpong":
+        return rep["total_time_s"] / (2 * iters)
+    if s.kind == "collective":
+        po = rep["per_op"]
+        tot = po.get(s.op, {}).get("total_s", 0.0) + po.get("Memcpy", {}).get("total_s", 0.0)
+        return tot / (s.nranks * iters)
+    return rep["total_time_s"] / iters
+
+
+def simulate_series(s: Series, machine, sizes=None, iters: int = 3, workdir: str | Path | None = None,
+                    coll_algos: str | None = None) -> np.ndarray:
+    """The simulated time of each size of ``s`` (the same unit as ``s.t``) on ``machine``."""
+    from ..sim import simulate
+    sizes = s.sizes if sizes is None else np.asarray(sizes)
+    out = np.empty(len(sizes))
+    opts: dict[str, Any] = {}
+    if s.scope == "inter":
+        opts["mapping"] = [0, 1] if s.kind != "two-pairs" else [0, 1, 0, 1]
+    if coll_algos:
+        opts["coll_algos"] = coll_algos
+    with tempfile.TemporaryDirectory(dir=workdir) as td:
+        for i, n in enumerate(sizes):
+            tr = build_trace(s, int(n), iters)
+            p = Path(td) / f"t{i}.g2g.parquet"
+            tr.write(p)
+            rep = simulate(p, machine, mode="as-traced", per_rank=False, **opts)
+            out[i] = _predict_from_report(s, rep, iters)
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# closed forms (docs/models) for one pair inside a node
+# ------------------------------------------------------------------------------------------------
+@dataclass
+class P2PParams:
+    """The machine-file parameters the point-to-point and copy series depend on (SI units)."""
+    send_overhead: float
+    recv_overhead: float
+    shm_latency: float
+    shm_bw: float
+    eager_limit: int
+    pcie_latency: float
+    copy_delay: float
+    copy_bw: float              # min(pcie.bw, 1 / copy_per_byte)
+    gpudirect_delay: float
+    nvlink_latency: float
+    nvlink_bw: float
+    nvlink_kind: str = "switch"
+    gpudirect_eager: bool = False
+
+    @property
+    def nvlink_path_latency(self) -> float:
+        return self.nvlink_latency * (2 if self.nvlink_kind == "switch" else 1)
+
+
+def closed_form(kind: str, mode: str, n, p: P2PParams) -> np.ndarray:
+    """The model's time of ``kind`` (pingpong one-way, pingping exchange, memcpy) at sizes ``n``.
+
+    host (docs/models/host.md): o_s + L + b/B + o_r, plus 2L (RTS, CTS) above the eager limit;
+    two opposite flows share the node's shared-memory link (ping-ping: 2b/B).
+    hostcopy (hostcopy.md): copy = copy_delay + pcie.latency + b / copy_bw, before and after.
+    gpudirect-p2p (gpudirect-p2p.md): o_s + 2L (RTS, CTS) + gpudirect_delay + b/B_nv + NVLink
+    latency + o_r; the two directions use different links (ping-ping = one-way).
+    """
+    b = np.asarray(n, dtype=float)
+    o = p.send_overhead + p.recv_overhead
+    L = p.shm_latency
+    rndv = np.where(b > p.eager_limit, 2 * L, 0.0)
+    copy = p.copy_delay + p.pcie_latency + b / p.copy_bw
+    if kind == "memcpy":
+        return copy
+    if mode in ("host", "staged"):
+        flows = 2.0 if kind in ("pingping",) else 1.0
+        host = o + L + rndv + flows * b / p.shm_bw
+        return host + (2 * copy if mode == "staged" else 0.0)
+    if mode == "device":
+        rts = np.where(b > p.eager_limit, 2 * L, 0.0) if p.gpudirect_eager else 2 * L
+        return o + rts + p.gpudirect_delay + p.nvlink_path_latency + b / p.nvlink_bw
+    raise ValueError(f"no closed form for {kind} {mode}")
