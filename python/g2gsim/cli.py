@@ -414,5 +414,19 @@ def _add_analysis():
 _add_analysis()
 
 
+def _add_calibrate():
+    # calibrate / validate live in g2gsim.calibrate (measure a real cluster, fit a machine file)
+    try:
+        from .calibrate import cli as calibrate_cli
+    except ImportError as e:  # only while the package is absent from a partial checkout
+        if "g2gsim.calibrate" not in str(e):
+            raise
+        return
+    calibrate_cli.register(main)
+
+
+_add_calibrate()
+
+
 if __name__ == "__main__":
     main()

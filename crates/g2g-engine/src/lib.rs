@@ -148,6 +148,55 @@ mod tests {
     }
 
     #[test]
+    fn matches_a_sorted_order_under_random_interleaving() {
+        // pseudo-random pushes at or after `now`, interleaved with pops: the pop order must be
+        // the (time, insertion) order a stable sort gives
+        let mut q = EventQueue::new();
+        let mut x: u64 = 0x9e3779b97f4a7c15;
+        let mut rnd = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut pending: Vec<(u64, u64, u32)> = vec![]; // (time, seq, id)
+        let mut seq = 0u64;
+        let mut out = vec![];
+        let mut expect = vec![];
+        for id in 0..20_000u32 {
+            let t = q.now() + rnd() % 1000;
+            q.push(t, id);
+            pending.push((t, seq, id));
+            seq += 1;
+            if rnd() % 3 == 0 {
+                let (tp, v) = q.pop().unwrap();
+                out.push((tp, v));
+                pending.sort();
+                let (te, _, ve) = pending.remove(0);
+                expect.push((te, ve));
+            }
+        }
+        while let Some(p) = q.pop() {
+            out.push(p);
+        }
+        pending.sort();
+        expect.extend(pending.into_iter().map(|(t, _, v)| (t, v)));
+        assert_eq!(out, expect);
+        assert!(q.is_empty());
+    }
+
+    #[test]
+    fn peek_time_sees_the_next_event() {
+        let mut q = EventQueue::new();
+        assert_eq!(q.peek_time(), None);
+        q.push(40, 1);
+        q.push(7, 2);
+        assert_eq!(q.peek_time(), Some(7));
+        q.pop();
+        assert_eq!(q.peek_time(), Some(40));
+    }
+
+    #[test]
     fn unit_conversions() {
         assert_eq!(secs_to_ns(1.5e-6), 1500);
         assert!((ns_to_secs(2_500) - 2.5e-6).abs() < 1e-15);
