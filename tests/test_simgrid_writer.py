@@ -151,6 +151,7 @@ def test_platform_xml_parses_and_mirrors_the_fat_tree(tmp_path):
 def test_smpi_cfg_matches_the_preset():
     cfg = smpi_cfg("lassen")
     assert "--cfg=smpi/send-is-detached-thresh:65537" in cfg    # eager limit 64 KiB, inclusive
+    assert "--cfg=smpi/async-small-thresh:65537" in cfg
     assert "--cfg=smpi/os:0:5e-07:0" in cfg and "--cfg=smpi/or:0:5e-07:0" in cfg
     assert "--cfg=network/crosstraffic:0" in cfg
 

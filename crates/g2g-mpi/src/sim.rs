@@ -284,7 +284,9 @@ struct Rank {
     posted: Vec<Posted>,
     unexpected: Vec<MsgId>,
     pending_copies: Vec<u64>,
-    recent_recv_bytes: u64,
+    /// sizes of host receive buffers filled recently (the --staged-buffers-are-device what-if drops
+    /// an H2D copy of such a size: it only staged a received message)
+    recent_recvs: Vec<u64>,
     end: Time,
     comm: Time,
     compute: Time,
@@ -309,7 +311,7 @@ impl Rank {
             posted: Vec::new(),
             unexpected: Vec::new(),
             pending_copies: Vec::new(),
-            recent_recv_bytes: u64::MAX,
+            recent_recvs: Vec::new(),
             end: 0,
             comm: 0,
             compute: 0,
@@ -661,8 +663,33 @@ impl<'a> Sim<'a> {
         }
     }
 
-    fn peek_next_mpi(&mut self, r: u32) -> Option<&Op> {
-        self.ranks[r as usize].q.iter().find(|o| o.kind != OpKind::Compute)
+    /// Does a send of `bytes` from a host buffer (point-to-point or a collective's send buffer)
+    /// follow soon, before the rank waits or receives?  Then a D2H copy of that size only stages it.
+    fn staged_send_follows(&self, r: u32, bytes: u64) -> bool {
+        for n in self.ranks[r as usize].q.iter().take(32) {
+            match n.kind {
+                OpKind::Send | OpKind::Ssend | OpKind::Isend | OpKind::Issend | OpKind::Bsend | OpKind::Rsend | OpKind::Sendrecv => {
+                    if n.bytes == bytes && !n.mem.on_gpu() {
+                        return true;
+                    }
+                }
+                k if k.is_collective() => return n.bytes == bytes && !n.mem.on_gpu(),
+                OpKind::Wait | OpKind::Waitall | OpKind::Waitany | OpKind::Waitsome | OpKind::Recv => return false,
+                _ => {}
+            }
+        }
+        false
+    }
+
+    /// Remembers a host receive buffer's size for the staged-as-device what-if (at most 64).
+    fn note_recv(&mut self, r: u32, mem: MemSpace, bytes: u64) {
+        if self.opt.staged_as_device && !mem.on_gpu() && bytes > 0 {
+            let rr = &mut self.ranks[r as usize].recent_recvs;
+            if rr.len() >= 64 {
+                rr.remove(0);
+            }
+            rr.push(bytes);
+        }
     }
 
     // ------------------------------------------------------------------ helpers
@@ -855,17 +882,14 @@ impl<'a> Sim<'a> {
         if self.opt.staged_as_device && self.opt.mode == Mode::GpuDirect {
             match op.copy {
                 CopyKind::D2H => {
-                    let b = op.bytes;
-                    if let Some(n) = self.peek_next_mpi(r) {
-                        let is_send = matches!(n.kind, OpKind::Send | OpKind::Ssend | OpKind::Isend | OpKind::Issend | OpKind::Bsend | OpKind::Rsend | OpKind::Sendrecv)
-                            || n.kind.is_collective();
-                        if is_send && n.bytes == b && !n.mem.on_gpu() {
-                            return Ok(true);
-                        }
+                    if self.staged_send_follows(r, op.bytes) {
+                        return Ok(true);
                     }
                 }
                 CopyKind::H2D => {
-                    if self.ranks[r as usize].recent_recv_bytes == op.bytes {
+                    let rr = &mut self.ranks[r as usize].recent_recvs;
+                    if let Some(i) = rr.iter().position(|&b| b == op.bytes) {
+                        rr.swap_remove(i);
                         return Ok(true);
                     }
                 }
@@ -975,7 +999,7 @@ impl<'a> Sim<'a> {
                 if staged {
                     self.reqs[req as usize].post_copy = op.recv_bytes.max(op.bytes);
                 }
-                self.ranks[r as usize].recent_recv_bytes = op.recv_bytes.max(op.bytes);
+                self.note_recv(r, op.mem, op.recv_bytes.max(op.bytes));
                 if op.kind == OpKind::Recv {
                     self.ranks[r as usize].phase = 1;
                     self.wait_on(r, vec![req], false);
@@ -1019,7 +1043,7 @@ impl<'a> Sim<'a> {
                     if gpu && self.recv_is_staged(r, src, op.recv_bytes) {
                         self.reqs[rq as usize].post_copy = op.recv_bytes;
                     }
-                    self.ranks[r as usize].recent_recv_bytes = op.recv_bytes;
+                    self.note_recv(r, op.mem, op.recv_bytes);
                     reqs.push(rq);
                 }
                 if op.peer != PROC_NULL {
@@ -1625,6 +1649,9 @@ impl<'a> Sim<'a> {
                 // HostCopy staging: which buffers each rank copies out before and back after
                 let staged = on_gpu && !gpu_path;
                 let (d2h, h2d) = if staged { staging_bytes(kind, me == root, op) } else { (0, 0) };
+                // a HostCopy trace stages the collective's receive buffer back afterwards
+                let recv_side = staging_bytes(kind, me == root, op).1;
+                self.note_recv(r, op.mem, recv_side);
                 self.ranks[r as usize].coll_h2d = if nonblocking { 0 } else { h2d };
                 if let Some(q) = req {
                     self.map_req(r, op, q);

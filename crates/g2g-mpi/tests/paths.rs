@@ -232,3 +232,41 @@ fn rdma_up_to_a_size_then_pipelined() {
     assert_eq!(small.paths["gpudirect-rdma"].messages, 1);
     assert_eq!(big.paths["pipelined"].messages, 1);
 }
+
+#[test]
+fn staged_as_device_drops_every_staging_copy() {
+    use g2g_trace::CopyKind;
+    let cp = |kind: CopyKind, b: u64| {
+        let mut o = op(g2g_trace::OpKind::Memcpy);
+        o.copy = kind;
+        o.bytes = b;
+        o
+    };
+    let mut ar = op(g2g_trace::OpKind::parse("Allreduce").unwrap());
+    ar.bytes = 4096;
+    ar.recv_bytes = 4096;
+    // a HostCopy application: copies out, two sends and two receives of different sizes, copies in,
+    // then a staged Allreduce
+    let rank = |p: i32| {
+        vec![
+            cp(CopyKind::D2H, 1000),
+            cp(CopyKind::D2H, 3000),
+            irecv(p, 0, 3000, 1),
+            irecv(p, 1, 1000, 2),
+            isend(p, 0, 1000, 3),
+            isend(p, 1, 3000, 4),
+            waitall(&[1, 2, 3, 4]),
+            cp(CopyKind::H2D, 3000),
+            cp(CopyKind::H2D, 1000),
+            cp(CopyKind::D2H, 4096),
+            ar.clone(),
+            cp(CopyKind::H2D, 4096),
+        ]
+    };
+    let traced = run(vec![rank(1), rank(0)], SIMPLE, SimOptions::default()).unwrap();
+    assert_eq!(traced.per_op["Memcpy"].count, 12);
+    assert!(traced.copy_time_s > 0.0);
+    let whatif = run(vec![rank(1), rank(0)], SIMPLE, SimOptions { mode: Mode::GpuDirect, staged_as_device: true, ..Default::default() }).unwrap();
+    assert_eq!(whatif.copy_time_s, 0.0, "every copy only staged an MPI buffer");
+    assert_eq!(whatif.paths["gpudirect-rdma"].messages, 4 + 2);
+}

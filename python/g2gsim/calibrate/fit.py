@@ -9,9 +9,9 @@ that determines it, errors taken relative to the measured time:
    file: the two are not separable on one node).
 2. host ping-pong below 1 KiB: the small-message latency ``send_overhead + recv_overhead +
    shm_latency`` (split evenly between the two overheads).
-3. the eager limit: the size between 1 KiB and 4 MiB after which the host ping-pong time departs
-   most (relative to itself) from the line through the two sizes before; the jump there is the
-   rendezvous cost (2 control messages = 2 ``shm_latency``).  A jump down (the library switches to
+3. the eager limit: the size between 1 KiB and 4 MiB where the host ping-pong curve jumps most
+   (``eager_break``: the same jump seen from the sizes below and from the sizes above); the jump
+   is the rendezvous cost (2 control messages = 2 ``shm_latency``).  A jump down (the library switches to
    a faster single-copy protocol) cannot be expressed: then ``shm_latency`` is a tenth of the
    small-message latency.
 4. ``node.host.shm_bw`` from the large-message regime (>= 1 MiB) of ping-ping (``--host-bw-from``),
@@ -23,8 +23,10 @@ that determines it, errors taken relative to the measured time:
    three times as long as to one (one port per GPU), else ``all-to-all``.
 6. collectives: an algorithm the measurement forced through Open MPI MCA variables (the script's
    linear Scatter/Gather) is written to ``[collectives.algorithms]``; for the others (Bcast) the
-   algorithm whose simulation matches the measured curves best, kept only if it beats the default
-   selection rules by 10%.
+   algorithm whose simulation matches the measured curves from 32 KiB to 64 MiB best (median
+   absolute log error), on the buffer mode whose point-to-point curves the fit matches best (so a
+   poorly fitted path does not pick the algorithm), kept only if it beats the default selection
+   rules by 10%.  ``pipeline:1g`` is an unsegmented chain (Open MPI's choice from 1 MiB on 4-7 ranks).
 
 Everything else (NIC, network, reductions, pipelining) comes from the base file.  The written file
 cites the run (date, hosts, MPI, UCX, GPU) in comments; :func:`verify` simulates every measured
@@ -45,7 +47,8 @@ from .micro import KiB, MiB, P2PParams, Series, closed_form, series_from_raw, si
 
 LARGE_FROM = 1 * MiB           # "large-message regime" of the host bandwidth fit
 TARGET_FROM = 32 * KiB         # the accuracy target's size split
-COLL_CANDIDATES = {"Bcast": ["binomial", "pipeline", "scatter_allgather", "pipelined_binomial", "linear"],
+COLL_SEARCH_MAX = 64 * MiB     # the algorithm search skips larger collectives (slow to simulate)
+COLL_CANDIDATES = {"Bcast": ["binomial", "pipeline", "pipeline:1g", "scatter_allgather", "pipelined_binomial", "linear"],
                    "Scatter": ["linear", "binomial"], "Gather": ["linear", "binomial"]}
 
 
@@ -198,16 +201,22 @@ def _find(series: list[Series], kind: str, mode: str, scope: str = "intra", op: 
 
 
 def eager_break(s: Series, lo: int = KiB, hi: int = 4 * MiB) -> dict | None:
-    """The protocol switch of a ping-pong curve: the size after which the time departs most, relative
-    to itself, from the straight line through the two sizes before.  {'limit': last size below the
-    switch, 'step': measured minus extrapolated time just above it (s)}."""
+    """The protocol switch of a ping-pong curve: {'limit': the last size below it, 'step': the jump
+    (s)}.  For each pair of neighbouring sizes, the jump is measured twice: the time just above
+    against the line through the two sizes below, and the line through the two sizes above, taken
+    back to the size below, against the time there.  A switch shows the same sign both ways (a
+    bend in the curve does not); the smaller of the two is the step, and the switch is where it is
+    largest relative to the time."""
     x, t = s.sizes.astype(float), s.t
     best = None
-    for i in range(1, len(x) - 1):
+    for i in range(1, len(x) - 2):
         if not (lo <= x[i] < hi):
             continue
-        pred = t[i] + (t[i] - t[i - 1]) * (x[i + 1] - x[i]) / (x[i] - x[i - 1])
-        step = float(t[i + 1] - pred)
+        fwd = t[i + 1] - (t[i] + (t[i] - t[i - 1]) * (x[i + 1] - x[i]) / (x[i] - x[i - 1]))
+        back = (t[i + 1] - (t[i + 2] - t[i + 1]) * (x[i + 1] - x[i]) / (x[i + 2] - x[i + 1])) - t[i]
+        if fwd * back <= 0:
+            continue
+        step = float(fwd if abs(fwd) < abs(back) else back)
         rel = abs(step) / t[i + 1]
         if best is None or rel > best["rel"]:
             best = {"limit": int(x[i]), "step": step, "rel": rel}
@@ -357,16 +366,37 @@ def _log_err(pred, meas) -> float:
     return float(np.median(np.abs(np.log(np.asarray(pred) / np.asarray(meas)))))
 
 
+def reference_mode(series: list[Series], p: P2PParams) -> str:
+    """The buffer mode whose point-to-point curves the fitted closed forms match best (median absolute
+    relative error from 32 KiB): collective algorithms are chosen on that mode's collectives, so that
+    the choice reflects the algorithm's structure rather than the errors of a poorly fitted path."""
+    best, err = "host", float("inf")
+    for mode in ("host", "staged", "device"):
+        es = [np.abs(closed_form(s.kind, mode, s.sizes, p) / s.t - 1)[s.sizes >= TARGET_FROM]
+              for s in series if s.mode == mode and s.kind in ("pingpong", "pingping") and s.scope == "intra"]
+        es = [e for e in es if len(e)]
+        if es:
+            e = float(np.median(np.concatenate(es)))
+            if e < err:
+                best, err = mode, e
+    return best
+
+
 def choose_collectives(series: list[Series], res: FitResult, workdir=None,
                        forced: dict | None = None) -> tuple[dict, dict]:
     colls = [s for s in series if s.kind == "collective"]
     if not colls:
         return {}, {}
     chosen: dict[str, str] = dict(forced or {})
-    report: dict[str, Any] = {"forced": dict(forced or {})}
+    ref = reference_mode(series, res.params)
+    report: dict[str, Any] = {"forced": dict(forced or {}), "reference_mode": ref,
+                              "sizes": f"{size_label(TARGET_FROM)} - {size_label(COLL_SEARCH_MAX)}"}
     with machine_file(res) as path:
         for op, cands in COLL_CANDIDATES.items():
-            ss = [s for s in colls if s.op == op]
+            ss = [s for s in colls if s.op == op and s.mode == ref] or [s for s in colls if s.op == op]
+            ss = [replace(s, sizes=s.sizes[m], t=s.t[m]) for s in ss
+                  for m in [(s.sizes >= TARGET_FROM) & (s.sizes <= COLL_SEARCH_MAX)]]
+            ss = [s for s in ss if len(s.sizes)]
             if not ss or op in chosen:
                 continue
             scores = {"default": sum(_log_err(simulate_series(s, path, workdir=workdir), s.t) for s in ss)}
@@ -453,7 +483,7 @@ def to_toml(res: FitResult, name: str = "h200x4-calibrated", raw_path: str | Non
     c("")
     c("[node.pcie]")
     cp = d.get("copy")
-    c(f"bw = {_toml_value(fmt_bw(p.copy_bw))}" + (f"          # fitted: cudaMemcpy pinned D2H + H2D, 1 B-256 MiB, slope" if cp else "  # base"))
+    c(f"bw = {_toml_value(fmt_bw(p.copy_bw))}" + ("          # fitted: cudaMemcpy pinned D2H + H2D, 1 B-256 MiB, slope" if cp else "  # base"))
     c(f"latency = {_toml_value(fmt_dur(p.pcie_latency))}" + "       # base (one node: not separable from gpu.copy_delay)")
     c("")
     c("[node.nvlink]")
@@ -467,7 +497,7 @@ def to_toml(res: FitResult, name: str = "h200x4-calibrated", raw_path: str | Non
     c("")
     c("[node.host]")
     sb = d.get("shm_bw")
-    c(f"shm_bw = {_toml_value(fmt_bw(p.shm_bw))}" + (f"        # fitted: host {' + '.join(sb['from'])} >= {size_label(sb['sizes_from'])} (one link shared by all intra-node host transfers)" if sb else "  # base"))
+    c(f"shm_bw = {_toml_value(fmt_bw(p.shm_bw))}" + (f"        # fitted: {' + '.join(sb['from'])} >= {size_label(sb['sizes_from'])} (one link shared by all intra-node host transfers)" if sb else "  # base"))
     c(f"shm_latency = {_toml_value(fmt_dur(p.shm_latency))}" + "  # fitted: " + (d.get("eager", {}).get("why", "1/10 of the small-message latency")))
     c("")
     for sect in ("nic",):
@@ -507,18 +537,18 @@ def to_toml(res: FitResult, name: str = "h200x4-calibrated", raw_path: str | Non
     algos = dict(coll.pop("algorithms", {}) or {})
     for op, a in res.coll_algos.items():
         algos[op.lower()] = a
-    if coll or algos:
+    if coll:
         c("")
         c("[collectives]")
         for k, v in coll.items():
             c(f"{k} = {_toml_value(v)}")
-        if algos:
-            c("")
-            forced = (d.get("collectives") or {}).get("forced") or {}
-            c("[collectives.algorithms]     # " + ("; ".join(f"{k}: forced in the run (MCA)" for k in forced) +
-                                                  ("; " if forced else "") + "others: best-matching simulation"))
-            for k, v in algos.items():
-                c(f"{k} = {_toml_value(v)}")
+    if algos:
+        c("")
+        forced = (d.get("collectives") or {}).get("forced") or {}
+        c("[collectives.algorithms]     # " + ("; ".join(f"{k}: forced in the run (MCA)" for k in forced) +
+                                              ("; " if forced else "") + "others: best-matching simulation"))
+        for k, v in algos.items():
+            c(f"{k} = {_toml_value(v)}")
     return "\n".join(L) + "\n"
 
 

@@ -33,7 +33,6 @@ import datetime
 import json
 import os
 import platform
-import socket
 import sys
 import time
 import traceback

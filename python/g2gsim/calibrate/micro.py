@@ -209,9 +209,13 @@ def _predict_from_report(s: Series, rep: dict, iters: int) -> float:
 
 def simulate_series(s: Series, machine, sizes=None, iters: int = 3, workdir: str | Path | None = None,
                     coll_algos: str | None = None) -> np.ndarray:
-    """The simulated time of each size of ``s`` (the same unit as ``s.t``) on ``machine``."""
+    """The simulated time of each size of ``s`` (the same unit as ``s.t``) on ``machine``.
+
+    Collectives run once per size (each starts at a barrier; the simulation is deterministic)."""
     from ..sim import simulate
     sizes = s.sizes if sizes is None else np.asarray(sizes)
+    if s.kind == "collective":
+        iters = 1
     out = np.empty(len(sizes))
     opts: dict[str, Any] = {}
     if s.scope == "inter":

@@ -88,7 +88,8 @@ Platform assumptions (also written as comments into platform.xml):
 * messages between ranks of one node use the host's loopback at the shared-memory bandwidth and
   latency (``node.host.shm_*``); SimGrid's loopback is a FATPIPE (not shared), g2gsim's shm link is
   shared max-min by the node's flows;
-* MPI: ``smpi_cfg`` sets SimGrid's eager/rendezvous switch (``smpi/send-is-detached-thresh``) to the
+* MPI: ``smpi_cfg`` sets SimGrid's eager/rendezvous switch (``smpi/send-is-detached-thresh``) and
+  the size below which data moves before the receive is posted (``smpi/async-small-thresh``) to the
   preset's eager limit (inclusive, as g2gsim), its send/receive overheads (``smpi/os``, ``smpi/ois``,
   ``smpi/or``) to ``mpi.send_overhead`` / ``mpi.recv_overhead``, switches off SMPI's piecewise
   bandwidth/latency correction factors, TCP window limit, RTT-weighted sharing and cross-traffic
@@ -317,6 +318,8 @@ def smpi_cfg(p: dict | str | Path) -> list[str]:
         "--cfg=smpi/host-speed:1Gf",
         "--cfg=smpi/simulate-computation:yes",
         f"--cfg=smpi/send-is-detached-thresh:{int(p['eager_limit']) + 1}",
+        # eager data moves before the receive is posted (SimGrid's default 0 waits for the match)
+        f"--cfg=smpi/async-small-thresh:{int(p['eager_limit']) + 1}",
         f"--cfg=smpi/os:0:{o_s:.9g}:0",
         f"--cfg=smpi/ois:0:{o_s:.9g}:0",
         f"--cfg=smpi/or:0:{o_r:.9g}:0",
