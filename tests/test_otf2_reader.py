@@ -842,3 +842,73 @@ def test_scorep_cuda_streams(tmp_path):
         assert g.loc[first - 1, "op"] == "Compute" and g.loc[first - 1, "t_end_ns"] == 104
     assert check_matching(t) == []
     _roundtrip(t, tmp_path)
+
+
+def _blocking_copy_archive(path, async_: bool, call=None, dma=(122, 222), corr=False):
+    """Rank 0: MPI_Init (leaves at 100 us), a 100 us D2H copy of 4096 bytes in the 150 us gap up to
+    MPI_Send (250 us); ``call``: the (enter, leave) of its host cudaMemcpy(Async) region, which
+    carries the copy's g2g:corr when ``corr``.  Times in us (ticks are ns)."""
+    import _otf2
+    from otf2.enums import Paradigm, RegionRole, Type
+    us = 1000
+    with SynthArchive(path, nranks=2, gpu=True, tracer_attrs=True) as A:
+        W = A.world
+        A.extra_attrs["g2g:corr"] = A.d.attribute("g2g:corr", "g2g:corr", Type.UINT32)
+        for r in range(2):
+            A.enter(r, 0, "MPI_Init")
+            A.leave(r, 100 * us, "MPI_Init")
+        if call is not None:
+            name = "cudaMemcpyAsync" if async_ else "cudaMemcpy"
+            reg = A.region(name, Paradigm.CUDA, RegionRole.WRAPPER)
+            _otf2.EvtWriter_Enter(A._loc(0, False, call[0] * us).handle,
+                                  A._attrs(None, {"g2g:corr": 7} if corr else None),
+                                  call[0] * us, reg)
+            A.leave(0, call[1] * us, name, paradigm=Paradigm.CUDA, role=RegionRole.WRAPPER)
+        A.enter(0, 250 * us, "MPI_Send")
+        A.send(0, 260 * us, 1, W, 1, 64)
+        A.leave(0, 300 * us, "MPI_Send")
+        A.enter(1, 250 * us, "MPI_Recv")
+        A.recv(1, 290 * us, 0, W, 1, 64)
+        A.leave(1, 300 * us, "MPI_Recv")
+        for r in range(2):
+            A.enter(r, 400 * us, "MPI_Finalize")
+            A.leave(r, 500 * us, "MPI_Finalize")
+        extra = {"g2g:copy_kind": 1, "g2g:stream": 7, "g2g:async": int(async_)}
+        if corr:
+            extra["g2g:corr"] = 7
+        A.rma_put(0, dma[0] * us, 0, 4096, mid=1, extra=extra)
+        A.rma_complete(0, dma[1] * us, mid=1)
+    t = _read(A.anchor)
+    df = _df(t)
+    return df[df["rank"] == 0].reset_index(drop=True)
+
+
+@pytest.mark.parametrize("call,corr,host_us", [
+    (None, False, 100),              # no host call recorded: the copy's own interval
+    ((115, 225), False, 110),        # the cudaMemcpy region around it (matched by time)
+    ((115, 225), True, 110),         # ... by the tracer's correlation id
+    ((110, 200), True, 90),          # pageable: the DMA ran after the call returned (same id)
+])
+def test_blocking_copy_not_in_compute(tmp_path, call, corr, host_us):
+    """A synchronous copy between two MPI calls is a blocking Memcpy row and its host time is not
+    also in the Compute rows around it (the simulator charges the Memcpy itself)."""
+    dma = (205, 230) if call == (110, 200) else (122, 222)
+    r0 = _blocking_copy_archive(tmp_path / "a", False, call, dma, corr)
+    gap = r0.iloc[r0.index[r0.op == "Init"][0] + 1:r0.index[r0.op == "Send"][0]]
+    assert list(gap.op) == ["Compute", "Memcpy", "Compute"]
+    assert gap[gap.op == "Compute"].dur_ns.sum() == (150 - host_us) * 1000
+    m = gap[gap.op == "Memcpy"].iloc[0]
+    assert (m.copy_kind, m.stream, m.bytes) == ("d2h", -1, 4096)
+    assert m.t_end_ns - m.t_start_ns == (dma[1] - dma[0]) * 1000
+
+
+@pytest.mark.parametrize("call", [None, (120, 125)])
+def test_async_copy_keeps_compute(tmp_path, call):
+    """An asynchronous copy (stream >= 0): the host goes on, the whole gap stays compute (its
+    call's launch cost included)."""
+    r0 = _blocking_copy_archive(tmp_path / "a", True, call)
+    gap = r0.iloc[r0.index[r0.op == "Init"][0] + 1:r0.index[r0.op == "Send"][0]]
+    assert sorted(gap.op) == ["Compute", "Compute", "Memcpy"]
+    assert gap[gap.op == "Compute"].dur_ns.sum() == 150 * 1000
+    m = gap[gap.op == "Memcpy"].iloc[0]
+    assert (m.copy_kind, m.stream, m.bytes) == ("d2h", 7, 4096)

@@ -1121,19 +1121,33 @@ class RankConverter:
         by_corr = {a[3]: i for i, a in enumerate(api) if a[3] is not None}
         placed = []                              # (h0, h1 host busy until, row)
         used = bytearray(len(api))
+        call_row: dict[int, list] = {}           # synchronous call (index in api) -> its row
         for c0, c1, kind, nbytes, stream, sync, corr in self.copies:
             # the host call that issued it: the one with its correlation id (our tracer), else
             # the latest memcpy API call not yet matched that started before the copy (each
             # call issues one copy)
             i = by_corr.get(corr, -1) if corr is not None else -1
+            by_id = i >= 0
+            if by_id and used[i] and sync is not False and api[i][2]:
+                prev = call_row.get(i)
+                if prev is not None and prev[F_CK] == kind:
+                    # another DMA of the same synchronous call (a pageable copy done in
+                    # chunks): one blocking copy, whose host time is the call's
+                    prev[F_BYTES] += nbytes
+                    prev[F_T1] = max(prev[F_T1], c1)
+                    continue
             if i < 0 or used[i]:
+                by_id = False
                 i = bisect.bisect_right(api_t0, c0) - 1
                 while i >= 0 and used[i]:
                     i -= 1
             a = api[i] if i >= 0 else None
             keep = False
-            if a is not None and a[2] and c0 <= a[1] and sync is not False:
-                h0, h1, s = a[0], a[1], -1        # synchronous copy: host blocked in the call
+            if a is not None and a[2] and (c0 <= a[1] or by_id) and sync is not False:
+                # synchronous copy: the host was blocked in the call (its whole region, which
+                # is what leaves the gap around it; a call known by its correlation id also
+                # when its DMA ran after it returned, as from pageable memory)
+                h0, h1, s = a[0], a[1], -1
                 used[i] = 1
             elif a is not None and not a[2] and sync is not True:
                 h0, h1, s = a[0], a[0], stream
@@ -1145,6 +1159,8 @@ class RankConverter:
                 h0, h1, s = c0, c0, stream
             row = _row(C_MEMCPY, c0, c1, nbytes=nbytes)
             row[F_CK], row[F_STREAM] = kind, s
+            if s == -1 and a is not None and used[i] and a[2]:
+                call_row[i] = row
             placed.append((h0, h1, row, keep))
         placed.sort(key=lambda p: p[0])
         out = []
