@@ -497,19 +497,9 @@ def test_no_cuda_means_host(tracer_lib, ping_exe, tmp_path):
                if type(e).__name__ in MSG_RECORDS)
 
 
-@pytest.mark.gpu
-def test_real_gpu(tracer_lib, build_dir, tmp_path):
-    """On a machine with an NVIDIA GPU (--rungpu): real libcuda classification and CUPTI copies.
-
-    The MPI need not be CUDA-aware (device buffers only go to MPI_Bcast on MPI_COMM_SELF).  Put the
-    directory of libcupti.so / libcudart.so on LD_LIBRARY_PATH or set G2G_LIBCUPTI / G2G_LIBCUDART.
-    """
-    exe = _cc(build_dir / "gpu_ping", DATA / "gpu_ping.c")
-    extra = {k: os.environ[k] for k in ("LD_LIBRARY_PATH", "G2G_LIBCUPTI", "G2G_LIBCUDART") if k in os.environ}
-    mpirun = [c if c != str(NP) else "2" for c in MPIRUN]
-    if "LD_LIBRARY_PATH" in extra:
-        mpirun = mpirun[:1] + ["-x", "LD_LIBRARY_PATH"] + mpirun[1:]
-    a = Archive(run_traced(tracer_lib, tmp_path / "trace", mpirun + [str(exe)], **extra))
+def check_gpu_ping(a: "Archive") -> None:
+    """What gpu_ping.c must record on a real NVIDIA GPU: real libcuda classification of the buffers
+    and the CUPTI copies (3 per rank)."""
     for r in range(2):
         (bcast, allred) = a.of(r, "MpiCollectiveEnd")
         assert bcast.communicator.name == "MPI_COMM_SELF" and attrs(bcast)["g2g:mem_space"] == 1    # device
@@ -523,6 +513,37 @@ def test_real_gpu(tracer_lib, build_dir, tmp_path):
         done = [e.time for e in gpu if type(e).__name__ == "RmaOpCompleteBlocking"]
         if r == 0:   # the synchronous D2H ended before the send of its data
             assert done[1] <= a.of(0, "MpiSend")[0].time
+
+
+def test_h200_recording_of_gpu_ping(tmp_path):
+    """The archive recorded on the 4 x H200 machine (tests/data/gpu-ping-h200-otf2/run_device.sh):
+    device, managed and host buffers classified by the real libcuda, copies from the real CUPTI."""
+    import tarfile
+    with tarfile.open(ROOT / "tests/data/gpu-ping-h200-otf2/gpu-ping-h200-otf2.tar.gz") as t:
+        t.extractall(tmp_path, filter="data")
+    check_gpu_ping(Archive(tmp_path / "trace" / "traces.otf2"))
+    # and the importer turns it into native operations with those memory spaces
+    from g2gsim.readers.otf2_reader import read_otf2
+    df = read_otf2(tmp_path / "trace" / "traces.otf2", processes=1).to_pandas()
+    assert set(df[df.op == "Bcast"].mem_space) == {"device"}
+    assert set(df[df.op == "Allreduce"].mem_space) == {"managed"}
+    assert set(df[df.op.isin(["Send", "Recv"])].mem_space) == {"host"}
+    assert (df.op == "Memcpy").sum() >= 4
+
+
+@pytest.mark.gpu
+def test_real_gpu(tracer_lib, build_dir, tmp_path):
+    """On a machine with an NVIDIA GPU (--rungpu): real libcuda classification and CUPTI copies.
+
+    The MPI need not be CUDA-aware (device buffers only go to MPI_Bcast on MPI_COMM_SELF).  Put the
+    directory of libcupti.so / libcudart.so on LD_LIBRARY_PATH or set G2G_LIBCUPTI / G2G_LIBCUDART.
+    """
+    exe = _cc(build_dir / "gpu_ping", DATA / "gpu_ping.c")
+    extra = {k: os.environ[k] for k in ("LD_LIBRARY_PATH", "G2G_LIBCUPTI", "G2G_LIBCUDART") if k in os.environ}
+    mpirun = [c if c != str(NP) else "2" for c in MPIRUN]
+    if "LD_LIBRARY_PATH" in extra:
+        mpirun = mpirun[:1] + ["-x", "LD_LIBRARY_PATH"] + mpirun[1:]
+    check_gpu_ping(Archive(run_traced(tracer_lib, tmp_path / "trace", mpirun + [str(exe)], **extra)))
 
 
 # ------------------------------------------------------------------------------------------------
