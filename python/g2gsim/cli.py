@@ -375,9 +375,16 @@ def print_comparison(reps: dict):
     rows = [("run time", "total_time_s"), ("communication / rank", "comm_time_s"), ("copies / rank", "copy_time_s"),
             ("compute / rank", "compute_time_s")]
     for label, key in rows:
-        sp = hc[key] / gd[key] if gd[key] > 0 else float("nan")
-        t.add_row(label, *[_fmt_s(r[key]) for r in reps.values()], f"{sp:.2f}x" if hc[key] > 0 else "-")
+        if hc[key] <= 0:
+            sp = "-"
+        elif gd[key] <= 0:
+            sp = "all removed"
+        else:
+            sp = f"{hc[key] / gd[key]:.2f}x"
+        t.add_row(label, *[_fmt_s(r[key]) for r in reps.values()], sp)
     console.print(t)
+    console.print("communication includes the staging copies HostCopy makes inside MPI calls; "
+                  "`g2gsim compare` splits it by operation, size and call site")
 
 
 @main.command()
