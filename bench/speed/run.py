@@ -193,9 +193,9 @@ def key_of(r: dict) -> tuple:
 def table(results: list[dict]) -> str:
     rows = []
     base: dict[str, dict] = {}
-    for r in sorted(results, key=lambda r: (r["workload"], r["runner"], r["ranks"])):
+    for r in sorted(results, key=lambda r: (r["workload"], r["machine"], r["runner"], r["ranks"])):
         if r["status"] == "ok" and r.get("max_rss_bytes"):
-            b = base.setdefault((r["workload"], r["runner"]), r)
+            b = base.setdefault((r["workload"], r["machine"], r["runner"]), r)
             marg = ((r["max_rss_bytes"] - b["max_rss_bytes"]) / (r["ranks"] - b["ranks"])
                     if r["ranks"] > b["ranks"] else None)
         else:
@@ -204,14 +204,14 @@ def table(results: list[dict]) -> str:
         if status != "ok":
             status += f" after {r['process_wall_s']:.0f} s"
         rows.append([
-            r["workload"], f"{r['ranks']:,}", fmt_int(r.get("mpi_ops")), fmt_int(r.get("events")),
+            r["workload"], r["machine"], f"{r['ranks']:,}", fmt_int(r.get("mpi_ops")), fmt_int(r.get("events")),
             f"{r['engine_wall_s']:.2f}" if r.get("engine_wall_s") is not None else "-",
             f"{r['cpu_s']:.1f}", fmt_rate(r.get("mpi_ops_per_s")), fmt_rate(r.get("mpi_ops_per_cpu_s")),
             fmt_rate(r.get("events_per_s")), fmt_bytes(r.get("max_rss_bytes")),
             fmt_bytes(r.get("bytes_per_rank")), fmt_bytes(marg) if marg is not None else "-",
             fmt_int(r.get("messages")), fmt_int(r.get("flow_solves")), fmt_int(r.get("peak_flows")), status,
         ])
-    return markdown_table(["workload", "ranks", "MPI ops", "events", "sim wall s", "CPU s", "MPI ops/s",
+    return markdown_table(["workload", "machine", "ranks", "MPI ops", "events", "sim wall s", "CPU s", "MPI ops/s",
                            "MPI ops/CPU-s", "events/s", "peak RSS", "B/rank", "marginal B/rank",
                            "messages", "flow solves", "peak flows", "status"], rows)
 
