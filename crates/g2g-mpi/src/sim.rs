@@ -945,13 +945,7 @@ impl<'a> Sim<'a> {
         }
         match phase {
             0 => {
-                let dst = self.world_of(r, op.comm, op.peer, op.seq)?;
-                let src_gpu = self.effective_gpu(op.mem);
-                // the receiver's buffer space is not known at the sender: assume it matches ours
-                let (_, stage_src, _) = self.choose_path(r, dst, src_gpu, src_gpu, op.bytes, false);
-                if stage_src && op.bytes > 0 {
-                    self.ranks[r as usize].phase = 1;
-                    self.start_rank_copy(r, op.bytes, true);
+                if self.stage_before_send(r, op)? {
                     return Ok(false);
                 }
                 self.exec_send(r, op, 1)
@@ -972,6 +966,21 @@ impl<'a> Sim<'a> {
             }
             _ => Ok(true),
         }
+    }
+
+    /// HostCopy: a GPU send buffer that travels over the host path is first copied to the host by
+    /// the rank (blocking).  Starts that copy and moves the op to phase 1; false if none is needed.
+    fn stage_before_send(&mut self, r: u32, op: &Op) -> Result<bool, SimError> {
+        let dst = self.world_of(r, op.comm, op.peer, op.seq)?;
+        let gpu = self.effective_gpu(op.mem);
+        // the receiver's buffer space is not known at the sender: assume it matches ours
+        let (_, stage_src, _) = self.choose_path(r, dst, gpu, gpu, op.bytes, false);
+        if stage_src && op.bytes > 0 {
+            self.ranks[r as usize].phase = 1;
+            self.start_rank_copy(r, op.bytes, true);
+            return Ok(true);
+        }
+        Ok(false)
     }
 
     fn map_req(&mut self, r: u32, op: &Op, req: ReqId) {
@@ -1022,15 +1031,8 @@ impl<'a> Sim<'a> {
     fn exec_sendrecv(&mut self, r: u32, op: &Op, phase: u8) -> Result<bool, SimError> {
         match phase {
             0 => {
-                let gpu = self.effective_gpu(op.mem);
-                if op.peer != PROC_NULL {
-                    let dst = self.world_of(r, op.comm, op.peer, op.seq)?;
-                    let (_, stage_src, _) = self.choose_path(r, dst, gpu, gpu, op.bytes, false);
-                    if stage_src && op.bytes > 0 {
-                        self.ranks[r as usize].phase = 1;
-                        self.start_rank_copy(r, op.bytes, true);
-                        return Ok(false);
-                    }
+                if op.peer != PROC_NULL && self.stage_before_send(r, op)? {
+                    return Ok(false);
                 }
                 self.exec_sendrecv(r, op, 1)
             }
@@ -1090,16 +1092,18 @@ impl<'a> Sim<'a> {
     /// If the rank's wait is satisfied, retires the requests and unblocks it (the caller or an event
     /// continues it).  Returns true if it unblocked.
     fn check_wait(&mut self, r: u32) -> bool {
-        let (sat, reqs, any) = match &self.ranks[r as usize].block {
-            Block::Wait { reqs, any } => {
-                let sat = if *any { reqs.is_empty() || reqs.iter().any(|&q| self.reqs[q as usize].done) } else { reqs.iter().all(|&q| self.reqs[q as usize].done) };
-                (sat, reqs.clone(), *any)
-            }
+        let sat = match &self.ranks[r as usize].block {
+            Block::Wait { reqs, any: true } => reqs.is_empty() || reqs.iter().any(|&q| self.reqs[q as usize].done),
+            Block::Wait { reqs, any: false } => reqs.iter().all(|&q| self.reqs[q as usize].done),
             _ => return false,
         };
         if !sat {
             return false;
         }
+        // satisfied: take the wait list out (no copy) and retire its requests
+        let Block::Wait { reqs, any } = std::mem::replace(&mut self.ranks[r as usize].block, Block::None) else {
+            return false;
+        };
         let mut retired_one = false;
         for q in reqs {
             let rq = &self.reqs[q as usize];
@@ -1116,7 +1120,6 @@ impl<'a> Sim<'a> {
                 self.ranks[r as usize].reqmap.insert(key, q);
             }
         }
-        self.ranks[r as usize].block = Block::None;
         true
     }
 
