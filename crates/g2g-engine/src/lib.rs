@@ -5,45 +5,92 @@
 //! the same inputs give the same run, byte for byte (the ns-3 rule).
 //!
 //! Events whose time changes (a network flow that speeds up or slows down when another flow starts or
-//! ends) are not removed from the heap: the payload carries a version number and the model ignores an
-//! event whose version is stale (lazy invalidation), which keeps the queue a plain binary heap.
+//! ends) are not removed from the queue: the payload carries a version number and the model ignores an
+//! event whose version is stale (lazy invalidation).
 
-use std::cmp::Ordering;
-use std::collections::BinaryHeap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
 
 /// Simulated time in nanoseconds.
 pub type Time = u64;
 
-struct Entry<E> {
-    t: Time,
-    seq: u64,
-    ev: E,
+/// A fast, deterministic hasher for integer keys (the multiply-rotate scheme of rustc's FxHasher):
+/// the simulator's maps are keyed by ids and times, never by untrusted input, so SipHash's
+/// flooding resistance buys nothing and costs a third of a lookup.
+#[derive(Default, Clone, Copy)]
+pub struct FxHasher {
+    hash: u64,
 }
 
-impl<E> PartialEq for Entry<E> {
-    fn eq(&self, o: &Self) -> bool {
-        self.t == o.t && self.seq == o.seq
+const FX_SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+
+impl FxHasher {
+    #[inline]
+    fn add(&mut self, w: u64) {
+        self.hash = (self.hash.rotate_left(5) ^ w).wrapping_mul(FX_SEED);
     }
 }
-impl<E> Eq for Entry<E> {}
-impl<E> PartialOrd for Entry<E> {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
+
+impl Hasher for FxHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            self.add(u64::from_le_bytes(c.try_into().unwrap()));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut b = [0u8; 8];
+            b[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(b));
+        }
+    }
+    #[inline]
+    fn write_u8(&mut self, i: u8) {
+        self.add(i as u64);
+    }
+    #[inline]
+    fn write_u32(&mut self, i: u32) {
+        self.add(i as u64);
+    }
+    #[inline]
+    fn write_u64(&mut self, i: u64) {
+        self.add(i);
+    }
+    #[inline]
+    fn write_usize(&mut self, i: usize) {
+        self.add(i as u64);
+    }
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.hash
     }
 }
-impl<E> Ord for Entry<E> {
-    fn cmp(&self, o: &Self) -> Ordering {
-        // BinaryHeap is a max-heap: reverse so the earliest (time, seq) pops first.
-        (o.t, o.seq).cmp(&(self.t, self.seq))
-    }
-}
+
+/// `HashMap` with [`FxHasher`].
+pub type FxHashMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
 
 /// A priority queue of events ordered by (time, insertion sequence).
+///
+/// Discrete-event replays of MPI traces schedule most events at a time that already has events
+/// (every rank of a bulk-synchronous step does the same thing at the same instant: 93 % of the
+/// events of a 1,024-rank halo exchange), so the queue is a calendar of exact times: a binary heap
+/// of the distinct pending times, and for each time a FIFO of its events in insertion order.
+/// Pushing at a time already present and popping are O(1); only a new distinct time costs
+/// O(log T).  The order is exactly the (time, seq) order of a heap of (time, seq, event).
 pub struct EventQueue<E> {
-    heap: BinaryHeap<Entry<E>>,
+    /// events at `now`, in insertion order
+    cur: VecDeque<E>,
+    /// future times -> slot in `buckets`
+    index: FxHashMap<Time, u32>,
+    buckets: Vec<Vec<E>>,
+    free_slots: Vec<u32>,
+    times: BinaryHeap<Reverse<Time>>,
     seq: u64,
     now: Time,
     popped: u64,
+    len: usize,
 }
 
 impl<E> Default for EventQueue<E> {
@@ -54,7 +101,17 @@ impl<E> Default for EventQueue<E> {
 
 impl<E> EventQueue<E> {
     pub fn new() -> Self {
-        EventQueue { heap: BinaryHeap::new(), seq: 0, now: 0, popped: 0 }
+        EventQueue {
+            cur: VecDeque::new(),
+            index: FxHashMap::default(),
+            buckets: Vec::new(),
+            free_slots: Vec::new(),
+            times: BinaryHeap::new(),
+            seq: 0,
+            now: 0,
+            popped: 0,
+            len: 0,
+        }
     }
 
     /// Schedules `ev` at absolute time `t`.  Scheduling in the past is a model bug: it is clamped to
@@ -63,8 +120,29 @@ impl<E> EventQueue<E> {
     pub fn push(&mut self, t: Time, ev: E) {
         debug_assert!(t >= self.now, "event scheduled in the past: {t} < {}", self.now);
         let t = t.max(self.now);
-        self.heap.push(Entry { t, seq: self.seq, ev });
         self.seq += 1;
+        self.len += 1;
+        if t == self.now {
+            // no bucket exists for `now` (it was moved into `cur` when time reached it)
+            self.cur.push_back(ev);
+            return;
+        }
+        let slot = match self.index.get(&t) {
+            Some(&s) => s,
+            None => {
+                let s = match self.free_slots.pop() {
+                    Some(s) => s,
+                    None => {
+                        self.buckets.push(Vec::new());
+                        (self.buckets.len() - 1) as u32
+                    }
+                };
+                self.index.insert(t, s);
+                self.times.push(Reverse(t));
+                s
+            }
+        };
+        self.buckets[slot as usize].push(ev);
     }
 
     /// Schedules `ev` `dt` ns from now.
@@ -77,10 +155,28 @@ impl<E> EventQueue<E> {
     /// Removes the next event and advances `now` to its time.
     #[inline]
     pub fn pop(&mut self) -> Option<(Time, E)> {
-        let e = self.heap.pop()?;
-        self.now = e.t;
+        if self.cur.is_empty() && !self.advance() {
+            return None;
+        }
+        let e = self.cur.pop_front()?;
         self.popped += 1;
-        Some((e.t, e.ev))
+        self.len -= 1;
+        Some((self.now, e))
+    }
+
+    /// Moves the events of the next pending time into `cur`; false if there are none.
+    fn advance(&mut self) -> bool {
+        let Some(Reverse(t)) = self.times.pop() else {
+            return false;
+        };
+        let slot = self.index.remove(&t).expect("calendar bucket");
+        let v = std::mem::take(&mut self.buckets[slot as usize]);
+        // swap the bucket's buffer in as the FIFO (no copy) and keep the old one for reuse
+        let old = std::mem::replace(&mut self.cur, VecDeque::from(v));
+        self.buckets[slot as usize] = Vec::from(old);
+        self.free_slots.push(slot);
+        self.now = t;
+        true
     }
 
     #[inline]
@@ -88,17 +184,25 @@ impl<E> EventQueue<E> {
         self.now
     }
     pub fn len(&self) -> usize {
-        self.heap.len()
+        self.len
     }
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.len == 0
     }
     /// Events popped so far.
     pub fn processed(&self) -> u64 {
         self.popped
     }
+    /// Events scheduled so far.
+    pub fn scheduled(&self) -> u64 {
+        self.seq
+    }
     pub fn peek_time(&self) -> Option<Time> {
-        self.heap.peek().map(|e| e.t)
+        if !self.cur.is_empty() {
+            Some(self.now)
+        } else {
+            self.times.peek().map(|r| r.0)
+        }
     }
 }
 
@@ -149,8 +253,24 @@ mod tests {
 
     #[test]
     fn matches_a_sorted_order_under_random_interleaving() {
-        // pseudo-random pushes at or after `now`, interleaved with pops: the pop order must be
-        // the (time, insertion) order a stable sort gives
+        for spread in [1000u64, 8, 2, 1] {
+            random_interleaving(spread);
+        }
+    }
+
+    #[test]
+    fn fx_hasher_spreads_small_integers() {
+        use std::hash::BuildHasher;
+        let b = BuildHasherDefault::<FxHasher>::default();
+        let hs: std::collections::HashSet<u64> = (0..10_000u64).map(|i| b.hash_one(i)).collect();
+        assert_eq!(hs.len(), 10_000);
+        assert_ne!(b.hash_one("ab"), b.hash_one("ba"));
+    }
+
+    /// pseudo-random pushes at or after `now` (within `spread` ns: small spreads make many events
+    /// share a time), interleaved with pops: the pop order must be the (time, insertion) order a
+    /// stable sort gives
+    fn random_interleaving(spread: u64) {
         let mut q = EventQueue::new();
         let mut x: u64 = 0x9e3779b97f4a7c15;
         let mut rnd = move || {
@@ -164,7 +284,7 @@ mod tests {
         let mut out = vec![];
         let mut expect = vec![];
         for id in 0..20_000u32 {
-            let t = q.now() + rnd() % 1000;
+            let t = q.now() + rnd() % spread;
             q.push(t, id);
             pending.push((t, seq, id));
             seq += 1;
@@ -183,6 +303,8 @@ mod tests {
         expect.extend(pending.into_iter().map(|(t, _, v)| (t, v)));
         assert_eq!(out, expect);
         assert!(q.is_empty());
+        assert_eq!(q.len(), 0);
+        assert_eq!(q.processed(), 20_000);
     }
 
     #[test]

@@ -6,7 +6,9 @@
 //! with MPI_ANY_SOURCE / MPI_ANY_TAG and an unexpected queue.  Eager messages complete at the sender
 //! after the send overhead; rendezvous messages exchange RTS / CTS before the data moves.  Data moves
 //! as a [`Plan`] from the data-path models of g2g-net: stages of flows that share links max-min fairly.
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+use g2g_engine::FxHashMap as HashMap;
 use std::time::Instant;
 
 use g2g_coll::{AlgoOverrides, CollArgs, CollKind, Round, Thresholds};
@@ -306,8 +308,8 @@ impl Rank {
             phase: 0,
             block: Block::None,
             call_start: 0,
-            reqmap: HashMap::new(),
-            coll_seq: HashMap::new(),
+            reqmap: HashMap::default(),
+            coll_seq: HashMap::default(),
             posted: Vec::new(),
             unexpected: Vec::new(),
             pending_copies: Vec::new(),
@@ -377,6 +379,8 @@ struct Sim<'a> {
     /// the rank whose operation `exec` is running: completions for it return to `exec` instead of
     /// re-entering `step` (no recursion, whatever the trace)
     executing: Option<u32>,
+    /// communicator 0 is MPI_COMM_WORLD with the identity rank map (the fast path of `world_of`)
+    world_is_identity: bool,
 }
 
 /// HostCopy staging of a collective: (bytes copied device-to-host before, host-to-device after) on
@@ -462,7 +466,7 @@ pub fn simulate(
         }
         m.scale_network(opt.network_scale);
     }
-    let mut comms = HashMap::new();
+    let mut comms: HashMap<u32, Comm> = HashMap::default();
     for c in src.comms() {
         let size = c.size(nranks);
         if let Some(mem) = &c.members {
@@ -498,8 +502,8 @@ pub fn simulate(
         th,
         ov,
         stats: vec![OpStat::default(); OpKind::COUNT],
-        paths: HashMap::new(),
-        sizes: HashMap::new(),
+        paths: HashMap::default(),
+        sizes: HashMap::default(),
         p2p_msgs: 0,
         coll_msgs: 0,
         ops_total: total_ops_hint,
@@ -509,7 +513,9 @@ pub fn simulate(
         tl: None,
         next_uid: 0,
         executing: None,
+        world_is_identity: false,
     };
+    sim.world_is_identity = sim.comms.get(&0).map(|c| c.def.members.is_none() && c.size == nranks).unwrap_or(false);
     if let Some(p) = sim.opt.timeline.clone() {
         let nodes = sim.m.place.nodes;
         sim.tl = Some(crate::timeline::Timeline::create(&p, sim.opt.timeline_max_events, nodes, &sim.m.place.node_of, &sim.m.place.gpu_of).map_err(|e| SimError::Options(format!("timeline {p}: {e}")))?);
@@ -697,7 +703,11 @@ impl<'a> Sim<'a> {
         Endpoint { node: self.m.place.node_of[world as usize], gpu: self.m.place.gpu_of[world as usize] }
     }
 
+    #[inline]
     fn world_of(&self, r: u32, comm: u32, peer: i32, seq: u32) -> Result<u32, SimError> {
+        if comm == 0 && peer >= 0 && (peer as u32) < self.nranks && self.world_is_identity {
+            return Ok(peer as u32);
+        }
         let c = self.comms.get(&comm).ok_or_else(|| self.terr(r, seq, format!("communicator {comm} is not defined in the trace")))?;
         if peer < 0 || peer as u32 >= c.size {
             return Err(self.terr(r, seq, format!("peer {peer} is outside communicator {comm} (size {})", c.size)));

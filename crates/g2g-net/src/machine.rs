@@ -186,9 +186,16 @@ impl Machine {
     }
     /// Network links between two nodes' NICs on `rail`.
     pub fn net_route(&self, src: u32, dst: u32, rail: u32, out: &mut crate::paths::Links) {
-        let mut v: Vec<LinkId> = Vec::with_capacity(8);
-        self.topo.route(src, dst, rail % self.topo.rails(), &mut v);
-        out.extend(v.into_iter().map(|l| l + self.topo_base));
+        thread_local! {
+            // one scratch buffer per thread: a route per message must not allocate
+            static ROUTE: std::cell::RefCell<Vec<LinkId>> = std::cell::RefCell::new(Vec::with_capacity(16));
+        }
+        ROUTE.with(|v| {
+            let mut v = v.borrow_mut();
+            v.clear();
+            self.topo.route(src, dst, rail % self.topo.rails(), &mut v);
+            out.extend(v.iter().map(|&l| l + self.topo_base));
+        });
     }
     pub fn path_latency(&self, links: &[LinkId]) -> u64 {
         links.iter().map(|&l| self.latency[l as usize]).sum()

@@ -7,6 +7,10 @@ use g2g_mpi::{simulate as run_sim, Mapping, Mode, SimError, SimOptions};
 use g2g_net::MachineConfig;
 use g2g_trace::{ParquetTrace, TraceSource};
 
+// the same allocator as the g2gsim-core binary (many small short-lived allocations in the replay)
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 pyo3::create_exception!(_core, TraceError, PyValueError);
 pyo3::create_exception!(_core, MachineError, PyValueError);
 pyo3::create_exception!(_core, DeadlockError, PyRuntimeError);

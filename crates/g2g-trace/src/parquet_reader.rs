@@ -9,6 +9,7 @@ use arrow_array::{
 };
 use arrow_array::types::Int32Type;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::ProjectionMask;
 
 use crate::{CommDef, CopyKind, MemSpace, Op, OpKind, OpLists, TraceError, TraceSource};
 
@@ -109,6 +110,21 @@ impl ParquetTrace {
         let reqs = typed!("reqs", ListArray);
         let counts = typed!("counts_bytes", ListArray);
         let rcounts = typed!("recv_counts_bytes", ListArray);
+        // reserve each rank's queue once for this batch (growing 1,024 queues op by op reallocates
+        // and copies every queue several times)
+        {
+            let mut per_rank = vec![0u32; queues.len()];
+            for &r in rank.values().iter() {
+                if let Some(c) = per_rank.get_mut(r as usize) {
+                    *c += 1;
+                }
+            }
+            for (q, &c) in queues.iter_mut().zip(per_rank.iter()) {
+                if c > 0 {
+                    q.reserve(c as usize);
+                }
+            }
+        }
         let list_of = |l: &ListArray, i: usize| -> Vec<u64> {
             if l.is_null(i) {
                 return Vec::new();
@@ -227,7 +243,16 @@ impl TraceSource for ParquetTrace {
         }
         let f = self.file.try_clone().map_err(|e| self.err(None, None, e.to_string()))?;
         let reader = ParquetRecordBatchReaderBuilder::try_new(f)
-            .and_then(|b| b.with_row_groups(vec![self.next_rg]).with_batch_size(65536).build())
+            .and_then(|b| {
+                // only the columns the replay reads: timestamps and call sites are for reports
+                let skip = ["t_start_ns", "t_end_ns", "callsite"];
+                let roots: Vec<usize> = b.schema().fields().iter().enumerate()
+                    .filter(|(_, f)| !skip.contains(&f.name().as_str()))
+                    .map(|(i, _)| i)
+                    .collect();
+                let mask = ProjectionMask::roots(b.parquet_schema(), roots);
+                b.with_row_groups(vec![self.next_rg]).with_projection(mask).with_batch_size(65536).build()
+            })
             .map_err(|e| self.err(None, None, format!("row group {}: {e}", self.next_rg)))?;
         for batch in reader {
             let batch = batch.map_err(|e| self.err(None, None, format!("row group {} unreadable (truncated file?): {e}", self.next_rg)))?;

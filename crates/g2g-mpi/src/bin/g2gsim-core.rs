@@ -4,6 +4,10 @@ use g2g_mpi::{simulate, Mode, SimOptions};
 use g2g_net::MachineConfig;
 use g2g_trace::ParquetTrace;
 
+// mimalloc: the replay allocates and frees many small objects (messages, plans, request lists)
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.len() < 3 || args.iter().any(|a| a == "--help" || a == "-h") {
