@@ -57,11 +57,12 @@ WAIT_CODES = {OPC[o] for o in ("Wait", "Waitall", "Waitany", "Waitsome")}
 CK_D2H, CK_H2D, CK_D2D = (COPY_KINDS.index(k) for k in ("d2h", "h2d", "d2d"))
 MEM_HOST, MEM_DEVICE = 0, 1
 
-# row layout (lists, mutated while requests complete); the numeric fields first, reqs last
+# row layout (lists of ints, mutated while requests complete); F_REQS is the index of the row's
+# request list in ``RankConverter.req_lists`` (-1: none), so that a row is all ints
 (F_OP, F_T0, F_T1, F_DUR, F_PEER, F_TAG, F_COMM, F_BYTES, F_RBYTES, F_RPEER, F_RTAG, F_ROOT,
  F_REQ, F_MEM, F_CK, F_STREAM, F_CONTIG, F_REQS) = range(18)
 NF = 18
-NNUM = 17                                   # numeric fields
+NNUM = 17                                   # numeric fields (the columns of the trace)
 F_PRIO = 18          # Kernel rows only: a 19th field, the stream priority (other rows have none)
 NONCONTIG = 16                              # flag added to a record's memory-space code
 
@@ -73,7 +74,7 @@ def _s32(v: int) -> int:
 
 
 def _row(op, t0, t1, comm=0, peer=-1, tag=-1, nbytes=0, rbytes=0, req=0, mem=-1):
-    return [op, t0, t1, 0, peer, tag, comm, nbytes, rbytes, -1, -1, -1, req, mem, -1, -1, 1, None]
+    return [op, t0, t1, 0, peer, tag, comm, nbytes, rbytes, -1, -1, -1, req, mem, -1, -1, 1, -1]
 
 
 # OTF2 collective op enum -> our op name (None: not a data collective)
@@ -328,6 +329,7 @@ class RankConverter:
         self.rank = rank
         self.stats = stats
         self.rows: list[list] = []
+        self.req_lists: list[list] = []     # request lists of the rows (row[F_REQS] indexes)
         self.copies: list[tuple] = []       # (t0, t1, copy kind, bytes, stream, sync or None)
         self.api: list[tuple] = []          # host memcpy API calls (t0, t1, sync, corr)
         # GPU streams: host launch calls (t0, t1, corr, callsite, row), kernels read on the GPU
@@ -405,8 +407,7 @@ class RankConverter:
         g_site = None     # Score-P callsite id of the open launch call
         callsite_param = plan.callsite_param
 
-        def add(rec, t):
-            self.mpi_records += 1
+        def add(rec, t):    # (finish counts the records into self.mpi_records)
             if recs is not None:
                 recs.append(rec)
             else:           # MPI record outside any MPI region: a region of its own
@@ -487,22 +488,34 @@ class RankConverter:
 
         def isend(l, t, pos, ud, attrs, peer, comm, tag, ln, req):
             try:
-                add(("IS", t, peer, ccache.get(comm) or comm_of(comm, l, pos, t), tag, ln,
-                     mem(attrs) if has_mem else -1, req), t)
+                rec = ("IS", t, peer, ccache.get(comm) or comm_of(comm, l, pos, t), tag, ln,
+                     mem(attrs) if has_mem else -1, req)
+                if recs is not None:
+                    recs.append(rec)
+                else:
+                    add(rec, t)
             except Exception as e:  # noqa: BLE001
                 return fail(e, l, pos, t)
             return 0
 
         def isend_complete(l, t, pos, ud, attrs, req):
             try:
-                add(("ISC", t, req), t)
+                rec = ("ISC", t, req)
+                if recs is not None:
+                    recs.append(rec)
+                else:
+                    add(rec, t)
             except Exception as e:  # noqa: BLE001
                 return fail(e, l, pos, t)
             return 0
 
         def irecv_request(l, t, pos, ud, attrs, req):
             try:
-                add(("IRQ", t, req, mem(attrs) if has_mem else -1), t)
+                rec = ("IRQ", t, req, mem(attrs) if has_mem else -1)
+                if recs is not None:
+                    recs.append(rec)
+                else:
+                    add(rec, t)
             except Exception as e:  # noqa: BLE001
                 return fail(e, l, pos, t)
             return 0
@@ -517,8 +530,12 @@ class RankConverter:
 
         def irecv(l, t, pos, ud, attrs, peer, comm, tag, ln, req):
             try:
-                add(("IR", t, peer, ccache.get(comm) or comm_of(comm, l, pos, t), tag, ln,
-                     mem(attrs) if has_mem else -1, req), t)
+                rec = ("IR", t, peer, ccache.get(comm) or comm_of(comm, l, pos, t), tag, ln,
+                     mem(attrs) if has_mem else -1, req)
+                if recs is not None:
+                    recs.append(rec)
+                else:
+                    add(rec, t)
             except Exception as e:  # noqa: BLE001
                 return fail(e, l, pos, t)
             return 0
@@ -652,6 +669,8 @@ class RankConverter:
                  "MeasurementOnOff": meas, "ProgramBegin": prog_begin, "ProgramEnd": prog_end,
                  "Unknown": unknown, "ParameterUnsignedInt": param_uint}
         self._read(h, loc, funcs, st)
+        if recs:            # an MPI region left open at the end: its records were read
+            self.mpi_records += len(recs)
         if self.first_t is None:
             self.first_t = first
         if self.last_t is None:
@@ -664,16 +683,17 @@ class RankConverter:
                 self.stats["incomplete_requests"] = self.stats.get("incomplete_requests", 0) + 1
         if not rows and self.first_t is not None and self.last_t is not None:
             rows.append([C_COMPUTE, self.first_t, self.last_t, self.last_t - self.first_t,
-                         -1, -1, 0, 0, 0, -1, -1, -1, 0, -1, -1, -1, 1, None])
+                         -1, -1, 0, 0, 0, -1, -1, -1, 0, -1, -1, -1, 1, -1])
         elif rows and not plan.has_mpi and self.last_t is not None:
             # a program without MPI whose GPU calls made rows: the host time after the last one
             last = st["last_leave"]
             if last is not None and self.last_t > last:
                 rows.append([C_COMPUTE, last, self.last_t, self.last_t - last,
-                             -1, -1, 0, 0, 0, -1, -1, -1, 0, -1, -1, -1, 1, None])
+                             -1, -1, 0, 0, 0, -1, -1, -1, 0, -1, -1, -1, 1, -1])
 
     def finish(self, ref, t0, t1, recs, st, active, probes, loc, pos=None):
         """Turn the records of one MPI region into rows (appended to self.rows)."""
+        self.mpi_records += len(recs)
         fam, opname = self.fam.get(ref, _NOFAM)
         out: list[list] = []
         done = None
@@ -683,14 +703,14 @@ class RankConverter:
                 cid, n, me = rec[3]
                 op = _P2P_SEND.get(opname, C_SEND) if fam == FAM_P2P else C_SEND
                 out.append([op, t0, t1, 0, rec[2], rec[4], cid, rec[5], 0, -1, -1, -1, 0,
-                            rec[6], -1, -1, 1, None])
+                            rec[6], -1, -1, 1, -1])
             elif k == "R":
                 cid, n, me = rec[3]
                 out.append([C_RECV, t0, t1, 0, rec[2], rec[4], cid, 0, rec[5], -1, -1, -1, 0,
-                            rec[6], -1, -1, 1, None])
+                            rec[6], -1, -1, 1, -1])
             elif k == "IRQ":
                 row = [C_IRECV, t0, t1, 0, -3, -1, 0, 0, 0, -1, -1, -1, rec[2], rec[3], -1, -1, 1,
-                       None]
+                       -1]
                 active[rec[2]] = row
                 out.append(row)
             elif k == "IR":
@@ -699,7 +719,7 @@ class RankConverter:
                 if row is None or row[F_OP] != C_IRECV:
                     # posted before the measurement started: post it here
                     row = [C_IRECV, t0, t1, 0, peer, tag, c[0], 0, ln, -1, -1, -1, req, m, -1,
-                           -1, 1, None]
+                           -1, 1, -1]
                     out.append(row)
                     self._count("irecv_without_request")
                 else:
@@ -716,7 +736,7 @@ class RankConverter:
             elif k == "IS":
                 _, t, peer, c, tag, ln, m, req = rec
                 op = C_ISSEND if opname == "Issend" else C_ISEND
-                row = [op, t0, t1, 0, peer, tag, c[0], ln, 0, -1, -1, -1, req, m, -1, -1, 1, None]
+                row = [op, t0, t1, 0, peer, tag, c[0], ln, 0, -1, -1, -1, req, m, -1, -1, 1, -1]
                 active[req] = row
                 out.append(row)
             elif k == "ISC":
@@ -734,7 +754,7 @@ class RankConverter:
                 r = -1 if root == UNDEF32 else int(root)
                 b, rb = exact or coll_sizes(name, sent, rcvd, n, me, r == me)
                 out.append([OPC[name], t0, t1, 0, -1, -1, cid, b, rb, -1, -1, r, 0, m, -1, -1, 1,
-                            None])
+                            -1])
             else:
                 done = self._finish_rare(rec, k, fam, opname, t0, t1, out, done, active)
         if fam == FAM_SENDRECV:
@@ -748,24 +768,39 @@ class RankConverter:
                     s[F_MEM] = r[F_MEM]
                 out.remove(r)
         if done:
+            rl = self.req_lists
             if len(done) == 1:
                 out.append([C_WAIT, t0, t1, 0, -1, -1, 0, 0, 0, -1, -1, -1, done[0], -1, -1, -1,
-                            1, [done[0]]])
+                            1, len(rl)])
             else:
                 out.append([C_WAITALL, t0, t1, 0, -1, -1, 0, 0, 0, -1, -1, -1, 0, -1, -1, -1,
-                            1, done])
+                            1, len(rl)])
+            rl.append(done)
         elif fam == FAM_TEST:
             tested = list(dict.fromkeys(rec[2] for rec in recs if rec[0] == "T"))
             if tested:
+                rl = self.req_lists
                 out.append([OPC[opname], t0, t1, 0, -1, -1, 0, 0, 0, -1, -1, -1,
-                            tested[0] if len(tested) == 1 else 0, -1, -1, -1, 1, tested])
+                            tested[0] if len(tested) == 1 else 0, -1, -1, -1, 1, len(rl)])
+                rl.append(tested)
         if fam == FAM_INIT or fam == FAM_FINALIZE:
             out.insert(0, _row(OPC[opname], t0, t1))
             if fam == FAM_FINALIZE:
                 st["finalized"] = True
         if not out:
             return
-        self._append(out, t0, t1, st)
+        # self._append(out, t0, t1, st), inlined (once per MPI call)
+        last = st["last_leave"]
+        if last is not None and t0 > last:
+            if st["off"] or st["off_since"] is not None:
+                self._append(out, t0, t1, st)
+                return
+            self.rows.append([C_COMPUTE, last, t0, t0 - last, -1, -1, 0, 0, 0, -1, -1, -1, 0, -1,
+                              -1, -1, 1, -1])
+        else:
+            st["off"] = 0
+        self.rows.extend(out)
+        st["last_leave"] = t1
 
     def _append(self, out, t0, t1, st, anchor=None):
         """Append the rows ``out`` of a host call that ran from ``t0`` to ``t1``: first a Compute
@@ -786,7 +821,7 @@ class RankConverter:
                     d = 0
             else:
                 d = a - last
-            rows.append([C_COMPUTE, last, a, d, -1, -1, 0, 0, 0, -1, -1, -1, 0, -1, -1, -1, 1, None])
+            rows.append([C_COMPUTE, last, a, d, -1, -1, 0, 0, 0, -1, -1, -1, 0, -1, -1, -1, 1, -1])
         else:
             st["off"] = 0
         rows.extend(out)
@@ -818,7 +853,7 @@ class RankConverter:
             if stream is not None and p is not None:
                 self.stream_prio[stream] = _s32(p[1])
             return
-        row = [_GPU_OP[k], t0, t1, 0, -1, -1, 0, 0, 0, -1, -1, -1, 0, -1, -1, -1, 1, None]
+        row = [_GPU_OP[k], t0, t1, 0, -1, -1, 0, 0, 0, -1, -1, -1, 0, -1, -1, -1, 1, -1]
         if k == R_LAUNCH:
             row.append(0)                            # F_PRIO
             c = a.get("g2g:corr")
@@ -948,7 +983,7 @@ class RankConverter:
         if k == "IMRQ":
             req = rec[2]
             peer, (cid, n, me), tag = rec[3]
-            row = [C_IRECV, t0, t1, 0, peer, tag, cid, 0, 0, -1, -1, -1, req, rec[4], -1, -1, 1, None]
+            row = [C_IRECV, t0, t1, 0, peer, tag, cid, 0, 0, -1, -1, -1, req, rec[4], -1, -1, 1, -1]
             active[req] = row
             out.append(row)
             return done
@@ -964,7 +999,7 @@ class RankConverter:
         elif k == "NRQ":
             req = rec[2]
             op = OPC[opname] if fam == FAM_COLL and opname[0] == "I" else -2
-            row = [op, t0, t1, 0, -3, -1, 0, 0, 0, -1, -1, -1, req, -1, -1, -1, 1, None]
+            row = [op, t0, t1, 0, -3, -1, 0, 0, 0, -1, -1, -1, req, -1, -1, -1, 1, -1]
             active[req] = row                       # peer -3: filled at completion
             out.append(row)
             return done
@@ -1285,7 +1320,7 @@ class RankConverter:
                     pool.pop(row[F_RBYTES], None)
                 waiting[row[F_RBYTES]].append(row)
             elif op in WAIT_CODES:
-                for q in row[F_REQS] or ():
+                for q in (self.req_lists[row[F_REQS]] if row[F_REQS] >= 0 else ()):
                     r = open_recv.pop(q, None)
                     if r is not None:
                         pool.pop(r[F_RBYTES], None)
@@ -1366,7 +1401,8 @@ def _convert_ranks(plan: OTF2Plan, ranks: list[int], mode: str) -> dict:
                 conv.read_gpu(h, g)
             conv.resolve_gpu()
             conv.place_copies()
-            conv.apply_buffers(mode)
+            if mode == "infer":             # sequential; the other modes: in _columns
+                conv.apply_buffers(mode)
             convs.append(conv)
         try:
             _otf2.Reader_CloseEvtFiles(h)
@@ -1374,44 +1410,91 @@ def _convert_ranks(plan: OTF2Plan, ranks: list[int], mode: str) -> dict:
             pass
     finally:
         _otf2.Reader_Close(h)
-    return _columns(plan, convs, stats)
+    return _columns(plan, convs, stats, mode)
 
 
-def _merge_compute(rows: list[list]) -> list[list]:
+_SEND_RECV_DATA = np.array(sorted(SEND_CODES | RECV_CODES | {C_SENDRECV}
+                                   | (COLL_CODES - BARRIER_CODES)), dtype=np.int64)
+
+
+def _buffers(m: np.ndarray, mode: str) -> None:
+    """``apply_buffers`` on the matrix ``m`` (in place) for the modes other than ``infer``."""
+    mem = m[:, F_MEM]
+    nc = mem >= NONCONTIG                   # split the datatype flag off the memory code
+    if nc.any():
+        mem[nc] -= NONCONTIG
+        m[nc, F_CONTIG] = 0
+    if mode == "traced":
+        mem[mem < 0] = MEM_HOST
+    elif mode in ("host", "device"):
+        data = np.isin(m[:, F_OP], _SEND_RECV_DATA)
+        m[:, F_MEM] = np.where(data, MEM_DEVICE if mode == "device" else MEM_HOST, MEM_HOST)
+
+
+def _merge_compute(m: np.ndarray) -> np.ndarray:
     """Adjacent Compute rows (left where a cancelled request's row was dropped) become one; the
-    time of the dropped call counts as compute."""
-    out: list[list] = []
-    for r in rows:
-        if r[F_OP] == C_COMPUTE and out and out[-1][F_OP] == C_COMPUTE:
-            p = out[-1]
-            p[F_DUR] += r[F_DUR] + max(r[F_T0] - p[F_T1], 0)
-            p[F_T1] = r[F_T1]
-        else:
-            out.append(r)
-    return out
+    time of the dropped call counts as compute.  Returns the indices of the rows kept (the first
+    of each run of Compute rows, which gets the run's end and duration) or None when no row
+    merges."""
+    isc = m[:, F_OP] == C_COMPUTE
+    n = len(m)
+    cont = np.zeros(n, dtype=bool)
+    cont[1:] = isc[1:] & isc[:-1]           # row i merges into the row before it
+    if not cont.any():
+        return None
+    gap = np.zeros(n, dtype=np.int64)
+    gap[1:] = np.maximum(m[1:, F_T0] - m[:-1, F_T1], 0)
+    contrib = m[:, F_DUR] + np.where(cont, gap, 0)
+    heads = np.flatnonzero(~cont)
+    ends = np.append(heads[1:], n) - 1
+    dur = np.add.reduceat(contrib, heads)
+    t1 = m[ends, F_T1]
+    m[heads, F_DUR] = dur
+    m[heads, F_T1] = t1
+    return heads
 
 
-def _columns(plan: OTF2Plan, convs: list[RankConverter], stats: dict) -> dict:
-    rank_l, seq_l, reqs = [], [], []
+def _columns(plan: OTF2Plan, convs: list[RankConverter], stats: dict,
+             mode: str = "traced") -> dict:
+    rank_l, seq_l = [], []
     mats = []
     prios = []
     kernels = []
+    req_len, req_val = [], []
     for c in convs:
-        rows = _merge_compute([r for r in c.rows if r[F_OP] >= 0])
+        rows = c.rows
         c.rows = []
-        rank_l.append(np.full(len(rows), c.rank, dtype=np.uint32))
-        seq_l.append(np.arange(len(rows), dtype=np.uint32))
         kernels.append((c.rank, c.kernels, c.kernel_ticks, len(c.kernel_names)))
         stats["mpi_records"] = stats.get("mpi_records", 0) + c.mpi_records
         stats["memcpys"] = stats.get("memcpys", 0) + len(c.copies)
-        reqs.extend(r[F_REQS] for r in rows)
-        if c.has_prio:
-            prios.append(np.array([r[F_PRIO] if len(r) > F_PRIO else 0 for r in rows], np.int32))
-        else:
-            prios.append(np.zeros(len(rows), np.int32))
-        if rows:
-            mats.append(_matrix(rows))
-    mat = np.concatenate(mats) if mats else np.zeros((0, NNUM), dtype=np.int64)
+        m, prio = _matrix(rows, c.has_prio)
+        del rows
+        keep = m[:, F_OP] >= 0
+        if not keep.all():
+            m = m[keep]
+            prio = prio[keep]
+        heads = _merge_compute(m)
+        if heads is not None:
+            m = m[heads]
+            prio = prio[heads]
+        n = len(m)
+        if mode != "infer":
+            _buffers(m, mode)
+        rank_l.append(np.full(n, c.rank, dtype=np.uint32))
+        seq_l.append(np.arange(n, dtype=np.uint32))
+        prios.append(prio)
+        ri = m[:, F_REQS]
+        lens = np.full(n, -1, dtype=np.int32)
+        sel = np.flatnonzero(ri >= 0)
+        if len(sel):
+            rl = c.req_lists
+            lists = [rl[i] for i in ri[sel].tolist()]
+            lens[sel] = [len(x) for x in lists]
+            req_val.append(np.array([q for x in lists for q in x], dtype=np.uint64))
+        req_len.append(lens)
+        c.req_lists = []
+        mats.append(m)
+    mat = np.concatenate(mats) if mats else np.zeros((0, NF), dtype=np.int64)
     scale = 1e9 / plan.timer_resolution
     off = float(plan.global_offset)
 
@@ -1434,7 +1517,9 @@ def _columns(plan: OTF2Plan, convs: list[RankConverter], stats: dict) -> dict:
         "recv_tag": mat[:, F_RTAG].astype(np.int32),
         "root": mat[:, F_ROOT].astype(np.int32),
         "req": mat[:, F_REQ].astype(np.uint64),
-        "reqs": reqs,
+        # request lists: per row the list length (-1: null) and all values, row after row
+        "reqs_len": np.concatenate(req_len) if req_len else np.zeros(0, np.int32),
+        "reqs_val": np.concatenate(req_val) if req_val else np.zeros(0, np.uint64),
         "mem": mat[:, F_MEM].astype(np.int8),
         "copy_kind": mat[:, F_CK].astype(np.int8),
         "stream": mat[:, F_STREAM].astype(np.int32),
@@ -1445,18 +1530,36 @@ def _columns(plan: OTF2Plan, convs: list[RankConverter], stats: dict) -> dict:
     }
 
 
-def _matrix(rows: list[list]) -> np.ndarray:
-    """The numeric fields of ``rows`` as an int64 matrix (values of 2**63 and more, possible for
-    uint64 sizes and request ids, wrap around and are restored by the uint64 casts)."""
+def _matrix(rows: list[list], has_prio: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The fields of ``rows`` as an int64 matrix (values of 2**63 and more, possible for uint64
+    sizes and request ids, wrap around and are restored by the uint64 casts) and the priority
+    column (Kernel rows have it as a 19th field)."""
+    n = len(rows)
+    if n == 0:
+        return np.zeros((0, NF), dtype=np.int64), np.zeros(0, np.int32)
+    prio = None
     try:
-        return np.array([r[:NNUM] for r in rows], dtype=np.int64)
-    except OverflowError:
-        m = np.array([r[:NNUM] for r in rows], dtype=object)
-        out = np.empty(m.shape, dtype=np.int64)
-        for j in range(NNUM):
-            col = m[:, j]
-            big = np.array([v >= (1 << 63) for v in col])
-            out[:, j] = np.where(big, 0, col).astype(np.int64)
-            if big.any():
-                out[big, j] = np.array([v for v in col[big]], dtype=np.uint64).view(np.int64)
-        return out
+        m = np.array(rows, dtype=np.int64)          # every row NF ints: the fast case
+        if m.ndim != 2 or m.shape[1] != NF:
+            raise ValueError("ragged")
+    except (ValueError, OverflowError, TypeError):
+        if has_prio:
+            prio = np.array([r[F_PRIO] if len(r) > F_PRIO else 0 for r in rows], np.int32)
+        part = [r[:NF] for r in rows]
+        try:
+            m = np.array(part, dtype=np.int64)
+        except OverflowError:
+            o = np.array(part, dtype=object)
+            m = np.empty(o.shape, dtype=np.int64)
+            for j in range(NF):
+                col = o[:, j]
+                big = np.array([v >= (1 << 63) for v in col])
+                m[:, j] = np.where(big, 0, col).astype(np.int64)
+                if big.any():
+                    m[big, j] = np.array([v for v in col[big]], dtype=np.uint64).view(np.int64)
+    if prio is None:
+        if has_prio:
+            prio = np.array([r[F_PRIO] if len(r) > F_PRIO else 0 for r in rows], np.int32)
+        else:
+            prio = np.zeros(n, np.int32)
+    return m, prio

@@ -61,6 +61,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..trace import ANY_SOURCE, ANY_TAG, COPY_KINDS, MEM_SPACES, PROC_NULL, SCHEMA, Comm, Trace, \
     TraceError
@@ -212,43 +213,43 @@ def _assemble(plan: OTF2Plan, results: list[dict], mode: str) -> Trace:
     results = sorted(results, key=lambda r: int(r["rank"][0]) if len(r["rank"]) else 1 << 31)
     cat = lambda k: np.concatenate([r[k] for r in results]) if results else np.zeros(0)  # noqa
     n = sum(len(r["rank"]) for r in results)
-    op_codes = cat("op").astype(np.int32)
+    op_codes = cat("op").astype(np.int32, copy=False)
     op_dict = pa.array(OP_NAMES, type=pa.string())
     op_arr = pa.DictionaryArray.from_arrays(pa.array(op_codes, type=pa.int32()), op_dict)
-    mem = cat("mem").astype(np.int32)
+    mem = cat("mem").astype(np.int32, copy=False)
     mem_arr = pa.DictionaryArray.from_arrays(pa.array(mem, type=pa.int32()),
                                              pa.array(list(MEM_SPACES)))
-    ck = cat("copy_kind").astype(np.int32)
+    ck = cat("copy_kind").astype(np.int32, copy=False)
     ck_arr = pa.DictionaryArray.from_arrays(pa.array(ck, type=pa.int32(), mask=ck < 0),
                                             pa.array(list(COPY_KINDS)))
-    reqs: list = []
-    for r in results:
-        reqs.extend(r["reqs"])
+    reqs = _list_array(cat("reqs_len").astype(np.int64, copy=False),
+                       np.concatenate([r["reqs_val"] for r in results]) if results
+                       else np.zeros(0, np.uint64))
     arrays = {
-        "rank": pa.array(cat("rank").astype(np.uint32)),
-        "seq": pa.array(cat("seq").astype(np.uint32)),
+        "rank": pa.array(cat("rank").astype(np.uint32, copy=False)),
+        "seq": pa.array(cat("seq").astype(np.uint32, copy=False)),
         "op": op_arr.cast(pa.string()),
-        "t_start_ns": pa.array(cat("t_start_ns").astype(np.int64)),
-        "t_end_ns": pa.array(cat("t_end_ns").astype(np.int64)),
-        "dur_ns": pa.array(cat("dur_ns").astype(np.int64)),
-        "peer": pa.array(cat("peer").astype(np.int32)),
-        "tag": pa.array(cat("tag").astype(np.int32)),
-        "comm_id": pa.array(cat("comm_id").astype(np.uint32)),
-        "bytes": pa.array(cat("bytes").astype(np.uint64)),
-        "recv_bytes": pa.array(cat("recv_bytes").astype(np.uint64)),
-        "recv_peer": pa.array(cat("recv_peer").astype(np.int32)),
-        "recv_tag": pa.array(cat("recv_tag").astype(np.int32)),
-        "root": pa.array(cat("root").astype(np.int32)),
-        "req": pa.array(cat("req").astype(np.uint64)),
-        "reqs": pa.array(reqs, type=pa.list_(pa.uint64())),
+        "t_start_ns": pa.array(cat("t_start_ns").astype(np.int64, copy=False)),
+        "t_end_ns": pa.array(cat("t_end_ns").astype(np.int64, copy=False)),
+        "dur_ns": pa.array(cat("dur_ns").astype(np.int64, copy=False)),
+        "peer": pa.array(cat("peer").astype(np.int32, copy=False)),
+        "tag": pa.array(cat("tag").astype(np.int32, copy=False)),
+        "comm_id": pa.array(cat("comm_id").astype(np.uint32, copy=False)),
+        "bytes": pa.array(cat("bytes").astype(np.uint64, copy=False)),
+        "recv_bytes": pa.array(cat("recv_bytes").astype(np.uint64, copy=False)),
+        "recv_peer": pa.array(cat("recv_peer").astype(np.int32, copy=False)),
+        "recv_tag": pa.array(cat("recv_tag").astype(np.int32, copy=False)),
+        "root": pa.array(cat("root").astype(np.int32, copy=False)),
+        "req": pa.array(cat("req").astype(np.uint64, copy=False)),
+        "reqs": reqs,
         "counts_bytes": pa.nulls(n, type=pa.list_(pa.uint64())),
         "recv_counts_bytes": pa.nulls(n, type=pa.list_(pa.uint64())),
         "mem_space": mem_arr.cast(pa.string()),
         "copy_kind": ck_arr.cast(pa.string()),
-        "stream": pa.array(cat("stream").astype(np.int32)),
-        "contiguous": pa.array(cat("contiguous").astype(bool)),
+        "stream": pa.array(cat("stream").astype(np.int32, copy=False)),
+        "contiguous": pa.array(cat("contiguous").astype(bool, copy=False)),
         "callsite": pa.nulls(n, type=pa.string()),
-        "priority": pa.array(cat("priority").astype(np.int32)),
+        "priority": pa.array(cat("priority").astype(np.int32, copy=False)),
     }
     table = pa.Table.from_arrays([arrays[f.name] for f in SCHEMA], schema=SCHEMA)
 
@@ -297,6 +298,17 @@ def _assemble(plan: OTF2Plan, results: list[dict], mode: str) -> Trace:
     return trace
 
 
+def _list_array(lens: np.ndarray, values: np.ndarray) -> pa.Array:
+    """A list<uint64> array from per-row lengths (-1: null) and the values of all rows in order."""
+    offsets = np.zeros(len(lens) + 1, dtype=np.int32)
+    np.cumsum(np.maximum(lens, 0), out=offsets[1:])
+    null = lens < 0
+    arr = pa.ListArray.from_arrays(pa.array(offsets, type=pa.int32()),
+                                   pa.array(values.astype(np.uint64), type=pa.uint64()),
+                                   mask=pa.array(null) if null.any() else None)
+    return arr.cast(pa.list_(pa.uint64()))
+
+
 # ------------------------------------------------------------------------------------ matching
 _SENDS = ("Send", "Ssend", "Bsend", "Rsend", "Isend", "Issend")
 _RECVS = ("Recv", "Irecv")
@@ -310,10 +322,8 @@ def check_matching(trace: Trace, strict: bool = False) -> list[str]:
     ANY_TAG) take the earliest compatible send left over by the exact matching."""
     t = trace.table
     where = str(trace.path) if trace.path else "<trace>"
-    ops = t.column("op").to_numpy(zero_copy_only=False).astype(object)
-    is_send = np.isin(ops, _SENDS)
-    is_recv = np.isin(ops, _RECVS)
-    is_sr = ops == "Sendrecv"
+    opcol = t.column("op")
+    is_send, is_recv, is_sr = (_op_mask(opcol, names) for names in (_SENDS, _RECVS, ("Sendrecv",)))
     if not (is_send.any() or is_recv.any() or is_sr.any()):
         return []
     col = {k: t.column(k).to_numpy() for k in ("rank", "seq", "peer", "tag", "comm_id", "bytes",
@@ -365,14 +375,119 @@ def check_matching(trace: Trace, strict: bool = False) -> list[str]:
         for k in d:
             d[k] = d[k][keep]
 
+    wild = (recvs["src"] == ANY_SOURCE) | (recvs["tag"] == ANY_TAG)
+    exact = {k: v[~wild] for k, v in recvs.items()}
+    wildr = {k: v[wild] for k, v in recvs.items()}
+    # program order within (comm, src, dst, tag): sort by key then by seq.  Fast path: the four
+    # keys packed into one int64 group code (order-preserving), one stable sort per side and a
+    # binary-search join; the general path (codes too wide) sorts and joins with lexsort.
+    fast = _match_packed(sends, exact)
+    if fast is not None:
+        so, ro, s_matched, r_matched, si_m, ri_m = fast
+        _truncated(problems, sends, exact, so, ro, si_m, ri_m)
+    else:
+        so, ro, s_matched, r_matched = _match_lexsort(problems, sends, exact)
+    _wild_and_report(problems, sends, exact, wildr, so, ro, s_matched, r_matched)
+    if strict and problems:
+        raise TraceError(f"{where}: {len(problems)} point-to-point matching problem(s): "
+                         + "; ".join(problems[:10]))
+    return problems
+
+
+def _op_mask(col, names) -> np.ndarray:
+    """Rows of the string column ``col`` whose value is one of ``names`` (bool numpy array)."""
+    m = pc.is_in(col, value_set=pa.array(list(names), type=pa.string()))
+    return np.asarray(pc.fill_null(m, False).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _pack(cols: list[list[np.ndarray]]):
+    """Order-preserving int64 codes of the tuples (primary key first) of several sides at once:
+    ``cols[j]`` holds key j of each side.  None when the codes do not fit in 62 bits."""
+    nsides = len(cols[0])
+    codes = [np.zeros(len(cols[0][i]), dtype=np.int64) for i in range(nsides)]
+    total = 1
+    for key in cols:
+        vals = [v for v in key if len(v)]
+        if not vals:
+            continue
+        lo = min(int(v.min()) for v in vals)
+        hi = max(int(v.max()) for v in vals)
+        r = hi - lo + 1
+        total *= r
+        if total >= 1 << 62:
+            return None
+        for i in range(nsides):
+            codes[i] = codes[i] * r + (key[i].astype(np.int64) - lo)
+    return codes, total
+
+
+def _match_packed(sends: dict, exact: dict):
+    """The k-th send of each (comm, src, dst, tag) meets the k-th exact receive: returns (send
+    order, receive order, matched flags of both in those orders, matched pairs as positions in
+    those orders) or None when the keys are too wide to pack."""
+    names = ("comm", "src", "dst", "tag")
+    p = _pack([[sends[k], exact[k]] for k in names])
+    if p is None:
+        return None
+    (gs, gr), ngroups = p
+    out = []
+    kmax = 0
+    for g, d in ((gs, sends), (gr, exact)):
+        n = len(g)
+        seq = d["seq"].astype(np.int64)
+        smax = int(seq.max()) + 1 if n else 1
+        if ngroups * smax >= 1 << 62:
+            return None
+        o = np.argsort(g * smax + seq, kind="stable")
+        gsorted = g[o]
+        if n:
+            new = np.ones(n, dtype=bool)
+            new[1:] = gsorted[1:] != gsorted[:-1]
+            grp = np.cumsum(new) - 1
+            start = np.flatnonzero(new)
+            k = np.arange(n) - start[grp]
+            kmax = max(kmax, int(k.max()) + 1)
+        else:
+            k = np.zeros(0, dtype=np.int64)
+        out.append((o, gsorted, k))
+    (so, sg, sk), (ro, rg, rk) = out
+    if ngroups * max(kmax, 1) >= 1 << 62:
+        return None
+    js = sg * kmax + sk                     # strictly increasing (group, k) codes
+    jr = rg * kmax + rk
+    ns_, nr_ = len(js), len(jr)
+    s_matched = np.zeros(ns_, dtype=bool)
+    r_matched = np.zeros(nr_, dtype=bool)
+    if ns_ and nr_:
+        pos = np.searchsorted(js, jr)
+        posc = np.minimum(pos, ns_ - 1)
+        hit = (pos < ns_) & (js[posc] == jr)
+        ri_m = np.flatnonzero(hit)
+        si_m = pos[hit]
+    else:
+        si_m = ri_m = np.zeros(0, dtype=np.int64)
+    s_matched[si_m] = True
+    r_matched[ri_m] = True
+    return so, ro, s_matched, r_matched, si_m, ri_m
+
+
+def _truncated(problems, sends, exact, so, ro, si_m, ri_m) -> None:
+    sb = sends["nbytes"][so[si_m]]
+    rb = exact["nbytes"][ro[ri_m]]
+    for q in np.flatnonzero(sb > rb)[:100]:
+        i, j = so[si_m[q]], ro[ri_m[q]]
+        problems.append(
+            f"truncated message: rank {sends['rank'][i]} -> rank {exact['rank'][j]} "
+            f"(comm {sends['comm'][i]}, tag {sends['tag'][i]}): {sb[q]} bytes sent "
+            f"(seq {sends['seq'][i]}) into a {rb[q]}-byte receive (seq {exact['seq'][j]})")
+
+
+def _match_lexsort(problems, sends, exact):
+    """The general (unpacked) matching of ``check_matching``."""
     def order_key(d):
         # program order within (comm, src, dst, tag): sort by key then by (rank, seq)
         o = np.lexsort((d["seq"], d["tag"], d["dst"], d["src"], d["comm"]))
         return o
-
-    wild = (recvs["src"] == ANY_SOURCE) | (recvs["tag"] == ANY_TAG)
-    exact = {k: v[~wild] for k, v in recvs.items()}
-    wildr = {k: v[wild] for k, v in recvs.items()}
 
     def ranked(d):
         o = order_key(d)
@@ -405,14 +520,11 @@ def check_matching(trace: Trace, strict: bool = False) -> list[str]:
         si_m, ri_m = idx[o][pi], idx[o][pi + 1]
         s_matched[si_m] = True
         r_matched[ri_m] = True
-        sb = sends["nbytes"][so[si_m]]
-        rb = exact["nbytes"][ro[ri_m]]
-        for q in np.flatnonzero(sb > rb)[:100]:
-            i, j = so[si_m[q]], ro[ri_m[q]]
-            problems.append(
-                f"truncated message: rank {sends['rank'][i]} -> rank {exact['rank'][j]} "
-                f"(comm {sends['comm'][i]}, tag {sends['tag'][i]}): {sb[q]} bytes sent "
-                f"(seq {sends['seq'][i]}) into a {rb[q]}-byte receive (seq {exact['seq'][j]})")
+        _truncated(problems, sends, exact, so, ro, si_m, ri_m)
+    return so, ro, s_matched, r_matched
+
+
+def _wild_and_report(problems, sends, exact, wildr, so, ro, s_matched, r_matched) -> None:
     # wildcard receives take the earliest compatible unmatched send (by send time)
     left = [so[i] for i in np.flatnonzero(~s_matched)]
     wo = np.lexsort((wildr["seq"], wildr["dst"]))
@@ -445,7 +557,3 @@ def check_matching(trace: Trace, strict: bool = False) -> list[str]:
         problems.append(f"unmatched receive: rank {wildr['rank'][j]} <- peer {wildr['peer'][j]} "
                         f"(comm {wildr['comm'][j]}, tag {wildr['tag'][j]}) at seq "
                         f"{wildr['seq'][j]}, t={wildr['t'][j]} ns")
-    if strict and problems:
-        raise TraceError(f"{where}: {len(problems)} point-to-point matching problem(s): "
-                         + "; ".join(problems[:10]))
-    return problems
