@@ -14,6 +14,7 @@ use g2g_engine::{EventQueue, Time};
 use g2g_net::lmm::Reschedule;
 use g2g_net::machine::{Machine, Placement};
 use g2g_net::paths::{self, DataPath, Endpoint, Plan, StagedPath};
+use g2g_net::config::DeviceCollectives;
 use g2g_net::MachineConfig;
 use g2g_trace::{CommDef, CopyKind, MemSpace, Op, OpKind, TraceError, TraceSource, ANY_SOURCE, ANY_TAG, PROC_NULL};
 
@@ -741,6 +742,10 @@ impl<'a> Sim<'a> {
             }
         };
         if src_gpu && dst_gpu && gpu_aware {
+            if collective && self.m.cfg.device_collectives == DeviceCollectives::Staged {
+                // the library stages collective messages through host memory itself, in chunks
+                return (&paths::PIPELINED, false, false);
+            }
             if a.node == b.node {
                 return (&paths::P2P, false, false);
             }
@@ -1161,7 +1166,12 @@ impl<'a> Sim<'a> {
         let (model, stage_src, stage_dst) = self.choose_path(src, dst, src_gpu, src_gpu, bytes, collective);
         // a staged side has its data in host memory by the time MPI moves it
         let path: &dyn DataPath = if stage_src || stage_dst { &paths::HOST } else { model };
-        let plan = path.plan(&self.m, self.ep(src), self.ep(dst), bytes);
+        let plan = if collective && path.name() == "pipelined" && self.m.cfg.device_collectives == DeviceCollectives::Staged {
+            let c = &self.m.cfg;
+            paths::Pipelined::plan_chunked(&self.m, self.ep(src), self.ep(dst), bytes, c.collective_chunk, c.collective_depth)
+        } else {
+            path.plan(&self.m, self.ep(src), self.ep(dst), bytes)
+        };
         let gpu_direct = path.name() != "host";
         let pack_ns = if !contiguous && gpu_direct && bytes > 0 {
             self.m.cfg.pack_kernel_latency_ns as u64 + (bytes as f64 / self.m.cfg.gpu_pack_bw * 1e9).ceil() as u64
@@ -1758,7 +1768,9 @@ impl<'a> Sim<'a> {
     }
 
     fn reduce_time(&self, c: CollId, bytes: u64) -> Time {
-        let bw = if self.colls[c as usize].gpu_path { self.m.cfg.gpu_reduce_bw } else { self.m.cfg.cpu_reduce_bw };
+        // a collective the library stages through the host reduces on the CPU
+        let on_gpu = self.colls[c as usize].gpu_path && self.m.cfg.device_collectives == DeviceCollectives::Direct;
+        let bw = if on_gpu { self.m.cfg.gpu_reduce_bw } else { self.m.cfg.cpu_reduce_bw };
         (bytes as f64 / bw * 1e9).ceil() as Time
     }
 
