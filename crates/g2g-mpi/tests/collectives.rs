@@ -217,6 +217,11 @@ fn staged_device_collectives_go_through_the_host_in_chunks() {
     let d = run(bcast(), &two, o.clone()).unwrap();
     assert!(!d.paths.contains_key("pipelined"));
     assert_eq!(end_ns(&d, 1), 200 + ctl + ctl + 4000 + b / 100 + 20 + 300);
+    // a list stages only the collectives named: here the Bcast stays GPU to GPU
+    let only_scatter = staged.replace("device_collectives = \"staged\"", "device_collectives = [\"Scatter\"]");
+    let l = run(bcast(), &only_scatter, o.clone()).unwrap();
+    assert!(!l.paths.contains_key("pipelined"));
+    assert_eq!(end_ns(&l, 1), end_ns(&d, 1));
     // point-to-point messages on device buffers are not staged
     let mixed = vec![vec![dev(coll("Bcast", b, 0)), dev(send(1, 7, b))], vec![dev(coll("Bcast", b, 0)), dev(recv(0, 7, b))]];
     let r = run(mixed, &staged, o.clone()).unwrap();

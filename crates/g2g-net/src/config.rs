@@ -27,7 +27,7 @@ pub enum NicAffinity {
 }
 
 /// How a CUDA-aware MPI moves the messages of collectives on device buffers (`mpi.device_collectives`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum DeviceCollectives {
     /// like point-to-point: GPUDirect P2P / RDMA (or pipelined without RDMA)
     Direct,
@@ -35,6 +35,25 @@ pub enum DeviceCollectives {
     /// `mpi.collective_chunk` (the `pipelined` data path, also inside a node); point-to-point
     /// messages are not affected
     Staged,
+    /// only the listed collective kinds are staged (MPI names without `MPI_`, e.g. "Scatter")
+    Kinds(Vec<String>),
+}
+
+/// The collective kinds `mpi.device_collectives` may list (g2g-coll's CollKind names).
+pub const COLLECTIVE_KINDS: [&str; 16] = [
+    "Barrier", "Bcast", "Reduce", "Allreduce", "Gather", "Gatherv", "Scatter", "Scatterv", "Allgather", "Allgatherv",
+    "Alltoall", "Alltoallv", "Reduce_scatter", "Reduce_scatter_block", "Scan", "Exscan",
+];
+
+impl DeviceCollectives {
+    /// Does the library stage collectives of this kind (a CollKind name) on device buffers?
+    pub fn staged(&self, kind: &str) -> bool {
+        match self {
+            DeviceCollectives::Direct => false,
+            DeviceCollectives::Staged => true,
+            DeviceCollectives::Kinds(v) => v.iter().any(|k| k.eq_ignore_ascii_case(kind)),
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -423,10 +442,25 @@ impl MachineConfig {
         let send_overhead_ns = mpi.dur("send_overhead", Some(300.0))?;
         let recv_overhead_ns = mpi.dur("recv_overhead", Some(300.0))?;
         let gpudirect_eager = mpi.boolean("gpudirect_eager", false)?;
-        let device_collectives = match mpi.str_("device_collectives")?.as_deref() {
-            None | Some("direct") => DeviceCollectives::Direct,
-            Some("staged") => DeviceCollectives::Staged,
-            Some(v) => return Err(ctx.err("mpi.device_collectives", format!("unknown value {v:?} (direct, staged)"))),
+        let device_collectives = match mpi.get("device_collectives") {
+            None => DeviceCollectives::Direct,
+            Some(toml::Value::String(v)) if v == "direct" => DeviceCollectives::Direct,
+            Some(toml::Value::String(v)) if v == "staged" => DeviceCollectives::Staged,
+            Some(toml::Value::Array(a)) => {
+                let mut v = vec![];
+                for x in a {
+                    match x.as_str().and_then(|s| COLLECTIVE_KINDS.iter().find(|k| k.eq_ignore_ascii_case(s))) {
+                        Some(k) => v.push(k.to_string()),
+                        None => {
+                            return Err(ctx.err("mpi.device_collectives", format!("unknown collective {x} (one of {})", COLLECTIVE_KINDS.join(", "))))
+                        }
+                    }
+                }
+                DeviceCollectives::Kinds(v)
+            }
+            Some(v) => {
+                return Err(ctx.err("mpi.device_collectives", format!("unknown value {v} (direct, staged, or a list of collectives such as [\"Scatter\", \"Gather\"])")))
+            }
         };
         let collective_chunk = match mpi.get("collective_chunk") {
             None => None,
@@ -610,6 +644,12 @@ bw = "12.5GB/s"
         let e = MachineConfig::from_toml(&bad, "m.toml").unwrap_err();
         assert_eq!((e.key.as_str(), e.line), ("mpi.device_collectives", Some(14)));
         assert!(e.msg.contains("direct, staged"), "{e}");
+        let t = format!("{MIN}[mpi]\ndevice_collectives = [\"scatter\", \"Gather\"]\n");
+        let m = MachineConfig::from_toml(&t, "t.toml").unwrap();
+        assert!(m.device_collectives.staged("Scatter") && m.device_collectives.staged("Gather"));
+        assert!(!m.device_collectives.staged("Bcast"));
+        let e = MachineConfig::from_toml(&format!("{MIN}[mpi]\ndevice_collectives = [\"Scater\"]\n"), "m.toml").unwrap_err();
+        assert_eq!((e.key.as_str(), e.line), ("mpi.device_collectives", Some(14)));
         let e = MachineConfig::from_toml(&format!("{MIN}[mpi]\ncollective_chunk = \"0B\"\n"), "m.toml").unwrap_err();
         assert_eq!((e.key.as_str(), e.line), ("mpi.collective_chunk", Some(14)));
         let e = MachineConfig::from_toml(&format!("{MIN}[mpi]\ncollective_depth = 0\n"), "m.toml").unwrap_err();
