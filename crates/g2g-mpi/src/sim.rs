@@ -334,6 +334,8 @@ struct CollRun {
     idx: usize,
     pending: u32,
     gpu_path: bool,
+    /// device messages staged through the host by the library (`mpi.device_collectives`)
+    staged: bool,
     req: Option<ReqId>,
     live: bool,
 }
@@ -1168,10 +1170,18 @@ impl<'a> Sim<'a> {
     #[allow(clippy::too_many_arguments)]
     fn post_send_ex(&mut self, src: u32, dst: u32, ctx: u64, tag: i32, bytes: u64, src_gpu: bool, sync: bool, collective: bool, owner: Owner, contiguous: bool) -> ReqId {
         let req = self.new_req(owner);
-        let (model, stage_src, stage_dst) = self.choose_path(src, dst, src_gpu, src_gpu, bytes, collective);
+        // a library that stages this collective's device messages through the host, in chunks
+        let coll_staged = matches!(owner, Owner::Coll(c) if self.colls[c as usize].staged);
+        let (model, stage_src, stage_dst) =
+            if coll_staged { (&paths::PIPELINED as &dyn DataPath, false, false) } else { self.choose_path(src, dst, src_gpu, src_gpu, bytes, collective) };
         // a staged side has its data in host memory by the time MPI moves it
         let path: &dyn DataPath = if stage_src || stage_dst { &paths::HOST } else { model };
-        let plan = path.plan(&self.m, self.ep(src), self.ep(dst), bytes);
+        let plan = if coll_staged {
+            let c = &self.m.cfg;
+            paths::Pipelined::plan_chunked(&self.m, self.ep(src), self.ep(dst), bytes, c.collective_chunk, c.collective_depth)
+        } else {
+            path.plan(&self.m, self.ep(src), self.ep(dst), bytes)
+        };
         let gpu_direct = path.name() != "host";
         let pack_ns = if !contiguous && gpu_direct && bytes > 0 {
             self.m.cfg.pack_kernel_latency_ns as u64 + (bytes as f64 / self.m.cfg.gpu_pack_bw * 1e9).ceil() as u64
@@ -1651,7 +1661,8 @@ impl<'a> Sim<'a> {
                     Mode::GpuDirect => op.bytes.max(op.recv_bytes) >= self.opt.gpudirect_min_bytes,
                 };
                 let req = if nonblocking { Some(self.new_req(Owner::Rank(r))) } else { None };
-                let cr = CollRun { rank: r, comm: op.comm, ctx, rounds, idx: 0, pending: 0, gpu_path, req, live: true };
+                let staged = gpu_path && self.m.cfg.device_collectives.staged(kind.name());
+                let cr = CollRun { rank: r, comm: op.comm, ctx, rounds, idx: 0, pending: 0, gpu_path, staged, req, live: true };
                 let c = if let Some(c) = self.free_colls.pop() {
                     self.colls[c as usize] = cr;
                     c
@@ -1768,7 +1779,9 @@ impl<'a> Sim<'a> {
     }
 
     fn reduce_time(&self, c: CollId, bytes: u64) -> Time {
-        let bw = if self.colls[c as usize].gpu_path { self.m.cfg.gpu_reduce_bw } else { self.m.cfg.cpu_reduce_bw };
+        // a collective the library stages through the host reduces on the CPU
+        let on_gpu = self.colls[c as usize].gpu_path && !self.colls[c as usize].staged;
+        let bw = if on_gpu { self.m.cfg.gpu_reduce_bw } else { self.m.cfg.cpu_reduce_bw };
         (bytes as f64 / bw * 1e9).ceil() as Time
     }
 

@@ -177,3 +177,59 @@ fn hostcopy_bcast_copies_out_at_the_root_and_in_elsewhere() {
     let host_x = 200 + 1100 + 1100 + b + 1100 + 300;
     assert_eq!(end_ns(&hc, 1), copy + host_x + copy);
 }
+
+/// The pipelined recurrence of tests/paths.rs: n chunks through stages `st`, depth `d`.
+fn pipeline_ns(n: usize, st: [u64; 3], depth: usize) -> u64 {
+    let mut done = vec![[0u64; 3]; n];
+    let mut free = [0u64; 3];
+    for c in 0..n {
+        for s in 0..3 {
+            let mut start = free[s];
+            if s > 0 {
+                start = start.max(done[c][s - 1]);
+            } else if c >= depth {
+                start = start.max(done[c - depth][2]);
+            }
+            done[c][s] = start + st[s];
+            free[s] = done[c][s];
+        }
+    }
+    done[n - 1][2]
+}
+
+#[test]
+fn staged_device_collectives_go_through_the_host_in_chunks() {
+    // mpi.device_collectives = "staged": a CUDA-aware MPI stages collective messages on device
+    // buffers through host memory itself (seed 000's profile), in chunks of mpi.collective_chunk,
+    // even inside a node; point-to-point messages keep GPUDirect P2P.
+    let two = SIMPLE.replace("gpus = 1", "gpus = 2");
+    let staged = two.replace("recv_overhead = \"300ns\"", "recv_overhead = \"300ns\"\ndevice_collectives = \"staged\"\ncollective_chunk = \"2000B\"\ncollective_depth = 2");
+    let b = 10_000u64; // 5 chunks of 2000 B
+    let o = SimOptions { mode: g2g_mpi::Mode::GpuDirect, coll_algos: "bcast=binomial".into(), ..Default::default() };
+    let bcast = || vec![vec![dev(coll("Bcast", b, 0))], vec![dev(coll("Bcast", b, 0))]];
+    let r = run(bcast(), &staged, o.clone()).unwrap();
+    assert_eq!(r.paths["pipelined"].messages, 1, "the Bcast message is staged");
+    // per chunk: D2H copy 2000 + 2000/10 + PCIe 50; shared memory 2000/5 + 10; H2D as D2H
+    let ctl = 10; // RTS and CTS over shared memory
+    // rendezvous (GPU buffers): o_send, RTS, CTS, the staged chunks, o_recv
+    assert_eq!(end_ns(&r, 1), 200 + ctl + ctl + pipeline_ns(5, [2250, 410, 2250], 2) + 300);
+    // "direct" (the default): the same Bcast GPU to GPU over NVLink (pinning 4000, 10_000/100 + 20)
+    let d = run(bcast(), &two, o.clone()).unwrap();
+    assert!(!d.paths.contains_key("pipelined"));
+    assert_eq!(end_ns(&d, 1), 200 + ctl + ctl + 4000 + b / 100 + 20 + 300);
+    // a list stages only the collectives named: here the Bcast stays GPU to GPU
+    let only_scatter = staged.replace("device_collectives = \"staged\"", "device_collectives = [\"Scatter\"]");
+    let l = run(bcast(), &only_scatter, o.clone()).unwrap();
+    assert!(!l.paths.contains_key("pipelined"));
+    assert_eq!(end_ns(&l, 1), end_ns(&d, 1));
+    // point-to-point messages on device buffers are not staged
+    let mixed = vec![vec![dev(coll("Bcast", b, 0)), dev(send(1, 7, b))], vec![dev(coll("Bcast", b, 0)), dev(recv(0, 7, b))]];
+    let r = run(mixed, &staged, o.clone()).unwrap();
+    assert_eq!((r.paths["pipelined"].messages, r.paths["gpudirect-p2p"].messages), (1, 1));
+    // across nodes (1 GPU per node) the staged collective takes the NIC instead of GPUDirect RDMA
+    let staged1 = staged.replace("gpus = 2", "gpus = 1");
+    let r = run(bcast(), &staged1, o).unwrap();
+    assert_eq!(r.paths["pipelined"].messages, 1);
+    // per chunk: D2H 2250; network 2000/1 + hop 100 + NIC 1000; H2D 2250; RTS/CTS 1100 each
+    assert_eq!(end_ns(&r, 1), 200 + 1100 + 1100 + pipeline_ns(5, [2250, 3100, 2250], 2) + 300);
+}

@@ -26,6 +26,36 @@ pub enum NicAffinity {
     List(Vec<u32>),
 }
 
+/// How a CUDA-aware MPI moves the messages of collectives on device buffers (`mpi.device_collectives`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DeviceCollectives {
+    /// like point-to-point: GPUDirect P2P / RDMA (or pipelined without RDMA)
+    Direct,
+    /// the library stages every collective message through host memory itself, in chunks of
+    /// `mpi.collective_chunk` (the `pipelined` data path, also inside a node); point-to-point
+    /// messages are not affected
+    Staged,
+    /// only the listed collective kinds are staged (MPI names without `MPI_`, e.g. "Scatter")
+    Kinds(Vec<String>),
+}
+
+/// The collective kinds `mpi.device_collectives` may list (g2g-coll's CollKind names).
+pub const COLLECTIVE_KINDS: [&str; 16] = [
+    "Barrier", "Bcast", "Reduce", "Allreduce", "Gather", "Gatherv", "Scatter", "Scatterv", "Allgather", "Allgatherv",
+    "Alltoall", "Alltoallv", "Reduce_scatter", "Reduce_scatter_block", "Scan", "Exscan",
+];
+
+impl DeviceCollectives {
+    /// Does the library stage collectives of this kind (a CollKind name) on device buffers?
+    pub fn staged(&self, kind: &str) -> bool {
+        match self {
+            DeviceCollectives::Direct => false,
+            DeviceCollectives::Staged => true,
+            DeviceCollectives::Kinds(v) => v.iter().any(|k| k.eq_ignore_ascii_case(kind)),
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct MachineConfig {
     pub name: String,
@@ -51,6 +81,11 @@ pub struct MachineConfig {
     pub send_overhead_ns: f64,
     pub recv_overhead_ns: f64,
     pub gpudirect_eager: bool,
+    /// collectives on device buffers: direct (like point-to-point) or staged through the host
+    pub device_collectives: DeviceCollectives,
+    /// chunk and depth of the host staging of collective messages (`Staged` only)
+    pub collective_chunk: u64,
+    pub collective_depth: u32,
     pub copy_delay_ns: f64,
     /// if set, cudaMemcpy moves at most 1/copy_per_byte bytes per ns
     pub copy_per_byte_ns: Option<f64>,
@@ -197,6 +232,15 @@ impl<'a, 'b> T<'a, 'b> {
             None => Ok(default),
         }
     }
+    /// `efficiency`: the fraction of a link's rated bandwidth that data achieves (protocol headers,
+    /// flow control), a number in (0, 1]; 1 when absent.
+    fn efficiency(&mut self) -> Result<f64, ConfigError> {
+        let e = self.float("efficiency", Some(1.0))?;
+        if !(e > 0.0 && e <= 1.0) {
+            return Err(self.ctx.err(&self.key("efficiency"), format!("expected a fraction in (0, 1], found {e}")));
+        }
+        Ok(e)
+    }
     /// Unknown keys are errors: a misspelt key must not be silently ignored.
     fn finish(self) -> Result<(), ConfigError> {
         if let Some(t) = self.t {
@@ -260,7 +304,7 @@ impl MachineConfig {
         node.finish()?;
 
         let mut pcie = sub(&ctx, &root, "node.pcie")?;
-        let pcie_bw = pcie.bw("bw", None)?;
+        let pcie_bw = pcie.bw("bw", None)? * pcie.efficiency()?;
         let pcie_latency_ns = pcie.dur("latency", Some(500.0))?;
         let _ = pcie.get("generation");
         let _ = pcie.get("width");
@@ -270,6 +314,8 @@ impl MachineConfig {
         let kind = nv.str_("kind")?.unwrap_or_else(|| if nv.t.is_some() { "all-to-all".into() } else { "none".into() });
         let nvlink_bw = if kind == "none" { 0.0 } else if kind == "pairs" { nv.bw("bw", Some(0.0))? } else { nv.bw("bw", None)? };
         let nvlink_latency_ns = nv.dur("latency", Some(700.0))?;
+        let nv_eff = nv.efficiency()?;
+        let nvlink_bw = nvlink_bw * nv_eff;
         let _ = nv.get("links_per_pair");
         let nvlink = match kind.as_str() {
             "none" => NvlinkKind::None,
@@ -292,7 +338,7 @@ impl MachineConfig {
                             if a < 0 || b < 0 || a as u32 >= gpus || b as u32 >= gpus || a == b {
                                 return Err(ctx.err("node.nvlink.pairs", format!("pair [{a}, {b}] names a GPU outside 0..{}", gpus - 1)));
                             }
-                            v.push((a as u32, b as u32, bw));
+                            v.push((a as u32, b as u32, bw * nv_eff));
                         }
                     }
                     _ => return Err(ctx.err("node.nvlink.pairs", "required when kind = \"pairs\"")),
@@ -313,7 +359,8 @@ impl MachineConfig {
 
         let mut nic = sub(&ctx, &root, "node.nic")?;
         let nic_count = nic.int("count", Some(1), 1)? as u32;
-        let nic_bw = nic.bw("bw", None)?;
+        let nic_eff = nic.efficiency()?;
+        let nic_bw = nic.bw("bw", None)? * nic_eff;
         let nic_latency_ns = nic.dur("latency", Some(1000.0))?;
         let gpudirect_rdma = nic.boolean("gpudirect_rdma", true)?;
         let nic_affinity = match nic.get("affinity") {
@@ -340,7 +387,8 @@ impl MachineConfig {
         let mut net = sub(&ctx, &root, "network")?;
         let topo = net.str_("topology")?.unwrap_or_else(|| "crossbar".into());
         let hop_latency_ns = net.dur("hop_latency", Some(100.0))? as u64;
-        let link_bw = net.bw("link_bw", Some(nic_bw))?;
+        // the network's links carry the NICs' protocol: node.nic.efficiency applies to them too
+        let link_bw = net.bw("link_bw", Some(nic_bw / nic_eff))? * nic_eff;
         let rails = net.int("rails", Some(nic_count as i64), 1)? as u32;
         let _ = net.get("nodes");
         let sharing = match net.str_("sharing")? {
@@ -363,8 +411,8 @@ impl MachineConfig {
                 routers_per_group: net.int("routers_per_group", None, 1)? as u32,
                 nodes_per_router: net.int("nodes_per_router", None, 1)? as u32,
                 global_links_per_router: net.int("global_links_per_router", None, 1)? as u32,
-                local_bw_bytes_per_s: net.bw("local_bw", Some(link_bw))?,
-                global_bw_bytes_per_s: net.bw("global_bw", Some(link_bw))?,
+                local_bw_bytes_per_s: net.bw("local_bw", Some(link_bw / nic_eff))? * nic_eff,
+                global_bw_bytes_per_s: net.bw("global_bw", Some(link_bw / nic_eff))? * nic_eff,
                 nic_bw_bytes_per_s: nic_bw,
                 hop_latency_ns,
                 rails,
@@ -394,6 +442,37 @@ impl MachineConfig {
         let send_overhead_ns = mpi.dur("send_overhead", Some(300.0))?;
         let recv_overhead_ns = mpi.dur("recv_overhead", Some(300.0))?;
         let gpudirect_eager = mpi.boolean("gpudirect_eager", false)?;
+        let device_collectives = match mpi.get("device_collectives") {
+            None => DeviceCollectives::Direct,
+            Some(toml::Value::String(v)) if v == "direct" => DeviceCollectives::Direct,
+            Some(toml::Value::String(v)) if v == "staged" => DeviceCollectives::Staged,
+            Some(toml::Value::Array(a)) => {
+                let mut v = vec![];
+                for x in a {
+                    match x.as_str().and_then(|s| COLLECTIVE_KINDS.iter().find(|k| k.eq_ignore_ascii_case(s))) {
+                        Some(k) => v.push(k.to_string()),
+                        None => {
+                            return Err(ctx.err("mpi.device_collectives", format!("unknown collective {x} (one of {})", COLLECTIVE_KINDS.join(", "))))
+                        }
+                    }
+                }
+                DeviceCollectives::Kinds(v)
+            }
+            Some(v) => {
+                return Err(ctx.err("mpi.device_collectives", format!("unknown value {v} (direct, staged, or a list of collectives such as [\"Scatter\", \"Gather\"])")))
+            }
+        };
+        let collective_chunk = match mpi.get("collective_chunk") {
+            None => None,
+            Some(_) => Some(mpi.size("collective_chunk", None)?),
+        };
+        if collective_chunk == Some(0) {
+            return Err(ctx.err("mpi.collective_chunk", "must be at least 1 byte"));
+        }
+        let collective_depth = match mpi.get("collective_depth") {
+            None => None,
+            Some(_) => Some(mpi.int("collective_depth", None, 1)? as u32),
+        };
         let _ = mpi.get("library");
         mpi.finish()?;
 
@@ -407,6 +486,8 @@ impl MachineConfig {
         let pipeline_chunk = gpu.size("pipeline_chunk", Some(512 * 1024))?.max(1);
         let pipeline_depth = gpu.int("pipeline_depth", Some(16), 1)? as u32;
         let pipeline_threshold = gpu.size("pipeline_threshold", Some(pipeline_chunk))?;
+        let collective_chunk = collective_chunk.unwrap_or(pipeline_chunk);
+        let collective_depth = collective_depth.unwrap_or(pipeline_depth);
         let rdma_max_bytes = gpu.size("rdma_max_bytes", Some(u64::MAX))?;
         let gpu_reduce_bw = gpu.bw("reduce_bw", Some(500e9))?;
         let gpu_pack_bw = gpu.bw("pack_bw", Some(300e9))?;
@@ -466,6 +547,9 @@ impl MachineConfig {
             send_overhead_ns,
             recv_overhead_ns,
             gpudirect_eager,
+            device_collectives,
+            collective_chunk,
+            collective_depth,
             copy_delay_ns,
             copy_per_byte_ns,
             gpudirect_delay_ns,
@@ -545,5 +629,49 @@ bw = "12.5GB/s"
 
         let e = MachineConfig::from_toml(&MIN.replace("schema_version = 1", "schema_version = 9"), "m.toml").unwrap_err();
         assert_eq!(e.key, "schema_version");
+    }
+
+    #[test]
+    fn device_collectives_and_chunk() {
+        let m = MachineConfig::from_toml(MIN, "t.toml").unwrap();
+        assert_eq!(m.device_collectives, DeviceCollectives::Direct);
+        assert_eq!((m.collective_chunk, m.collective_depth), (m.pipeline_chunk, m.pipeline_depth));
+        let t = format!("{MIN}[mpi]\ndevice_collectives = \"staged\"\ncollective_chunk = \"1MiB\"\ncollective_depth = 4\n");
+        let m = MachineConfig::from_toml(&t, "t.toml").unwrap();
+        assert_eq!(m.device_collectives, DeviceCollectives::Staged);
+        assert_eq!((m.collective_chunk, m.collective_depth), (1 << 20, 4));
+        let bad = format!("{MIN}[mpi]\ndevice_collectives = \"host\"\n");
+        let e = MachineConfig::from_toml(&bad, "m.toml").unwrap_err();
+        assert_eq!((e.key.as_str(), e.line), ("mpi.device_collectives", Some(14)));
+        assert!(e.msg.contains("direct, staged"), "{e}");
+        let t = format!("{MIN}[mpi]\ndevice_collectives = [\"scatter\", \"Gather\"]\n");
+        let m = MachineConfig::from_toml(&t, "t.toml").unwrap();
+        assert!(m.device_collectives.staged("Scatter") && m.device_collectives.staged("Gather"));
+        assert!(!m.device_collectives.staged("Bcast"));
+        let e = MachineConfig::from_toml(&format!("{MIN}[mpi]\ndevice_collectives = [\"Scater\"]\n"), "m.toml").unwrap_err();
+        assert_eq!((e.key.as_str(), e.line), ("mpi.device_collectives", Some(14)));
+        let e = MachineConfig::from_toml(&format!("{MIN}[mpi]\ncollective_chunk = \"0B\"\n"), "m.toml").unwrap_err();
+        assert_eq!((e.key.as_str(), e.line), ("mpi.collective_chunk", Some(14)));
+        let e = MachineConfig::from_toml(&format!("{MIN}[mpi]\ncollective_depth = 0\n"), "m.toml").unwrap_err();
+        assert_eq!(e.key, "mpi.collective_depth");
+    }
+
+    #[test]
+    fn link_efficiency_scales_rated_bandwidth() {
+        let t = MIN
+            .replace("bw = \"16GB/s\"", "bw = \"16GB/s\"\nefficiency = 0.5")
+            .replace("bw = \"75GB/s\"", "bw = \"75GB/s\"\nefficiency = 0.8")
+            .replace("bw = \"12.5GB/s\"", "bw = \"12.5GB/s\"\nefficiency = 0.96");
+        let m = MachineConfig::from_toml(&t, "t.toml").unwrap();
+        assert_eq!(m.pcie_bw, 8e9);
+        assert_eq!(m.nvlink_bw, 60e9);
+        assert_eq!(m.nic_bw, 12e9);
+        match m.network {
+            TopologySpec::Crossbar { link_bw_bytes_per_s, .. } => assert_eq!(link_bw_bytes_per_s, 12e9),
+            _ => unreachable!(),
+        }
+        let e = MachineConfig::from_toml(&MIN.replace("bw = \"16GB/s\"", "bw = \"16GB/s\"\nefficiency = 1.2"), "m.toml").unwrap_err();
+        assert_eq!((e.key.as_str(), e.line), ("node.pcie.efficiency", Some(8)));
+        assert!(e.msg.contains("(0, 1]"), "{e}");
     }
 }

@@ -198,7 +198,14 @@ impl DataPath for Pipelined {
         &["gpu.pipeline_chunk", "gpu.pipeline_depth", "gpu.pipeline_threshold", "gpu.copy_delay", "node.pcie.*", "+ host path"]
     }
     fn plan(&self, m: &Machine, src: Endpoint, dst: Endpoint, bytes: u64) -> Plan {
-        let chunk = m.cfg.pipeline_chunk.max(1);
+        Pipelined::plan_chunked(m, src, dst, bytes, m.cfg.pipeline_chunk, m.cfg.pipeline_depth)
+    }
+}
+impl Pipelined {
+    /// The pipelined plan with a given chunk size and depth (`mpi.collective_chunk` /
+    /// `mpi.collective_depth` for collectives a library stages through the host).
+    pub fn plan_chunked(m: &Machine, src: Endpoint, dst: Endpoint, bytes: u64, chunk: u64, depth: u32) -> Plan {
+        let chunk = chunk.max(1);
         let chunks = bytes.div_ceil(chunk).max(1) as u32;
         let last = bytes - chunk * (chunks as u64 - 1);
         let host = HostPath.plan(m, src, dst, bytes).stages.into_iter().next().unwrap();
@@ -210,7 +217,7 @@ impl DataPath for Pipelined {
             chunks,
             chunk_bytes: chunk.min(bytes.max(1)),
             last_chunk_bytes: last,
-            depth: m.cfg.pipeline_depth.max(1),
+            depth: depth.max(1),
         }
     }
 }
