@@ -181,6 +181,8 @@ struct Msg {
     uid: u64,
     /// unpack kernel at the receiver (non-contiguous device data)
     unpack_ns: u64,
+    /// receive overhead (mpi.recv_overhead, or the message's `[[mpi.factors]]` bin)
+    recv_o_ns: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -296,6 +298,9 @@ struct Rank {
     gpu: Option<Box<Gpu>>,
     /// H2D staging copy owed at the end of the current blocking collective (HostCopy)
     coll_h2d: u64,
+    /// the rank has staged MPI buffers through host memory (a D2H or H2D copy ran): its host
+    /// messages are `hostcopy` ones for `[[mpi.factors]]`
+    stages: bool,
 }
 
 impl Rank {
@@ -317,6 +322,7 @@ impl Rank {
             compute: 0,
             copy: 0,
             copy_start: 0,
+            stages: false,
             ops_done: 0,
             gpu: None,
             coll_h2d: 0,
@@ -334,6 +340,8 @@ struct CollRun {
     gpu_path: bool,
     req: Option<ReqId>,
     live: bool,
+    /// the collective's host buffers are staging buffers (`hostcopy` factors)
+    staged: bool,
 }
 
 /// Pre-resolved communicator: world rank of each comm rank.
@@ -377,6 +385,8 @@ struct Sim<'a> {
     /// the rank whose operation `exec` is running: completions for it return to `exec` instead of
     /// re-entering `step` (no recursion, whatever the trace)
     executing: Option<u32>,
+    /// set while a staged collective posts its messages
+    staged_hint: bool,
 }
 
 /// HostCopy staging of a collective: (bytes copied device-to-host before, host-to-device after) on
@@ -398,6 +408,19 @@ fn staging_bytes(kind: CollKind, is_root: bool, op: &Op) -> (u64, u64) {
         CollKind::Scatter | CollKind::Scatterv => (if is_root { op.bytes } else { 0 }, op.recv_bytes),
         _ => (op.bytes, recv),
     }
+}
+
+/// Operations that are MPI calls (charged `mpi.call_overhead`).
+fn is_mpi_call(k: OpKind) -> bool {
+    !matches!(
+        k,
+        OpKind::Compute | OpKind::Kernel | OpKind::Memcpy | OpKind::EventRecord | OpKind::StreamWaitEvent | OpKind::StreamSync
+            | OpKind::DeviceSync | OpKind::EventSync | OpKind::Init | OpKind::Finalize
+    )
+}
+
+fn is_wait(k: OpKind) -> bool {
+    matches!(k, OpKind::Wait | OpKind::Waitall | OpKind::Waitany | OpKind::Waitsome | OpKind::Test)
 }
 
 fn coll_kind(k: OpKind) -> Option<(CollKind, bool)> {
@@ -494,6 +517,7 @@ pub fn simulate(
         src,
         exhausted: false,
         resolve_pending: false,
+        staged_hint: false,
         resched: Vec::new(),
         th,
         ov,
@@ -681,6 +705,14 @@ impl<'a> Sim<'a> {
         false
     }
 
+    /// Does rank `r` stage its MPI buffers through host memory (HostCopy)?  True once it has run a
+    /// D2H or H2D copy, or when one follows among its next queued operations (a receiver that only
+    /// copies back after its first receive).
+    fn rank_stages(&self, r: u32) -> bool {
+        let rk = &self.ranks[r as usize];
+        rk.stages || rk.q.iter().take(4).any(|n| n.kind == OpKind::Memcpy && matches!(n.copy, CopyKind::D2H | CopyKind::H2D))
+    }
+
     /// Remembers a host receive buffer's size for the staged-as-device what-if (at most 64).
     fn note_recv(&mut self, r: u32, mem: MemSpace, bytes: u64) {
         if self.opt.staged_as_device && !mem.on_gpu() && bytes > 0 {
@@ -786,10 +818,17 @@ impl<'a> Sim<'a> {
             if self.ranks[r as usize].cur.is_none() {
                 match self.next_op(r)? {
                     Some(op) => {
+                        let c = self.m.cfg.call_overhead_ns;
+                        let mpi_call = c > 0.0 && is_mpi_call(op.kind) && !(op.peer == PROC_NULL && !op.kind.is_collective() && !is_wait(op.kind));
                         let rk = &mut self.ranks[r as usize];
                         rk.cur = Some(op);
                         rk.phase = 0;
                         rk.call_start = self.q.now();
+                        if mpi_call {
+                            // the call's CPU time (mpi.call_overhead) before it acts
+                            self.busy(r, c.round() as Time);
+                            return Ok(());
+                        }
                     }
                     None => {
                         let now = self.q.now();
@@ -897,6 +936,9 @@ impl<'a> Sim<'a> {
             }
         }
         let at = self.ep(r);
+        if matches!(op.copy, CopyKind::D2H | CopyKind::H2D) {
+            self.ranks[r as usize].stages = true;
+        }
         let plan = match op.copy {
             CopyKind::D2H | CopyKind::H2D => {
                 let st = StagedPath::copy_stage(&self.m, at, op.copy == CopyKind::D2H);
@@ -933,6 +975,7 @@ impl<'a> Sim<'a> {
         let st = StagedPath::copy_stage(&self.m, at, d2h);
         let plan = Plan::one("hostcopy", st, bytes);
         let rk = &mut self.ranks[r as usize];
+        rk.stages = true;
         rk.block = Block::Copy;
         rk.copy_start = self.q.now();
         self.start_xfer(plan, XferOwner::RankCopy(r), 0);
@@ -1161,8 +1204,17 @@ impl<'a> Sim<'a> {
         let (model, stage_src, stage_dst) = self.choose_path(src, dst, src_gpu, src_gpu, bytes, collective);
         // a staged side has its data in host memory by the time MPI moves it
         let path: &dyn DataPath = if stage_src || stage_dst { &paths::HOST } else { model };
-        let plan = path.plan(&self.m, self.ep(src), self.ep(dst), bytes);
+        let mut plan = path.plan(&self.m, self.ep(src), self.ep(dst), bytes);
         let gpu_direct = path.name() != "host";
+        // size-dependent factors of the path (host messages of staged buffers: `hostcopy`)
+        let staged_msg = stage_src || stage_dst || (!gpu_direct && (self.staged_hint || (!collective && self.rank_stages(src))));
+        let fkey = if !gpu_direct && staged_msg { "hostcopy" } else { path.name() };
+        let (mut o_s_cfg, mut o_r_cfg) = (self.m.cfg.send_overhead_ns, self.m.cfg.recv_overhead_ns);
+        if let Some(f) = self.m.cfg.factor(fkey, bytes) {
+            plan.apply_factor(f);
+            o_s_cfg = f.send_overhead_ns.unwrap_or(o_s_cfg);
+            o_r_cfg = f.recv_overhead_ns.unwrap_or(o_r_cfg);
+        }
         let pack_ns = if !contiguous && gpu_direct && bytes > 0 {
             self.m.cfg.pack_kernel_latency_ns as u64 + (bytes as f64 / self.m.cfg.gpu_pack_bw * 1e9).ceil() as u64
         } else {
@@ -1186,7 +1238,7 @@ impl<'a> Sim<'a> {
         }
         self.next_uid += 1;
         let uid = self.next_uid;
-        let msg = Msg { src, dst, ctx, tag, bytes, eager, send_req: req, recv_req: None, data_arrived: false, plan: None, ctl_latency, uid, unpack_ns: pack_ns };
+        let msg = Msg { src, dst, ctx, tag, bytes, eager, send_req: req, recv_req: None, data_arrived: false, plan: None, ctl_latency, uid, unpack_ns: pack_ns, recv_o_ns: o_r_cfg as u64 };
         let id = if let Some(id) = self.free_msgs.pop() {
             self.msgs[id as usize] = msg;
             id
@@ -1195,7 +1247,7 @@ impl<'a> Sim<'a> {
             (self.msgs.len() - 1) as MsgId
         };
         // packing happens on the sender before anything moves
-        let o_send = self.m.cfg.send_overhead_ns as u64 + pack_ns;
+        let o_send = o_s_cfg as u64 + pack_ns;
         if let Some(tl) = self.tl.as_mut() {
             tl.msg_start(uid, src, self.q.now());
         }
@@ -1257,7 +1309,7 @@ impl<'a> Sim<'a> {
         msg.recv_req = Some(recv_req);
         if msg.eager {
             if msg.data_arrived {
-                let o = self.m.cfg.recv_overhead_ns as u64 + msg.unpack_ns;
+                let o = msg.recv_o_ns + msg.unpack_ns;
                 self.q.push(now + o, Ev::ReqDone(recv_req));
                 self.free_msg(m);
             }
@@ -1274,7 +1326,7 @@ impl<'a> Sim<'a> {
 
     fn data_arrived(&mut self, m: MsgId) {
         let msg = &mut self.msgs[m as usize];
-        let o = self.m.cfg.recv_overhead_ns as u64 + msg.unpack_ns;
+        let o = msg.recv_o_ns + msg.unpack_ns;
         msg.data_arrived = true;
         if msg.eager {
             if let Some(rq) = msg.recv_req {
@@ -1340,6 +1392,7 @@ impl<'a> Sim<'a> {
         let t = self.xfers[x as usize].as_ref().unwrap();
         let c = t.started[s] - 1;
         let bytes = t.plan.chunk_len(c);
+        let flow_bytes = t.plan.flow_bytes(c);
         let st = &t.plan.stages[s];
         if bytes == 0 || st.links.is_empty() {
             let lat = st.latency_ns;
@@ -1350,7 +1403,7 @@ impl<'a> Sim<'a> {
         self.scratch.extend_from_slice(&st.links);
         let token = ((x as u64) << 8) | s as u64;
         let links = std::mem::take(&mut self.scratch);
-        self.m.net.start(now, &links, bytes as f64, token);
+        self.m.net.start(now, &links, flow_bytes, token);
         self.scratch = links;
         self.need_resolve();
     }
@@ -1641,7 +1694,8 @@ impl<'a> Sim<'a> {
                     Mode::GpuDirect => op.bytes.max(op.recv_bytes) >= self.opt.gpudirect_min_bytes,
                 };
                 let req = if nonblocking { Some(self.new_req(Owner::Rank(r))) } else { None };
-                let cr = CollRun { rank: r, comm: op.comm, ctx, rounds, idx: 0, pending: 0, gpu_path, req, live: true };
+                let staged_coll = (on_gpu && !gpu_path) || (!on_gpu && self.rank_stages(r));
+                let cr = CollRun { rank: r, comm: op.comm, ctx, rounds, idx: 0, pending: 0, gpu_path, req, live: true, staged: staged_coll };
                 let c = if let Some(c) = self.free_colls.pop() {
                     self.colls[c as usize] = cr;
                     c
@@ -1730,7 +1784,7 @@ impl<'a> Sim<'a> {
                 return self.coll_finish(c);
             }
             let round = cr.rounds[cr.idx].clone();
-            let (r, comm, ctx, gpu) = (cr.rank, cr.comm, cr.ctx, cr.gpu_path);
+            let (r, comm, ctx, gpu, staged) = (cr.rank, cr.comm, cr.ctx, cr.gpu_path, cr.staged);
             let mut n = 0;
             for s in &round.recvs {
                 let w = self.comms[&comm].def.world(s.peer).unwrap();
@@ -1739,7 +1793,9 @@ impl<'a> Sim<'a> {
             }
             for s in &round.sends {
                 let w = self.comms[&comm].def.world(s.peer).unwrap();
+                self.staged_hint = staged;
                 self.post_send(r, w, ctx, 0, s.bytes, gpu, false, true, Owner::Coll(c));
+                self.staged_hint = false;
                 n += 1;
             }
             self.colls[c as usize].pending += n;
