@@ -50,7 +50,8 @@ BIN_TOL = 0.03                 # a size bin grows while one line fits all its po
 TARGET_FROM = 32 * KiB         # the accuracy target's size split
 COLL_SEARCH_MAX = 64 * MiB     # the algorithm search skips larger collectives (slow to simulate)
 COLL_CANDIDATES = {"Bcast": ["binomial", "pipeline", "pipeline:1g", "scatter_allgather", "pipelined_binomial", "linear"],
-                   "Scatter": ["linear", "binomial"], "Gather": ["linear", "binomial"]}
+                   "Scatter": ["linear", "linear_sequential", "binomial"],
+                   "Gather": ["linear", "linear_sequential", "binomial"]}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -501,7 +502,11 @@ def fit(raw, base: str | Path = "h200x4", host_bw_from: str = "pingpong", large_
     return res
 
 
-OMPI_ALGOS = {"scatter": {"1": "linear", "2": "binomial"}, "gather": {"1": "linear", "2": "binomial"},
+# Open MPI 4.1 coll/tuned algorithm numbers: basic_linear Scatter / Gather are blocking sends /
+# receives one peer after another (coll_base_scatter.c, coll_base_gather.c): linear_sequential;
+# Scatter 3 (linear_nb) posts them all at once: linear.
+OMPI_ALGOS = {"scatter": {"1": "linear_sequential", "2": "binomial", "3": "linear"},
+              "gather": {"1": "linear_sequential", "2": "binomial"},
               "bcast": {"1": "linear", "3": "pipeline", "6": "binomial", "8": "scatter_allgather"}}
 
 
