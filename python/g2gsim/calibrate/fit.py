@@ -309,7 +309,9 @@ def one_way_targets(series, mode: str, p: P2PParams):
     cp = 2 * copy_time(pp.sizes, p) if mode == "staged" else 0.0
     t_pp = np.maximum(pp.t - c - cp, 1e-9)
     used = [pp.name]
-    if pi is not None and np.array_equal(pi.sizes, pp.sizes):
+    # on one shared node link a ping-ping's T is not a single message's: ping-pong alone then
+    shared = mode != "device" and p.shm_rank_bw is None
+    if pi is not None and np.array_equal(pi.sizes, pp.sizes) and not shared:
         # T with equal and opposite relative errors on the two curves: (c + T) / pp - 1 = 1 - (2c + T) / pi
         # (ping-ping's own time is 2c + max(c, T): where T < c only ping-pong determines T)
         a_pp, a_pi = pp.t - cp, pi.t - cp
@@ -438,14 +440,24 @@ def fit(raw, base: str | Path = "h200x4", host_bw_from: str = "pingpong", large_
     if big.sum() >= 2:
         _, sl = _line_fit(hp.sizes[big], hp.t[big] - c)
         B = 1 / sl if sl > 0 else p.shm_bw
-        p.shm_rank_bw = B
-        npeer, rf = _concurrency_ratio(series, "fan-out", "host", hp, large_from)
-        p.shm_rank_out_bw = npeer * B / max(rf, 1.0) if rf is not None else None
-        _, r2 = _concurrency_ratio(series, "two-pairs", "host", hpi or hp, large_from)
-        p.shm_bw = 4 * B / max(r2 or 1.0, 1.0)
-        det["shm_bw"] = {"rank_bw": B, "from": hp.name, "sizes_from": large_from, "fan_out_ratio": rf,
-                         "fan_out_peers": npeer, "rank_out_bw": p.shm_rank_out_bw, "two_pairs_ratio": r2,
-                         "node_cap": p.shm_bw}
+        # two opposite transfers: about twice one (one shared node link) or about one (per-rank ports)
+        r_pi = None
+        if hpi is not None and np.array_equal(hpi.sizes, hp.sizes):
+            r_pi = float(np.median((hpi.t[big] - 2 * c) / (hp.t[big] - c)))
+        if r_pi is not None and r_pi > 1.5:
+            p.shm_rank_bw = p.shm_rank_out_bw = None
+            p.shm_bw = B
+            det["shm_bw"] = {"bw": B, "from": hp.name, "sizes_from": large_from, "pingping_ratio": r_pi,
+                             "ports": False}
+        else:
+            p.shm_rank_bw = B
+            npeer, rf = _concurrency_ratio(series, "fan-out", "host", hp, large_from)
+            p.shm_rank_out_bw = npeer * B / max(rf, 1.0) if rf is not None else None
+            _, r2 = _concurrency_ratio(series, "two-pairs", "host", hpi or hp, large_from)
+            p.shm_bw = 4 * B / max(r2 or 1.0, 1.0)
+            det["shm_bw"] = {"rank_bw": B, "from": hp.name, "sizes_from": large_from, "fan_out_ratio": rf,
+                             "fan_out_peers": npeer, "rank_out_bw": p.shm_rank_out_bw, "two_pairs_ratio": r2,
+                             "node_cap": p.shm_bw, "pingping_ratio": r_pi, "ports": True}
     else:
         notes.append(f"no host measurement of {large_from} B or more: shm_bw kept from the base file")
 
@@ -679,6 +691,8 @@ def to_toml(res: FitResult, name: str = "h200x4-calibrated", raw_path: str | Non
         if p.shm_rank_out_bw:
             c(f"shm_rank_out_bw = {_toml_value(fmt_bw(p.shm_rank_out_bw))}" + f"  # fitted: one rank to {sb['fan_out_peers']} at once takes {rf:.2f} x one message")
         c(f"shm_bw = {_toml_value(fmt_bw(p.shm_bw))}" + (f"        # fitted: node cap, two pairs at once take {r2:.2f} x one pair" if r2 else "  # 4 x shm_rank_bw (no two-pairs data)"))
+    elif sb:
+        c(f"shm_bw = {_toml_value(fmt_bw(p.shm_bw))}" + f"  # fitted: {sb['from']} >= {size_label(sb['sizes_from'])}, slope; ping-ping takes {sb['pingping_ratio']:.2f} x: one link shared by the node")
     else:
         c(f"shm_bw = {_toml_value(fmt_bw(p.shm_bw))}" + "  # base")
     c(f"shm_latency = {_toml_value(fmt_dur(p.shm_latency))}" + "  # fitted: " + (d.get("eager", {}).get("why", "1/10 of the small-message latency")))
