@@ -148,6 +148,9 @@ pub enum Algo {
     Dissemination,
     /// Everything through/with one rank at once (root, or rank 0), or all pairs in one round.
     Linear,
+    /// Gather / Scatter as Open MPI's basic linear (`coll_tuned_*_algorithm = 1`): the root's
+    /// blocking sends (Scatter) or receives (Gather), one peer after another in rank order.
+    LinearSequential,
     /// Binomial tree (rooted collectives).  Gatherv/Scatterv: needs the counts at every rank, which
     /// traces carry only at the root; a non-root rank without them makes `schedule` fail.
     Binomial,
@@ -184,6 +187,7 @@ impl Algo {
         match self {
             Algo::Dissemination => "dissemination",
             Algo::Linear => "linear",
+            Algo::LinearSequential => "linear_sequential",
             Algo::Binomial => "binomial",
             Algo::PipelinedBinomial { .. } => "pipelined_binomial",
             Algo::PipelinedChain { .. } => "pipeline",
@@ -244,7 +248,7 @@ pub fn algorithms_for(kind: CollKind) -> &'static [&'static str] {
         CollKind::Reduce => &["binomial", "pipeline", "pipelined_binomial", "linear"],
         CollKind::Allreduce => &["recursive_doubling", "rabenseifner", "ring", "reduce_bcast"],
         CollKind::Gather | CollKind::Gatherv | CollKind::Scatter | CollKind::Scatterv => {
-            &["linear", "binomial"]
+            &["linear", "binomial", "linear_sequential"]
         }
         CollKind::Allgather | CollKind::Allgatherv => {
             &["recursive_doubling", "bruck", "ring", "linear"]
@@ -326,6 +330,7 @@ pub(crate) fn parse_algo(kind: CollKind, name: &str) -> Result<Algo, CollError> 
     let algo = match base {
         "dissemination" => Algo::Dissemination,
         "linear" => Algo::Linear,
+        "linear_sequential" => Algo::LinearSequential,
         "binomial" => Algo::Binomial,
         "pipelined_binomial" => Algo::PipelinedBinomial { segment },
         "pipeline" => Algo::PipelinedChain { segment },

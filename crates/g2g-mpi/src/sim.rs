@@ -183,6 +183,8 @@ struct Msg {
     uid: u64,
     /// unpack kernel at the receiver (non-contiguous device data)
     unpack_ns: u64,
+    /// receive overhead (mpi.recv_overhead, or the message's `[[mpi.factors]]` bin)
+    recv_o_ns: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -298,6 +300,9 @@ struct Rank {
     gpu: Option<Box<Gpu>>,
     /// H2D staging copy owed at the end of the current blocking collective (HostCopy)
     coll_h2d: u64,
+    /// the rank has staged MPI buffers through host memory (a D2H or H2D copy ran): its host
+    /// messages are `hostcopy` ones for `[[mpi.factors]]`
+    stages: bool,
 }
 
 impl Rank {
@@ -319,6 +324,7 @@ impl Rank {
             compute: 0,
             copy: 0,
             copy_start: 0,
+            stages: false,
             ops_done: 0,
             gpu: None,
             coll_h2d: 0,
@@ -338,6 +344,8 @@ struct CollRun {
     staged: bool,
     req: Option<ReqId>,
     live: bool,
+    /// the collective's host buffers are staging buffers (`hostcopy` factors)
+    hostcopy: bool,
 }
 
 /// Pre-resolved communicator: world rank of each comm rank.
@@ -383,6 +391,8 @@ struct Sim<'a> {
     executing: Option<u32>,
     /// communicator 0 is MPI_COMM_WORLD with the identity rank map (the fast path of `world_of`)
     world_is_identity: bool,
+    /// set while a staged collective posts its messages
+    staged_hint: bool,
 }
 
 /// HostCopy staging of a collective: (bytes copied device-to-host before, host-to-device after) on
@@ -404,6 +414,19 @@ fn staging_bytes(kind: CollKind, is_root: bool, op: &Op) -> (u64, u64) {
         CollKind::Scatter | CollKind::Scatterv => (if is_root { op.bytes } else { 0 }, op.recv_bytes),
         _ => (op.bytes, recv),
     }
+}
+
+/// Operations that are MPI calls (charged `mpi.call_overhead`).
+fn is_mpi_call(k: OpKind) -> bool {
+    !matches!(
+        k,
+        OpKind::Compute | OpKind::Kernel | OpKind::Memcpy | OpKind::EventRecord | OpKind::StreamWaitEvent | OpKind::StreamSync
+            | OpKind::DeviceSync | OpKind::EventSync | OpKind::Init | OpKind::Finalize
+    )
+}
+
+fn is_wait(k: OpKind) -> bool {
+    matches!(k, OpKind::Wait | OpKind::Waitall | OpKind::Waitany | OpKind::Waitsome | OpKind::Test)
 }
 
 fn coll_kind(k: OpKind) -> Option<(CollKind, bool)> {
@@ -500,6 +523,7 @@ pub fn simulate(
         src,
         exhausted: false,
         resolve_pending: false,
+        staged_hint: false,
         resched: Vec::new(),
         th,
         ov,
@@ -689,6 +713,14 @@ impl<'a> Sim<'a> {
         false
     }
 
+    /// Does rank `r` stage its MPI buffers through host memory (HostCopy)?  True once it has run a
+    /// D2H or H2D copy, or when one follows among its next queued operations (a receiver that only
+    /// copies back after its first receive).
+    fn rank_stages(&self, r: u32) -> bool {
+        let rk = &self.ranks[r as usize];
+        rk.stages || rk.q.iter().take(4).any(|n| n.kind == OpKind::Memcpy && matches!(n.copy, CopyKind::D2H | CopyKind::H2D))
+    }
+
     /// Remembers a host receive buffer's size for the staged-as-device what-if (at most 64).
     fn note_recv(&mut self, r: u32, mem: MemSpace, bytes: u64) {
         if self.opt.staged_as_device && !mem.on_gpu() && bytes > 0 {
@@ -798,10 +830,17 @@ impl<'a> Sim<'a> {
             if self.ranks[r as usize].cur.is_none() {
                 match self.next_op(r)? {
                     Some(op) => {
+                        let c = self.m.cfg.call_overhead_ns;
+                        let mpi_call = c > 0.0 && is_mpi_call(op.kind) && !(op.peer == PROC_NULL && !op.kind.is_collective() && !is_wait(op.kind));
                         let rk = &mut self.ranks[r as usize];
                         rk.cur = Some(op);
                         rk.phase = 0;
                         rk.call_start = self.q.now();
+                        if mpi_call {
+                            // the call's CPU time (mpi.call_overhead) before it acts
+                            self.busy(r, c.round() as Time);
+                            return Ok(());
+                        }
                     }
                     None => {
                         let now = self.q.now();
@@ -909,6 +948,9 @@ impl<'a> Sim<'a> {
             }
         }
         let at = self.ep(r);
+        if matches!(op.copy, CopyKind::D2H | CopyKind::H2D) {
+            self.ranks[r as usize].stages = true;
+        }
         let plan = match op.copy {
             CopyKind::D2H | CopyKind::H2D => {
                 let st = StagedPath::copy_stage(&self.m, at, op.copy == CopyKind::D2H);
@@ -945,6 +987,7 @@ impl<'a> Sim<'a> {
         let st = StagedPath::copy_stage(&self.m, at, d2h);
         let plan = Plan::one("hostcopy", st, bytes);
         let rk = &mut self.ranks[r as usize];
+        rk.stages = true;
         rk.block = Block::Copy;
         rk.copy_start = self.q.now();
         self.start_xfer(plan, XferOwner::RankCopy(r), 0);
@@ -1176,13 +1219,22 @@ impl<'a> Sim<'a> {
             if coll_staged { (&paths::PIPELINED as &dyn DataPath, false, false) } else { self.choose_path(src, dst, src_gpu, src_gpu, bytes, collective) };
         // a staged side has its data in host memory by the time MPI moves it
         let path: &dyn DataPath = if stage_src || stage_dst { &paths::HOST } else { model };
-        let plan = if coll_staged {
+        let mut plan = if coll_staged {
             let c = &self.m.cfg;
             paths::Pipelined::plan_chunked(&self.m, self.ep(src), self.ep(dst), bytes, c.collective_chunk, c.collective_depth)
         } else {
             path.plan(&self.m, self.ep(src), self.ep(dst), bytes)
         };
         let gpu_direct = path.name() != "host";
+        // size-dependent factors of the path (host messages of staged buffers: `hostcopy`)
+        let staged_msg = stage_src || stage_dst || (!gpu_direct && (self.staged_hint || (!collective && self.rank_stages(src))));
+        let fkey = if !gpu_direct && staged_msg { "hostcopy" } else { path.name() };
+        let (mut o_s_cfg, mut o_r_cfg) = (self.m.cfg.send_overhead_ns, self.m.cfg.recv_overhead_ns);
+        if let Some(f) = self.m.cfg.factor(fkey, bytes) {
+            plan.apply_factor(f);
+            o_s_cfg = f.send_overhead_ns.unwrap_or(o_s_cfg);
+            o_r_cfg = f.recv_overhead_ns.unwrap_or(o_r_cfg);
+        }
         let pack_ns = if !contiguous && gpu_direct && bytes > 0 {
             self.m.cfg.pack_kernel_latency_ns as u64 + (bytes as f64 / self.m.cfg.gpu_pack_bw * 1e9).ceil() as u64
         } else {
@@ -1206,7 +1258,7 @@ impl<'a> Sim<'a> {
         }
         self.next_uid += 1;
         let uid = self.next_uid;
-        let msg = Msg { src, dst, ctx, tag, bytes, eager, send_req: req, recv_req: None, data_arrived: false, plan: None, ctl_latency, uid, unpack_ns: pack_ns };
+        let msg = Msg { src, dst, ctx, tag, bytes, eager, send_req: req, recv_req: None, data_arrived: false, plan: None, ctl_latency, uid, unpack_ns: pack_ns, recv_o_ns: o_r_cfg as u64 };
         let id = if let Some(id) = self.free_msgs.pop() {
             self.msgs[id as usize] = msg;
             id
@@ -1215,7 +1267,7 @@ impl<'a> Sim<'a> {
             (self.msgs.len() - 1) as MsgId
         };
         // packing happens on the sender before anything moves
-        let o_send = self.m.cfg.send_overhead_ns as u64 + pack_ns;
+        let o_send = o_s_cfg as u64 + pack_ns;
         if let Some(tl) = self.tl.as_mut() {
             tl.msg_start(uid, src, self.q.now());
         }
@@ -1277,7 +1329,7 @@ impl<'a> Sim<'a> {
         msg.recv_req = Some(recv_req);
         if msg.eager {
             if msg.data_arrived {
-                let o = self.m.cfg.recv_overhead_ns as u64 + msg.unpack_ns;
+                let o = msg.recv_o_ns + msg.unpack_ns;
                 self.q.push(now + o, Ev::ReqDone(recv_req));
                 self.free_msg(m);
             }
@@ -1294,7 +1346,7 @@ impl<'a> Sim<'a> {
 
     fn data_arrived(&mut self, m: MsgId) {
         let msg = &mut self.msgs[m as usize];
-        let o = self.m.cfg.recv_overhead_ns as u64 + msg.unpack_ns;
+        let o = msg.recv_o_ns + msg.unpack_ns;
         msg.data_arrived = true;
         if msg.eager {
             if let Some(rq) = msg.recv_req {
@@ -1360,6 +1412,7 @@ impl<'a> Sim<'a> {
         let t = self.xfers[x as usize].as_ref().unwrap();
         let c = t.started[s] - 1;
         let bytes = t.plan.chunk_len(c);
+        let flow_bytes = t.plan.flow_bytes(c);
         let st = &t.plan.stages[s];
         if bytes == 0 || st.links.is_empty() {
             let lat = st.latency_ns;
@@ -1370,7 +1423,7 @@ impl<'a> Sim<'a> {
         self.scratch.extend_from_slice(&st.links);
         let token = ((x as u64) << 8) | s as u64;
         let links = std::mem::take(&mut self.scratch);
-        self.m.net.start(now, &links, bytes as f64, token);
+        self.m.net.start(now, &links, flow_bytes, token);
         self.scratch = links;
         self.need_resolve();
     }
@@ -1662,7 +1715,8 @@ impl<'a> Sim<'a> {
                 };
                 let req = if nonblocking { Some(self.new_req(Owner::Rank(r))) } else { None };
                 let staged = gpu_path && self.m.cfg.device_collectives.staged(kind.name());
-                let cr = CollRun { rank: r, comm: op.comm, ctx, rounds, idx: 0, pending: 0, gpu_path, staged, req, live: true };
+                let hostcopy = (on_gpu && !gpu_path) || (!on_gpu && self.rank_stages(r));
+                let cr = CollRun { rank: r, comm: op.comm, ctx, rounds, idx: 0, pending: 0, gpu_path, staged, req, live: true, hostcopy };
                 let c = if let Some(c) = self.free_colls.pop() {
                     self.colls[c as usize] = cr;
                     c
@@ -1751,7 +1805,7 @@ impl<'a> Sim<'a> {
                 return self.coll_finish(c);
             }
             let round = cr.rounds[cr.idx].clone();
-            let (r, comm, ctx, gpu) = (cr.rank, cr.comm, cr.ctx, cr.gpu_path);
+            let (r, comm, ctx, gpu, staged) = (cr.rank, cr.comm, cr.ctx, cr.gpu_path, cr.hostcopy);
             let mut n = 0;
             for s in &round.recvs {
                 let w = self.comms[&comm].def.world(s.peer).unwrap();
@@ -1760,7 +1814,9 @@ impl<'a> Sim<'a> {
             }
             for s in &round.sends {
                 let w = self.comms[&comm].def.world(s.peer).unwrap();
+                self.staged_hint = staged;
                 self.post_send(r, w, ctx, 0, s.bytes, gpu, false, true, Owner::Coll(c));
+                self.staged_hint = false;
                 n += 1;
             }
             self.colls[c as usize].pending += n;

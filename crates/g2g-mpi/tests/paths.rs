@@ -270,3 +270,169 @@ fn staged_as_device_drops_every_staging_copy() {
     assert_eq!(whatif.copy_time_s, 0.0, "every copy only staged an MPI buffer");
     assert_eq!(whatif.paths["gpudirect-rdma"].messages, 4 + 2);
 }
+
+// ---------------------------------------------------------------- per-rank shared-memory ports
+fn pingping(b: u64) -> Vec<Vec<g2g_trace::Op>> {
+    vec![
+        vec![irecv(1, 2, b, 1), isend(1, 1, b, 2), waitall(&[1, 2])],
+        vec![irecv(0, 1, b, 1), isend(0, 2, b, 2), waitall(&[1, 2])],
+    ]
+}
+
+#[test]
+fn shm_one_node_link_halves_opposite_flows() {
+    let t = two_gpu_node();
+    let b = 100_000; // rendezvous
+    let r = run(pingping(b), &t, SimOptions::default()).unwrap();
+    // both flows share the node's 5 B/ns link: 2.5 B/ns each
+    assert_eq!(end_ns(&r, 0), 200 + 10 + 10 + b * 2 / 5 + 10 + 300);
+    assert_eq!(end_ns(&r, 1), end_ns(&r, 0));
+}
+
+#[test]
+fn shm_per_rank_ports_carry_opposite_flows_at_full_speed() {
+    let t = two_gpu_node().replace("shm_bw = \"5GB/s\"", "shm_bw = \"100GB/s\"\nshm_rank_bw = \"5GB/s\"");
+    let b = 100_000;
+    let r = run(pingping(b), &t, SimOptions::default()).unwrap();
+    // A->B: out(A), in(B), node; B->A: out(B), in(A), node: no port shared, 5 B/ns each
+    assert_eq!(end_ns(&r, 0), 200 + 10 + 10 + b / 5 + 10 + 300);
+    assert_eq!(end_ns(&r, 1), end_ns(&r, 0));
+}
+
+#[test]
+fn shm_node_cap_binds_two_pairs() {
+    let t = SIMPLE.replace("gpus = 1", "gpus = 4").replace("shm_bw = \"5GB/s\"", "shm_bw = \"10GB/s\"\nshm_rank_bw = \"5GB/s\"");
+    let b = 100_000;
+    let mut ranks = pingping(b);
+    ranks.push(vec![irecv(3, 2, b, 1), isend(3, 1, b, 2), waitall(&[1, 2])]);
+    ranks.push(vec![irecv(2, 1, b, 1), isend(2, 2, b, 2), waitall(&[1, 2])]);
+    let r = run(ranks, &t, SimOptions::default()).unwrap();
+    // four flows under the node's 10 B/ns memory-bandwidth cap: 2.5 B/ns each
+    for k in 0..4 {
+        assert_eq!(end_ns(&r, k), 200 + 10 + 10 + b * 2 / 5 + 10 + 300, "rank {k}");
+    }
+}
+
+#[test]
+fn shm_out_port_shared_by_fan_out() {
+    // one sender to three receivers: the out port (10 B/ns) is shared, each in port is 5 B/ns
+    let t = SIMPLE.replace("gpus = 1", "gpus = 4").replace(
+        "shm_bw = \"5GB/s\"",
+        "shm_bw = \"100GB/s\"\nshm_rank_bw = \"5GB/s\"\nshm_rank_out_bw = \"9GB/s\"",
+    );
+    let b = 90_000;
+    let mut ranks = vec![vec![isend(1, 1, b, 1), isend(2, 1, b, 2), isend(3, 1, b, 3), waitall(&[1, 2, 3])]];
+    for _ in 1..4 {
+        ranks.push(vec![recv(0, 1, b)]);
+    }
+    let r = run(ranks, &t, SimOptions::default()).unwrap();
+    // 9 B/ns out port / 3 flows = 3 B/ns each (below the 5 B/ns in ports)
+    for k in 1..4 {
+        assert_eq!(end_ns(&r, k), 200 + 10 + 10 + b / 3 + 10 + 300, "rank {k}");
+    }
+    let bad = SIMPLE.replace("shm_latency", "shm_rank_out_bw = \"1GB/s\"\nshm_latency");
+    let e = g2g_net::MachineConfig::from_toml(&bad, "m.toml").unwrap_err();
+    assert_eq!(e.key, "node.host.shm_rank_out_bw");
+}
+
+// ---------------------------------------------------------------- piecewise factors by size
+const FACTORS: &str = r#"
+[[mpi.factors]]
+path = "host"
+max_bytes = 1000
+bw_factor = 0.5
+delay = "100ns"
+send_overhead = "50ns"
+
+[[mpi.factors]]
+path = "host"
+max_bytes = "64KiB"
+bw_factor = 2.0
+lat_factor = 3.0
+"#;
+
+fn with_factors(extra: &str) -> String {
+    two_gpu_node().replace("[gpu]", &format!("{extra}\n[gpu]"))
+}
+
+#[test]
+fn factors_apply_by_size_bin_edges_included() {
+    let t = with_factors(FACTORS);
+    let one = |b: u64| {
+        let r = run(vec![vec![send(1, 0, b)], vec![recv(0, 0, b)]], &t, SimOptions::default()).unwrap();
+        end_ns(&r, 1)
+    };
+    // 1000 B: first bin (edge included): o_s 50, delay 100, 1000 / (5 x 0.5), latency 10, o_r 300
+    assert_eq!(one(1000), 50 + 100 + 400 + 10 + 300);
+    // 1010 B: second bin: o_s 200, 1010 / (5 x 2), latency 3 x 10
+    assert_eq!(one(1010), 200 + 101 + 30 + 300);
+    // 64 KiB, last byte of the second bin (eager)
+    assert_eq!(one(65_530), 200 + 6553 + 30 + 300);
+    // above every bin: no factor (rendezvous: RTS + CTS)
+    assert_eq!(one(100_000), 200 + 10 + 10 + 20_000 + 10 + 300);
+}
+
+#[test]
+fn factors_scale_contention_consistently() {
+    // ping-ping on one shared node link, both flows in a 0.5 bin: each counts 2x its bytes
+    let t = with_factors("[[mpi.factors]]\npath = \"host\"\nmax_bytes = \"1MiB\"\nbw_factor = 0.5\n");
+    let b = 100_000;
+    let r = run(pingping(b), &t, SimOptions::default()).unwrap();
+    assert_eq!(end_ns(&r, 0), 200 + 10 + 10 + 2 * b * 2 / 5 + 10 + 300);
+}
+
+#[test]
+fn factors_of_gpudirect_and_hostcopy_paths() {
+    let t = with_factors(
+        "[[mpi.factors]]\npath = \"gpudirect-p2p\"\nmax_bytes = \"2KiB\"\ndelay = \"6us\"\n\
+         [[mpi.factors]]\npath = \"hostcopy\"\nbw_factor = 0.25\n[[mpi.factors]]\npath = \"host\"\nbw_factor = 4.0\n",
+    );
+    let b = 1000;
+    // device: small bin adds 6 us to the setup (rendezvous: RTS + CTS, gpudirect_delay, NVLink)
+    let r = run(vec![vec![dev(send(1, 0, b))], vec![dev(recv(0, 0, b))]], &t, gd()).unwrap();
+    assert_eq!(end_ns(&r, 1), 200 + 10 + 10 + 4000 + 6000 + b / 100 + 20 + 300);
+    let r = run(vec![vec![dev(send(1, 0, 4096))], vec![dev(recv(0, 0, 4096))]], &t, gd()).unwrap();
+    assert_eq!(end_ns(&r, 1), 200 + 10 + 10 + 4000 + 41 + 20 + 300);
+    // HostCopy what-if: the staged host transfer uses the hostcopy bins (1.25 B/ns)
+    let hc = run(vec![vec![dev(send(1, 0, b))], vec![dev(recv(0, 0, b))]], &t, SimOptions { mode: Mode::HostCopy, ..Default::default() }).unwrap();
+    let copy = 2000 + 50 + b / 10;
+    assert_eq!(end_ns(&hc, 1), copy + 200 + 800 + 10 + 300 + copy);
+    // as traced: a host send right after a D2H copy of its buffer is a staged one too ...
+    let mut d2h = op(g2g_trace::OpKind::Memcpy);
+    d2h.bytes = b;
+    d2h.copy = g2g_trace::CopyKind::D2H;
+    d2h.stream = -1;
+    let r = run(vec![vec![d2h, send(1, 0, b)], vec![recv(0, 0, b)]], &t, SimOptions::default()).unwrap();
+    assert_eq!(end_ns(&r, 1), copy + 200 + 800 + 10 + 300);
+    // ... and a plain host send uses the host bins (20 B/ns)
+    let r = run(vec![vec![send(1, 0, b)], vec![recv(0, 0, b)]], &t, SimOptions::default()).unwrap();
+    assert_eq!(end_ns(&r, 1), 200 + 50 + 10 + 300);
+}
+
+#[test]
+fn factor_errors_name_key_and_line() {
+    let t = with_factors("[[mpi.factors]]\npath = \"host\"\nmax_bytes = \"1MiB\"\n\n[[mpi.factors]]\npath = \"host\"\nmax_bytes = \"1KiB\"\n");
+    let e = g2g_net::MachineConfig::from_toml(&t, "m.toml").unwrap_err();
+    assert_eq!(e.key, "mpi.factors[1].max_bytes");
+    let line = t.lines().enumerate().filter(|(_, l)| l.starts_with("[[mpi.factors]]")).nth(1).unwrap().0 + 1;
+    assert_eq!(e.line, Some(line));
+    let e = g2g_net::MachineConfig::from_toml(&with_factors("[[mpi.factors]]\npath = \"nvlink\"\n"), "m.toml").unwrap_err();
+    assert_eq!(e.key, "mpi.factors[0].path");
+    let e = g2g_net::MachineConfig::from_toml(&with_factors("[[mpi.factors]]\npath = \"host\"\nbw_factor = 0\n"), "m.toml").unwrap_err();
+    assert_eq!(e.key, "mpi.factors[0].bw_factor");
+    let e = g2g_net::MachineConfig::from_toml(&with_factors("[[mpi.factors]]\npath = \"host\"\nbw = 2\n"), "m.toml").unwrap_err();
+    assert!(e.msg.contains("unknown key"), "{e}");
+}
+
+// ---------------------------------------------------------------- per-call CPU overhead
+#[test]
+fn call_overhead_makes_each_mpi_call_busy() {
+    let t = two_gpu_node().replace("recv_overhead = \"300ns\"", "recv_overhead = \"300ns\"\ncall_overhead = \"100ns\"");
+    let b = 1000;
+    let r = run(vec![vec![send(1, 0, b)], vec![recv(0, 0, b)]], &t, SimOptions::default()).unwrap();
+    // the Send's call (100), o_s, 1000 / 5, latency, o_r
+    assert_eq!(end_ns(&r, 1), 100 + 200 + 200 + 10 + 300);
+    // ping-ping: Irecv, Isend (data leaves at 2 x 100 + o_s), Waitall
+    let r = run(pingping(b), &t, SimOptions::default()).unwrap();
+    assert_eq!(end_ns(&r, 0), 100 + 100 + 200 + 2 * b / 5 + 10 + 300);
+}

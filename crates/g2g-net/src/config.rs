@@ -68,6 +68,12 @@ pub struct MachineConfig {
     pub nvlink_latency_ns: f64,
     pub shm_bw: f64,
     pub shm_latency_ns: f64,
+    /// per-rank shared-memory ports (receive side; `node.host.shm_rank_bw`): when set, an intra-node
+    /// host transfer crosses the sender's out port, the receiver's in port and the node link
+    /// (`shm_bw`, then the node's memory-bandwidth cap)
+    pub shm_rank_bw: Option<f64>,
+    /// the out (send-side) port of each rank; defaults to `shm_rank_bw`
+    pub shm_rank_out_bw: Option<f64>,
     pub nic_count: u32,
     pub nic_bw: f64,
     pub nic_latency_ns: f64,
@@ -80,6 +86,10 @@ pub struct MachineConfig {
     pub eager_limit: u64,
     pub send_overhead_ns: f64,
     pub recv_overhead_ns: f64,
+    /// CPU time of every MPI call (the rank is busy before the call acts), `mpi.call_overhead`
+    pub call_overhead_ns: f64,
+    /// piecewise factors by message size and data path (`[[mpi.factors]]`)
+    pub factors: Vec<SizeFactor>,
     pub gpudirect_eager: bool,
     /// collectives on device buffers: direct (like point-to-point) or staged through the host
     pub device_collectives: DeviceCollectives,
@@ -99,6 +109,25 @@ pub struct MachineConfig {
     pub pack_kernel_latency_ns: f64,
     pub coll: CollConfig,
 }
+
+/// One size bin of `[[mpi.factors]]` (SimGrid SMPI's bw-factor / lat-factor / os / or, per data
+/// path): messages of `path` up to `max_bytes` (and above the previous bin of that path) move at
+/// `bw_factor` times the links' bandwidth (their bytes count 1 / bw_factor times against every
+/// link, so contention stays consistent), pay `lat_factor` times the links' latency, `delay` once
+/// before the data moves, and the bin's send / receive overheads when given.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SizeFactor {
+    pub path: String,
+    pub max_bytes: u64,
+    pub bw_factor: f64,
+    pub lat_factor: f64,
+    pub delay_ns: f64,
+    pub send_overhead_ns: Option<f64>,
+    pub recv_overhead_ns: Option<f64>,
+}
+
+/// Data paths a `[[mpi.factors]]` entry may name (`hostcopy`: host transfers of staged buffers).
+pub const FACTOR_PATHS: [&str; 6] = ["host", "hostcopy", "gpudirect-p2p", "gpudirect-rdma", "pipelined", "all"];
 
 /// `[collectives]` thresholds (see g2g-coll's Thresholds for what each selects).
 #[derive(Clone, Debug, PartialEq, Default)]
@@ -271,6 +300,79 @@ fn sub<'a, 'b>(ctx: &'b Ctx<'a>, root: &'b toml::Table, path: &str) -> Result<T<
     Ok(T { ctx, path: path.into(), t, used: vec![] })
 }
 
+/// Line of the `i`-th (0-based) `[[mpi.factors]]` header.
+fn factor_line(text: &str, i: usize) -> Option<usize> {
+    text.lines().enumerate().filter(|(_, l)| l.trim().trim_start_matches('[').trim_end_matches(']').trim() == "mpi.factors" && l.trim().starts_with("[["))
+        .nth(i).map(|(n, _)| n + 1)
+}
+
+fn parse_factors(ctx: &Ctx, a: &[toml::Value]) -> Result<Vec<SizeFactor>, ConfigError> {
+    let mut out: Vec<SizeFactor> = vec![];
+    for (i, v) in a.iter().enumerate() {
+        let line = factor_line(ctx.text, i);
+        let err = |k: &str, msg: String| ConfigError { file: ctx.file.into(), key: format!("mpi.factors[{i}].{k}"), line, msg };
+        let t = v.as_table().ok_or_else(|| err("", "expected a table".into()))?;
+        for k in t.keys() {
+            const KEYS: [&str; 7] = ["path", "max_bytes", "bw_factor", "lat_factor", "delay", "send_overhead", "recv_overhead"];
+            if !KEYS.contains(&k.as_str()) {
+                return Err(err(k, format!("unknown key (valid here: {})", KEYS.join(", "))));
+            }
+        }
+        let path = match t.get("path") {
+            Some(toml::Value::String(s)) if FACTOR_PATHS.contains(&s.as_str()) => s.clone(),
+            Some(toml::Value::String(s)) => return Err(err("path", format!("unknown data path {s:?} (valid: {})", FACTOR_PATHS.join(", ")))),
+            Some(_) => return Err(err("path", "expected a string".into())),
+            None => return Err(err("path", format!("required (one of {})", FACTOR_PATHS.join(", ")))),
+        };
+        let max_bytes = match t.get("max_bytes") {
+            None => u64::MAX,
+            Some(toml::Value::Integer(n)) if *n >= 0 => *n as u64,
+            Some(toml::Value::String(s)) => parse_size(s).map_err(|e| err("max_bytes", e))?,
+            Some(v) => return Err(err("max_bytes", format!("expected a size such as \"64KiB\", found {}", v.type_str()))),
+        };
+        let num = |k: &str, d: f64| -> Result<f64, ConfigError> {
+            let x = match t.get(k) {
+                None => return Ok(d),
+                Some(toml::Value::Float(f)) => *f,
+                Some(toml::Value::Integer(n)) => *n as f64,
+                Some(v) => return Err(err(k, format!("expected a number, found {}", v.type_str()))),
+            };
+            let ok = x.is_finite() && if k == "bw_factor" { x > 0.0 } else { x >= 0.0 };
+            if !ok {
+                return Err(err(k, format!("must be {}, found {x}", if k == "bw_factor" { "positive" } else { "at least 0" })));
+            }
+            Ok(x)
+        };
+        let dur = |k: &str| -> Result<Option<f64>, ConfigError> {
+            match t.get(k) {
+                None => Ok(None),
+                Some(toml::Value::String(s)) => match parse_duration_ns(s) {
+                    Ok(x) if x >= 0.0 => Ok(Some(x)),
+                    Ok(x) => Err(err(k, format!("must be at least 0, found {x} ns"))),
+                    Err(e) => Err(err(k, e)),
+                },
+                Some(v) => Err(err(k, format!("expected a duration such as \"1.2us\", found {}", v.type_str()))),
+            }
+        };
+        let f = SizeFactor {
+            bw_factor: num("bw_factor", 1.0)?,
+            lat_factor: num("lat_factor", 1.0)?,
+            delay_ns: dur("delay")?.unwrap_or(0.0),
+            send_overhead_ns: dur("send_overhead")?,
+            recv_overhead_ns: dur("recv_overhead")?,
+            path,
+            max_bytes,
+        };
+        if let Some(prev) = out.iter().rev().find(|p| p.path == f.path) {
+            if f.max_bytes <= prev.max_bytes {
+                return Err(err("max_bytes", format!("bins of path {:?} must be listed by increasing max_bytes ({} after {})", f.path, f.max_bytes, prev.max_bytes)));
+            }
+        }
+        out.push(f);
+    }
+    Ok(out)
+}
+
 impl MachineConfig {
     /// Parses a machine file's text; `file` names it in errors.
     pub fn from_toml(text: &str, file: &str) -> Result<MachineConfig, ConfigError> {
@@ -355,6 +457,17 @@ impl MachineConfig {
         let mut host = sub(&ctx, &root, "node.host")?;
         let shm_bw = host.bw("shm_bw", Some(20e9))?;
         let shm_latency_ns = host.dur("shm_latency", Some(300.0))?;
+        let shm_rank_bw = match host.str_("shm_rank_bw")? {
+            Some(_) => Some(host.bw("shm_rank_bw", None)?),
+            None => None,
+        };
+        let shm_rank_out_bw = match host.str_("shm_rank_out_bw")? {
+            Some(_) if shm_rank_bw.is_none() => {
+                return Err(ctx.err("node.host.shm_rank_out_bw", "needs node.host.shm_rank_bw (the per-rank ports)"))
+            }
+            Some(_) => Some(host.bw("shm_rank_out_bw", None)?),
+            None => None,
+        };
         host.finish()?;
 
         let mut nic = sub(&ctx, &root, "node.nic")?;
@@ -473,7 +586,13 @@ impl MachineConfig {
             None => None,
             Some(_) => Some(mpi.int("collective_depth", None, 1)? as u32),
         };
+        let call_overhead_ns = mpi.dur("call_overhead", Some(0.0))?;
         let _ = mpi.get("library");
+        let factors = match mpi.get("factors") {
+            None => vec![],
+            Some(toml::Value::Array(a)) => parse_factors(&ctx, a)?,
+            Some(_) => return Err(ctx.err("mpi.factors", "expected an array of tables ([[mpi.factors]])")),
+        };
         mpi.finish()?;
 
         let mut gpu = sub(&ctx, &root, "gpu")?;
@@ -535,6 +654,8 @@ impl MachineConfig {
             nvlink_latency_ns,
             shm_bw,
             shm_latency_ns,
+            shm_rank_bw,
+            shm_rank_out_bw,
             nic_count,
             nic_bw,
             nic_latency_ns,
@@ -546,6 +667,8 @@ impl MachineConfig {
             eager_limit,
             send_overhead_ns,
             recv_overhead_ns,
+            call_overhead_ns,
+            factors,
             gpudirect_eager,
             device_collectives,
             collective_chunk,
@@ -562,6 +685,37 @@ impl MachineConfig {
             pack_kernel_latency_ns,
             coll,
         })
+    }
+
+    /// The `[[mpi.factors]]` bin of a message of `bytes` on data path `path` (`hostcopy` falls back
+    /// to `host` when it has no bins of its own, every path to `all`); None: no factor applies.
+    pub fn factor(&self, path: &str, bytes: u64) -> Option<&SizeFactor> {
+        let pick = |p: &str| -> Option<Option<&SizeFactor>> {
+            let mut any = false;
+            for f in self.factors.iter().filter(|f| f.path == p) {
+                any = true;
+                if bytes <= f.max_bytes {
+                    return Some(Some(f));
+                }
+            }
+            if any {
+                Some(None)
+            } else {
+                None
+            }
+        };
+        if self.factors.is_empty() {
+            return None;
+        }
+        if let Some(r) = pick(path) {
+            return r;
+        }
+        if path == "hostcopy" {
+            if let Some(r) = pick("host") {
+                return r;
+            }
+        }
+        pick("all").flatten()
     }
 
     /// NIC (rail) used by GPU `g` of a node.

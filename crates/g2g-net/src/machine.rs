@@ -2,9 +2,12 @@
 //! registered in one [`FlowNet`].
 //!
 //! Per node, links are laid out as (G = GPUs per node):
-//! `pcie_up[G] pcie_down[G] ce_d2h[G] ce_h2d[G] nvlink[..] shm[1]`, where `pcie_up` carries GPU→host
-//! traffic, `ce_*` are the copy engines that cap cudaMemcpy speed, and the NVLink block depends on the
-//! NVLink kind (ordered pairs, switch ports, or listed pairs).  Network links follow all nodes.
+//! `pcie_up[G] pcie_down[G] ce_d2h[G] ce_h2d[G] nvlink[..] shm[1] shm_out[G] shm_in[G]`, where
+//! `pcie_up` carries GPU→host traffic, `ce_*` are the copy engines that cap cudaMemcpy speed, the
+//! NVLink block depends on the NVLink kind (ordered pairs, switch ports, or listed pairs), `shm` is
+//! the node's shared-memory link (`node.host.shm_bw`) and `shm_out` / `shm_in` the per-rank
+//! shared-memory ports (`node.host.shm_rank_bw`, used only when it is set).  Network links follow
+//! all nodes.
 use crate::config::{MachineConfig, NvlinkKind};
 use crate::lmm::FlowNet;
 use crate::topology::{self, LinkId, Topology};
@@ -86,7 +89,7 @@ impl Machine {
         };
         let nv_off = 4 * g;
         let shm_off = nv_off + nv_links;
-        let stride = shm_off + 1;
+        let stride = shm_off + 1 + 2 * g;
         let topo = topology::build(&cfg.network, place.nodes).map_err(|e| format!("network: {e}"))?;
         if topo.rails() < cfg.nic_count.min(topo.rails()) {
             return Err("network has fewer rails than NICs".into());
@@ -124,6 +127,16 @@ impl Machine {
             }
             net.add_link(cfg.shm_bw);
             latency.push(cfg.shm_latency_ns as u64);
+            let rank_in = cfg.shm_rank_bw.unwrap_or(cfg.shm_bw);
+            let rank_out = cfg.shm_rank_out_bw.unwrap_or(rank_in);
+            for _ in 0..g {
+                net.add_link(rank_out);
+                latency.push(0);
+            }
+            for _ in 0..g {
+                net.add_link(rank_in);
+                latency.push(0);
+            }
         }
         let topo_base = net.num_links() as LinkId;
         for l in topo.links() {
@@ -151,6 +164,14 @@ impl Machine {
     }
     pub fn shm(&self, node: u32) -> LinkId {
         self.base(node) + self.shm_off
+    }
+    /// Shared-memory out port of the rank on GPU slot `gpu` (send side).
+    pub fn shm_out(&self, node: u32, gpu: u32) -> LinkId {
+        self.base(node) + self.shm_off + 1 + gpu
+    }
+    /// Shared-memory in port of the rank on GPU slot `gpu` (receive side: its copy).
+    pub fn shm_in(&self, node: u32, gpu: u32) -> LinkId {
+        self.base(node) + self.shm_off + 1 + self.place.gpus_per_node + gpu
     }
     /// NVLink links from GPU a to GPU b of one node; false if they have none.
     pub fn nvlink(&self, node: u32, a: u32, b: u32, out: &mut crate::paths::Links) -> bool {

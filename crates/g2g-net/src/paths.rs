@@ -37,15 +37,38 @@ pub struct Plan {
     pub last_chunk_bytes: u64,
     /// chunks allowed in flight at once
     pub depth: u32,
+    /// effective bandwidth over the links' (`[[mpi.factors]]` bw_factor): every chunk counts
+    /// bytes / bw_factor against every link of every stage
+    pub bw_factor: f64,
 }
 
 impl Plan {
     fn single(model: &'static str, setup_ns: u64, stages: Stages, bytes: u64) -> Plan {
-        Plan { model, setup_ns, stages, chunks: 1, chunk_bytes: bytes, last_chunk_bytes: bytes, depth: 1 }
+        Plan { model, setup_ns, stages, chunks: 1, chunk_bytes: bytes, last_chunk_bytes: bytes, depth: 1, bw_factor: 1.0 }
     }
     /// One stage, one chunk (a copy, a local transfer).
     pub fn one(model: &'static str, stage: Stage, bytes: u64) -> Plan {
         Plan::single(model, 0, smallvec![stage], bytes)
+    }
+
+    /// Applies a `[[mpi.factors]]` bin: bandwidth factor, latency factor on every stage, and the
+    /// bin's delay before the first chunk.
+    pub fn apply_factor(&mut self, f: &crate::config::SizeFactor) {
+        self.bw_factor = f.bw_factor;
+        for s in self.stages.iter_mut() {
+            s.latency_ns = (s.latency_ns as f64 * f.lat_factor).round() as u64;
+        }
+        self.setup_ns += f.delay_ns.round() as u64;
+    }
+
+    /// Bytes a chunk counts against the links (its size over the bandwidth factor).
+    pub fn flow_bytes(&self, c: u32) -> f64 {
+        let b = self.chunk_len(c) as f64;
+        if self.bw_factor == 1.0 {
+            b
+        } else {
+            b / self.bw_factor
+        }
     }
 
     pub fn chunk_len(&self, c: u32) -> u64 {
@@ -76,6 +99,12 @@ impl HostPath {
     pub fn links(m: &Machine, src: Endpoint, dst: Endpoint) -> (Links, u64) {
         let mut links = Links::new();
         if src.node == dst.node {
+            if m.cfg.shm_rank_bw.is_some() {
+                // per-rank ports: the sender's out port, the receiver's in port (its copy), then the
+                // node's memory-bandwidth cap
+                links.push(m.shm_out(src.node, src.gpu));
+                links.push(m.shm_in(dst.node, dst.gpu));
+            }
             links.push(m.shm(src.node));
             (links, 0)
         } else {
@@ -93,7 +122,7 @@ impl DataPath for HostPath {
         "host buffer to host buffer: shared memory inside a node, NIC + network across nodes"
     }
     fn params(&self) -> &'static [&'static str] {
-        &["node.host.shm_bw", "node.host.shm_latency", "node.nic.*", "network.*"]
+        &["node.host.shm_bw", "node.host.shm_latency", "node.host.shm_rank_bw", "node.host.shm_rank_out_bw", "node.nic.*", "network.*", "mpi.factors (path host / hostcopy)"]
     }
     fn plan(&self, m: &Machine, src: Endpoint, dst: Endpoint, bytes: u64) -> Plan {
         let (links, nic) = HostPath::links(m, src, dst);
@@ -218,6 +247,7 @@ impl Pipelined {
             chunk_bytes: chunk.min(bytes.max(1)),
             last_chunk_bytes: last,
             depth: depth.max(1),
+            bw_factor: 1.0,
         }
     }
 }

@@ -43,13 +43,15 @@ from typing import Any
 import numpy as np
 
 from .. import machines
-from .micro import KiB, MiB, P2PParams, Series, closed_form, series_from_raw, simulate_series, load_raw
+from .micro import KiB, MiB, P2PParams, Series, closed_form, copy_time, series_from_raw, simulate_series, load_raw
 
 LARGE_FROM = 1 * MiB           # "large-message regime" of the host bandwidth fit
+BIN_TOL = 0.03                 # a size bin grows while one line fits all its points within this
 TARGET_FROM = 32 * KiB         # the accuracy target's size split
 COLL_SEARCH_MAX = 64 * MiB     # the algorithm search skips larger collectives (slow to simulate)
 COLL_CANDIDATES = {"Bcast": ["binomial", "pipeline", "pipeline:1g", "scatter_allgather", "pipelined_binomial", "linear"],
-                   "Scatter": ["linear", "binomial"], "Gather": ["linear", "binomial"]}
+                   "Scatter": ["linear", "linear_sequential", "binomial"],
+                   "Gather": ["linear", "linear_sequential", "binomial"]}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -130,11 +132,30 @@ class FitResult:
             "node.nvlink.kind": p.nvlink_kind, "node.nvlink.bw": fmt_bw(p.nvlink_bw),
             "node.nvlink.latency": fmt_dur(p.nvlink_latency),
             "node.host.shm_bw": fmt_bw(p.shm_bw), "node.host.shm_latency": fmt_dur(p.shm_latency),
+            **({"node.host.shm_rank_bw": fmt_bw(p.shm_rank_bw)} if p.shm_rank_bw else {}),
+            **({"node.host.shm_rank_out_bw": fmt_bw(p.shm_rank_out_bw)} if p.shm_rank_out_bw else {}),
+            "mpi.call_overhead": fmt_dur(p.call_overhead),
             "mpi.eager_limit": fmt_size(p.eager_limit), "mpi.send_overhead": fmt_dur(p.send_overhead),
             "mpi.recv_overhead": fmt_dur(p.recv_overhead), "gpu.copy_delay": fmt_dur(p.copy_delay),
             "gpu.gpudirect_delay": fmt_dur(p.gpudirect_delay),
             **{f"collectives.algorithms.{k.lower()}": v for k, v in self.coll_algos.items()},
+            **{f"mpi.factors.{path}": [factor_text(b) for b in bins] for path, bins in p.factors.items()},
         }
+
+
+def factor_text(b: dict) -> str:
+    """One bin in a line: '<= 128KiB: bw x0.52, delay 1.2us, o_s 0.1us'."""
+    parts = [("<= " + fmt_size(int(b["max_bytes"]))) if math.isfinite(b["max_bytes"]) else "rest",
+             f"bw x{_sig(b['bw_factor'], 3)}"]
+    if b.get("lat_factor", 1.0) != 1.0:
+        parts.append(f"lat x{_sig(b['lat_factor'], 3)}")
+    if b.get("delay"):
+        parts.append(f"delay {fmt_dur(b['delay'])}")
+    if b.get("send_overhead") is not None:
+        parts.append(f"o_s {fmt_dur(b['send_overhead'])}")
+    if b.get("recv_overhead") is not None:
+        parts.append(f"o_r {fmt_dur(b['recv_overhead'])}")
+    return ", ".join(parts)
 
 
 def base_params(base: dict) -> P2PParams:
@@ -159,7 +180,23 @@ def base_params(base: dict) -> P2PParams:
         nvlink_bw=parse_bw(nv["bw"]) if "bw" in nv else 0.0,
         nvlink_kind=nv.get("kind", "all-to-all" if nv else "none"),
         gpudirect_eager=bool(mpi.get("gpudirect_eager", False)),
+        call_overhead=parse_dur(mpi.get("call_overhead", "0ns")),
+        shm_rank_bw=parse_bw(host["shm_rank_bw"]) if "shm_rank_bw" in host else None,
+        shm_rank_out_bw=parse_bw(host["shm_rank_out_bw"]) if "shm_rank_out_bw" in host else None,
+        factors=_factors_from_toml(mpi.get("factors", [])),
     )
+
+
+def _factors_from_toml(entries: list) -> dict:
+    out: dict[str, list] = {}
+    for e in entries:
+        out.setdefault(e["path"], []).append({
+            "max_bytes": parse_size(e["max_bytes"]) if "max_bytes" in e else float("inf"),
+            "bw_factor": float(e.get("bw_factor", 1.0)), "lat_factor": float(e.get("lat_factor", 1.0)),
+            "delay": parse_dur(e["delay"]) if "delay" in e else 0.0,
+            "send_overhead": parse_dur(e["send_overhead"]) if "send_overhead" in e else None,
+            "recv_overhead": parse_dur(e["recv_overhead"]) if "recv_overhead" in e else None})
+    return out
 
 
 def _line_fit(x, t) -> tuple[float, float]:
@@ -223,8 +260,128 @@ def eager_break(s: Series, lo: int = KiB, hi: int = 4 * MiB) -> dict | None:
     return best
 
 
-def fit(raw, base: str | Path = "h200x4", host_bw_from: str = "pingping", large_from: int = LARGE_FROM,
-        collectives: bool = True, workdir=None) -> FitResult:
+def _small_latency(s: Series) -> float:
+    small = s.sizes <= KiB
+    if small.sum() >= 2:
+        a, _ = _line_fit(s.sizes[small], s.t[small])
+        return a
+    return float(s.t.min())
+
+
+def split_call_overhead(pp: float, pi: float | None) -> tuple[float, float]:
+    """(call overhead c, one-way message time X) from the small-message ping-pong one-way time
+    ``pp = c + X`` and ping-ping exchange ``pi = 2c + max(c, X)`` (Irecv, Isend, Waitall)."""
+    if pi is None or pi <= pp:
+        return 0.0, pp
+    c = pi / 3
+    if 0 < pp - c <= c:
+        return c, pp - c
+    c = pi - pp
+    if 0 <= c <= 2 * pp - pi:
+        return c, 2 * pp - pi
+    return 0.0, pp
+
+
+def _concurrency_ratio(series, kind: str, mode: str, ref: Series, large_from: int):
+    """(peers, median ratio of a concurrency series' time to the reference curve's) over the sizes
+    >= large_from they share; (peers, None) without data."""
+    s = _find(series, kind, mode)
+    if s is None or ref is None:
+        return 3, None
+    npeer = len(s.meta.get("peers", [])) or 3
+    m = s.sizes >= large_from
+    if not m.any():
+        return npeer, None
+    r = [float(t / np.interp(x, ref.sizes, ref.t)) for x, t in zip(s.sizes[m], s.t[m])]
+    return npeer, float(np.median(r))
+
+
+def one_way_targets(series, mode: str, p: P2PParams):
+    """Sizes and the one-way times T(b) of ``mode`` that the size bins must reproduce: from
+    ping-pong (one-way = c + T + staging copies) and ping-ping (exchange = 2c + T + copies, where
+    the message time dominates): where both exist, the T that errs equally (and oppositely) on
+    the two."""
+    pp = _find(series, "pingpong", mode)
+    pi = _find(series, "pingping", mode)
+    if pp is None:
+        return None, None, []
+    c = p.call_overhead
+    cp = 2 * copy_time(pp.sizes, p) if mode == "staged" else 0.0
+    t_pp = np.maximum(pp.t - c - cp, 1e-9)
+    used = [pp.name]
+    # on one shared node link a ping-ping's T is not a single message's: ping-pong alone then
+    shared = mode != "device" and p.shm_rank_bw is None
+    if pi is not None and np.array_equal(pi.sizes, pp.sizes) and not shared:
+        # T with equal and opposite relative errors on the two curves: (c + T) / pp - 1 = 1 - (2c + T) / pi
+        # (ping-ping's own time is 2c + max(c, T): where T < c only ping-pong determines T)
+        a_pp, a_pi = pp.t - cp, pi.t - cp
+        T_eq = (2 - c / a_pp - 2 * c / a_pi) / (1 / a_pp + 1 / a_pi)
+        T = np.where(T_eq > c, T_eq, t_pp)
+        used.append(pi.name)
+    else:
+        T = t_pp
+    return pp.sizes.astype(float), T, used
+
+
+def _fixed(mode: str, p: P2PParams, b: float) -> float:
+    """The size-independent part of T(b) without factors."""
+    L = p.shm_latency
+    if mode == "device":
+        return p.send_overhead + p.recv_overhead + 2 * L + p.gpudirect_delay + p.nvlink_path_latency
+    return p.send_overhead + p.recv_overhead + L + (2 * L if b > p.eager_limit else 0.0)
+
+
+def fit_bins(x, T, mode: str, p: P2PParams, tol: float = 0.03) -> tuple[list, list]:
+    """Size bins of [[mpi.factors]] for one path: the sweep's sizes are cut into segments, each
+    grown from the smallest size while one line a + b/B' (intercept and bandwidth >= 0, least
+    squares in relative error) stays within ``tol`` of every point of it, and never across the
+    eager limit.  A segment becomes a bin up to its largest size (the last is open-ended):
+    bw_factor = B' / B (B the path's reference bandwidth) and the intercept minus the fixed costs
+    as a delay (or, when negative, a smaller send / receive overhead)."""
+    B = p.nvlink_bw if mode == "device" else p.host_flow_bw(1)
+    n = len(x)
+    segs = []
+    i = 0
+    while i < n:
+        j = i + 1
+        best = None
+        while j <= n:
+            if j > i + 1 and mode != "device" and (x[i] <= p.eager_limit) != (x[j - 1] <= p.eager_limit):
+                break
+            if j - i >= 2:
+                a, sl = _line_fit(x[i:j], T[i:j])
+            else:
+                f0 = _fixed(mode, p, x[i])
+                a, sl = (f0, (T[i] - f0) / x[i]) if T[i] > f0 else (T[i], 0.0)
+            err = float(np.max(np.abs((a + sl * x[i:j]) / T[i:j] - 1)))
+            if j - i >= 2 and err > tol:
+                break
+            best = (j, a, sl, err)
+            j += 1
+        j, a, sl, err = best
+        segs.append((i, j, a, sl, err))
+        i = j
+    bins, info = [], []
+    for k, (i, j, a, sl, err) in enumerate(segs):
+        f = min(1e3, max(1e-3, 1 / (sl * B))) if sl > 0 else 1e3
+        extra = a - _fixed(mode, p, x[j - 1])
+        b_ = {"max_bytes": int(x[j - 1]) if k < len(segs) - 1 else float("inf"), "bw_factor": f,
+              "lat_factor": 1.0, "delay": 0.0, "send_overhead": None, "recv_overhead": None}
+        if extra >= 0 or mode == "device":
+            b_["delay"] = extra
+        else:
+            so = p.send_overhead + extra
+            b_["send_overhead"] = max(0.0, so)
+            if so < 0:
+                b_["recv_overhead"] = max(0.0, p.recv_overhead + so)
+        bins.append(b_)
+        info.append({"sizes": [int(v) for v in x[i:j]], "intercept_s": a,
+                     "bw": (1 / sl) if sl > 0 else None, "max_rel_err": err})
+    return bins, info
+
+
+def fit(raw, base: str | Path = "h200x4", host_bw_from: str = "pingpong", large_from: int = LARGE_FROM,
+        collectives: bool = True, workdir=None, factors: bool = True, tol: float = BIN_TOL) -> FitResult:
     """Fits the machine parameters to the raw measurements; see the module docstring."""
     raw = load_raw(raw)
     series = series_from_raw(raw)
@@ -249,51 +406,62 @@ def fit(raw, base: str | Path = "h200x4", host_bw_from: str = "pingping", large_
     else:
         notes.append("no cudaMemcpy measurements: copy_delay and pcie.bw kept from the base file")
 
-    # 2./3. host latency and eager limit
+    # 2./3. call overhead, host latency and eager limit
     hp = _find(series, "pingpong", "host")
     if hp is None:
         raise ValueError("the raw file has no host ping-pong: nothing to fit")
-    small = hp.sizes <= KiB
-    c, _ = _line_fit(hp.sizes[small], hp.t[small]) if small.sum() >= 2 else (float(hp.t.min()), 0.0)
+    hpi = _find(series, "pingping", "host")
+    pp_s = _small_latency(hp)
+    pi_s = _small_latency(hpi) if hpi is not None else None
+    c, X = split_call_overhead(pp_s, pi_s)
+    p.call_overhead = c
     br = eager_break(hp)
     if br is not None:
         p.eager_limit = br["limit"]
         if br["step"] > 0:
-            p.shm_latency = min(br["step"] / 2, 0.4 * c)
+            p.shm_latency = min(br["step"] / 2, 0.4 * X)
             why = f"half the rendezvous step of {br['step'] * 1e6:.2f} us"
         else:
-            p.shm_latency = 0.1 * c
+            p.shm_latency = 0.1 * X
             why = (f"the step at the protocol switch is {br['step'] * 1e6:+.2f} us (faster above: a "
-                   f"single-copy rendezvous), which the model cannot express; shm_latency is 1/10 of "
-                   f"the small-message latency")
-            notes.append(f"host eager limit {fmt_size(br['limit'])}: {why}")
+                   f"single-copy rendezvous, expressed by the size bins); shm_latency is 1/10 of the "
+                   f"small-message latency")
         det["eager"] = {**br, "why": why}
     else:
-        p.shm_latency = 0.1 * c
-    o = max(0.0, c - p.shm_latency)
+        p.shm_latency = 0.1 * X
+    o = max(0.0, X - p.shm_latency)
     p.send_overhead = p.recv_overhead = o / 2
-    det["host_latency"] = {"small_message_s": c, "o_s": o / 2, "o_r": o / 2, "L": p.shm_latency}
+    det["host_latency"] = {"pingpong_small_s": pp_s, "pingping_small_s": pi_s, "call_overhead_s": c,
+                           "small_message_s": X, "o_s": o / 2, "o_r": o / 2, "L": p.shm_latency}
 
-    # 4. host bandwidth
-    srcs = {"pingping": ["pingping"], "pingpong": ["pingpong"], "both": ["pingpong", "pingping"]}[host_bw_from]
-    hb = [s for s in series if s.mode == "host" and s.kind in srcs and s.scope == "intra"]
-
-    def host_err(logB: float) -> float:
-        q = replace(p, shm_bw=math.exp(logB))
-        e = 0.0
-        for s in hb:
-            m = s.sizes >= large_from
-            if m.any():
-                e += float(np.sum(np.log(closed_form(s.kind, "host", s.sizes[m], q) / s.t[m]) ** 2))
-        return e
-
-    if any((s.sizes >= large_from).any() for s in hb):
-        p.shm_bw = math.exp(_golden(host_err, math.log(1e8), math.log(1e13)))
-        det["shm_bw"] = {"bw": p.shm_bw, "from": [s.name for s in hb], "sizes_from": large_from}
+    # 4. host bandwidth: per-rank ports (reference bandwidth), out port from fan-out, node cap
+    #    from two pairs at once
+    big = hp.sizes >= large_from
+    if big.sum() >= 2:
+        _, sl = _line_fit(hp.sizes[big], hp.t[big] - c)
+        B = 1 / sl if sl > 0 else p.shm_bw
+        # two opposite transfers: about twice one (one shared node link) or about one (per-rank ports)
+        r_pi = None
+        if hpi is not None and np.array_equal(hpi.sizes, hp.sizes):
+            r_pi = float(np.median((hpi.t[big] - 2 * c) / (hp.t[big] - c)))
+        if r_pi is not None and r_pi > 1.5:
+            p.shm_rank_bw = p.shm_rank_out_bw = None
+            p.shm_bw = B
+            det["shm_bw"] = {"bw": B, "from": hp.name, "sizes_from": large_from, "pingping_ratio": r_pi,
+                             "ports": False}
+        else:
+            p.shm_rank_bw = B
+            npeer, rf = _concurrency_ratio(series, "fan-out", "host", hp, large_from)
+            p.shm_rank_out_bw = npeer * B / max(rf, 1.0) if rf is not None else None
+            _, r2 = _concurrency_ratio(series, "two-pairs", "host", hpi or hp, large_from)
+            p.shm_bw = 4 * B / max(r2 or 1.0, 1.0)
+            det["shm_bw"] = {"rank_bw": B, "from": hp.name, "sizes_from": large_from, "fan_out_ratio": rf,
+                             "fan_out_peers": npeer, "rank_out_bw": p.shm_rank_out_bw, "two_pairs_ratio": r2,
+                             "node_cap": p.shm_bw, "pingping_ratio": r_pi, "ports": True}
     else:
         notes.append(f"no host measurement of {large_from} B or more: shm_bw kept from the base file")
 
-    # 5. device buffers
+    # 5. device buffers: NVLink bandwidth (slope >= 32 KiB) and kind (fan-out)
     dv = [s for s in series if s.mode == "device" and s.kind in ("pingpong", "pingping") and s.scope == "intra"]
     if dv:
         x = np.concatenate([s.sizes[s.sizes >= TARGET_FROM] for s in dv])
@@ -313,15 +481,30 @@ def fit(raw, base: str | Path = "h200x4", host_bw_from: str = "pingping", large_
                 det["nvlink_kind"] = {"fan_out_ratio": ratio, "peers": npeer, "size": n, "kind": kind}
             p.nvlink_kind = kind
             fixed = p.send_overhead + p.recv_overhead + 2 * p.shm_latency + p.nvlink_path_latency
-            p.gpudirect_delay = max(0.0, a - fixed)
-            if a < fixed:
-                notes.append(f"device intercept {a * 1e6:.2f} us is below the overheads + control + NVLink "
-                             f"latencies ({fixed * 1e6:.2f} us): gpudirect_delay = 0")
+            p.gpudirect_delay = max(0.0, a - c - fixed)
             det["device"] = {"intercept_s": a, "bw": p.nvlink_bw, "sizes_from": TARGET_FROM,
                              "series": [s.name for s in dv]}
     else:
         notes.append("no device-buffer measurements (MPI not CUDA-aware?): NVLink and gpudirect_delay kept "
                      "from the base file")
+
+    # 6. size bins ([[mpi.factors]]) per path, from the one-way times of each mode's curves
+    if factors:
+        p.factors = {}
+        det["factors"] = {}
+        for mode, path in (("host", "host"), ("staged", "hostcopy"), ("device", "gpudirect-p2p")):
+            xs, T, used = one_way_targets(series, mode, p)
+            if xs is None:
+                continue
+            bins, info = fit_bins(xs, T, mode, p, tol=tol)
+            if path == "gpudirect-p2p" and bins:
+                # the smallest bin intercept becomes gpudirect_delay: every bin's delay >= 0
+                lift = min(b_["delay"] for b_ in bins)
+                p.gpudirect_delay += lift
+                for b_ in bins:
+                    b_["delay"] -= lift
+            p.factors[path] = bins
+            det["factors"][path] = {"from": used, "tolerance": tol, "segments": info}
 
     res = FitResult(params=p, base_name=label, base=base_d, gpus=gpus, raw_meta=_meta(raw), notes=notes,
                     details=det)
@@ -331,7 +514,11 @@ def fit(raw, base: str | Path = "h200x4", host_bw_from: str = "pingping", large_
     return res
 
 
-OMPI_ALGOS = {"scatter": {"1": "linear", "2": "binomial"}, "gather": {"1": "linear", "2": "binomial"},
+# Open MPI 4.1 coll/tuned algorithm numbers: basic_linear Scatter / Gather are blocking sends /
+# receives one peer after another (coll_base_scatter.c, coll_base_gather.c): linear_sequential;
+# Scatter 3 (linear_nb) posts them all at once: linear.
+OMPI_ALGOS = {"scatter": {"1": "linear_sequential", "2": "binomial", "3": "linear"},
+              "gather": {"1": "linear_sequential", "2": "binomial"},
               "bcast": {"1": "linear", "3": "pipeline", "6": "binomial", "8": "scatter_allgather"}}
 
 
@@ -497,7 +684,17 @@ def to_toml(res: FitResult, name: str = "h200x4-calibrated", raw_path: str | Non
     c("")
     c("[node.host]")
     sb = d.get("shm_bw")
-    c(f"shm_bw = {_toml_value(fmt_bw(p.shm_bw))}" + (f"        # fitted: {' + '.join(sb['from'])} >= {size_label(sb['sizes_from'])} (one link shared by all intra-node host transfers)" if sb else "  # base"))
+    if sb and p.shm_rank_bw:
+        r2 = sb.get("two_pairs_ratio")
+        rf = sb.get("fan_out_ratio")
+        c(f"shm_rank_bw = {_toml_value(fmt_bw(p.shm_rank_bw))}" + f"   # fitted: {sb['from']} >= {size_label(sb['sizes_from'])}, slope (each rank's own copy: ping-ping takes one ping-pong)")
+        if p.shm_rank_out_bw:
+            c(f"shm_rank_out_bw = {_toml_value(fmt_bw(p.shm_rank_out_bw))}" + f"  # fitted: one rank to {sb['fan_out_peers']} at once takes {rf:.2f} x one message")
+        c(f"shm_bw = {_toml_value(fmt_bw(p.shm_bw))}" + (f"        # fitted: node cap, two pairs at once take {r2:.2f} x one pair" if r2 else "  # 4 x shm_rank_bw (no two-pairs data)"))
+    elif sb:
+        c(f"shm_bw = {_toml_value(fmt_bw(p.shm_bw))}" + f"  # fitted: {sb['from']} >= {size_label(sb['sizes_from'])}, slope; ping-ping takes {sb['pingping_ratio']:.2f} x: one link shared by the node")
+    else:
+        c(f"shm_bw = {_toml_value(fmt_bw(p.shm_bw))}" + "  # base")
     c(f"shm_latency = {_toml_value(fmt_dur(p.shm_latency))}" + "  # fitted: " + (d.get("eager", {}).get("why", "1/10 of the small-message latency")))
     c("")
     for sect in ("nic",):
@@ -518,9 +715,33 @@ def to_toml(res: FitResult, name: str = "h200x4-calibrated", raw_path: str | Non
     c(f"eager_limit = {_toml_value(fmt_size(p.eager_limit))}" + "  # fitted: break of the host ping-pong curve")
     c(f"send_overhead = {_toml_value(fmt_dur(p.send_overhead))}" + (f"  # fitted: host ping-pong <= 1 KiB, {hl.get('small_message_s', 0) * 1e6:.3f} us one way, minus shm_latency, halved" if hl else ""))
     c(f"recv_overhead = {_toml_value(fmt_dur(p.recv_overhead))}")
+    c(f"call_overhead = {_toml_value(fmt_dur(p.call_overhead))}" + (f"  # fitted: host ping-pong one way {hl.get('pingpong_small_s', 0) * 1e6:.3f} us = c + X, ping-ping {(hl.get('pingping_small_s') or 0) * 1e6:.3f} us = 2c + max(c, X) (<= 1 KiB)" if hl else ""))
     for k, v in base.get("mpi", {}).items():
-        if k not in ("eager_limit", "send_overhead", "recv_overhead"):
+        if k not in ("eager_limit", "send_overhead", "recv_overhead", "call_overhead", "factors"):
             c(f"{k} = {_toml_value(v)}  # base")
+    fd = d.get("factors") or {}
+    for path, bins in p.factors.items():
+        info = fd.get(path, {})
+        c("")
+        c(f"# size bins of path {path!r}: fitted on {' + '.join(info.get('from', []))} (one-way time less call overhead"
+          + (" and the two copies" if path == "hostcopy" else "") + f"), each bin one line within {100 * info.get('tolerance', BIN_TOL):.0f}%")
+        for b, seg in zip(bins, info.get("segments", [None] * len(bins))):
+            c("[[mpi.factors]]")
+            if seg:
+                c(f"# measured sizes {size_label(seg['sizes'][0])} - {size_label(seg['sizes'][-1])} ({len(seg['sizes'])}), "
+                  f"line within {100 * seg['max_rel_err']:.1f}%")
+            c(f"path = {_toml_value(path)}")
+            if math.isfinite(b["max_bytes"]):
+                c(f"max_bytes = {_toml_value(fmt_size(int(b['max_bytes'])))}")
+            c(f"bw_factor = {float(_sig(b['bw_factor'], 4))!r}")
+            if b.get("lat_factor", 1.0) != 1.0:
+                c(f"lat_factor = {b['lat_factor']!r}")
+            if b.get("delay", 0.0) > 0:
+                c(f"delay = {_toml_value(fmt_dur(b['delay']))}")
+            if b.get("send_overhead") is not None:
+                c(f"send_overhead = {_toml_value(fmt_dur(b['send_overhead']))}")
+            if b.get("recv_overhead") is not None:
+                c(f"recv_overhead = {_toml_value(fmt_dur(b['recv_overhead']))}")
     c("")
     c("[gpu]")
     c(f"copy_delay = {_toml_value(fmt_dur(p.copy_delay))}" + ("  # fitted: cudaMemcpy pinned intercept minus pcie.latency" if cp else "  # base"))

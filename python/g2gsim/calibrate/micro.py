@@ -251,33 +251,89 @@ class P2PParams:
     nvlink_bw: float
     nvlink_kind: str = "switch"
     gpudirect_eager: bool = False
+    call_overhead: float = 0.0              # mpi.call_overhead
+    shm_rank_bw: float | None = None        # node.host.shm_rank_bw (per-rank ports)
+    shm_rank_out_bw: float | None = None    # node.host.shm_rank_out_bw
+    # [[mpi.factors]]: path -> bins in increasing max_bytes, each {"max_bytes", "bw_factor",
+    # "lat_factor", "delay" (s), "send_overhead" (s, optional), "recv_overhead" (s, optional)}
+    factors: dict = field(default_factory=dict)
 
     @property
     def nvlink_path_latency(self) -> float:
         return self.nvlink_latency * (2 if self.nvlink_kind == "switch" else 1)
 
+    def host_flow_bw(self, flows: int = 1) -> float:
+        """Bandwidth of each of ``flows`` transfers between two ranks of a node in opposite
+        directions (ping-ping: 2), before factors."""
+        if self.shm_rank_bw is None:
+            return self.shm_bw / flows
+        out = self.shm_rank_out_bw or self.shm_rank_bw
+        return min(self.shm_rank_bw, out, self.shm_bw / flows)
+
+    def factor_bin(self, path: str, b: float) -> dict | None:
+        """The machine's rule (config.rs ``factor``): hostcopy falls back to host, then to all."""
+        for key in ([path, "host", "all"] if path == "hostcopy" else [path, "all"]):
+            bins = self.factors.get(key)
+            if bins:
+                for f in bins:
+                    if b <= f["max_bytes"]:
+                        return f
+                return None
+        return None
+
+
+def _fac(p: P2PParams, path: str, b: np.ndarray):
+    """(bw_factor, lat_factor, delay, send_overhead, recv_overhead) per size."""
+    out = np.empty((5, len(b)))
+    for i, x in enumerate(b):
+        f = p.factor_bin(path, x) or {}
+        out[:, i] = (f.get("bw_factor", 1.0), f.get("lat_factor", 1.0), f.get("delay", 0.0),
+                     p.send_overhead if f.get("send_overhead") is None else f["send_overhead"],
+                     p.recv_overhead if f.get("recv_overhead") is None else f["recv_overhead"])
+    return out
+
+
+def one_way(mode: str, n, p: P2PParams, flows: int = 1) -> np.ndarray:
+    """T(b): from the send call's action to the receive's completion, one message of ``mode``
+    (host, staged = the hostcopy bins, device), without call overheads and staging copies."""
+    b = np.atleast_1d(np.asarray(n, dtype=float))
+    L = p.shm_latency
+    if mode in ("host", "staged"):
+        bw, lf, dl, os_, or_ = _fac(p, "hostcopy" if mode == "staged" else "host", b)
+        rndv = np.where(b > p.eager_limit, 2 * L, 0.0)
+        return os_ + dl + rndv + L * lf + b / (p.host_flow_bw(flows) * bw) + or_
+    if mode == "device":
+        bw, lf, dl, os_, or_ = _fac(p, "gpudirect-p2p", b)
+        rts = np.where(b > p.eager_limit, 2 * L, 0.0) if p.gpudirect_eager else 2 * L
+        return os_ + rts + p.gpudirect_delay + dl + p.nvlink_path_latency * lf + b / (p.nvlink_bw * bw) + or_
+    raise ValueError(f"no closed form for mode {mode}")
+
+
+def copy_time(n, p: P2PParams) -> np.ndarray:
+    b = np.asarray(n, dtype=float)
+    return p.copy_delay + p.pcie_latency + b / p.copy_bw
+
 
 def closed_form(kind: str, mode: str, n, p: P2PParams) -> np.ndarray:
     """The model's time of ``kind`` (pingpong one-way, pingping exchange, memcpy) at sizes ``n``.
 
-    host (docs/models/host.md): o_s + L + b/B + o_r, plus 2L (RTS, CTS) above the eager limit;
-    two opposite flows share the node's shared-memory link (ping-ping: 2b/B).
-    hostcopy (hostcopy.md): copy = copy_delay + pcie.latency + b / copy_bw, before and after.
-    gpudirect-p2p (gpudirect-p2p.md): o_s + 2L (RTS, CTS) + gpudirect_delay + b/B_nv + NVLink
-    latency + o_r; the two directions use different links (ping-ping = one-way).
+    T = o_s + L + b / (B f) + o_r (+ 2L RTS/CTS above the eager limit; docs/models/host.md) with the
+    size bin's factors f, delay and overheads (``[[mpi.factors]]``); device: o_s + 2L +
+    gpudirect_delay + delay + NVLink latency + b / (B_nv f) + o_r (gpudirect-p2p.md); a copy is
+    copy_delay + pcie.latency + b / copy_bw (hostcopy.md).  With c = mpi.call_overhead:
+    ping-pong one-way = c + T (+ a D2H and an H2D copy when staged); ping-ping exchange (Irecv,
+    Isend, Waitall) = 2c + max(c, T) (+ both copies), T with two opposite flows (on one node link
+    without per-rank ports they share it).
     """
     b = np.asarray(n, dtype=float)
-    o = p.send_overhead + p.recv_overhead
-    L = p.shm_latency
-    rndv = np.where(b > p.eager_limit, 2 * L, 0.0)
-    copy = p.copy_delay + p.pcie_latency + b / p.copy_bw
+    copy = copy_time(b, p)
     if kind == "memcpy":
         return copy
-    if mode in ("host", "staged"):
-        flows = 2.0 if kind in ("pingping",) else 1.0
-        host = o + L + rndv + flows * b / p.shm_bw
-        return host + (2 * copy if mode == "staged" else 0.0)
-    if mode == "device":
-        rts = np.where(b > p.eager_limit, 2 * L, 0.0) if p.gpudirect_eager else 2 * L
-        return o + rts + p.gpudirect_delay + p.nvlink_path_latency + b / p.nvlink_bw
+    c = p.call_overhead
+    staged = 2 * copy if mode == "staged" else 0.0
+    if kind == "pingpong":
+        return c + one_way(mode, b, p) + staged
+    if kind == "pingping":
+        t = one_way(mode, b, p, flows=2 if mode != "device" else 1)
+        return 2 * c + np.maximum(c, t) + staged
     raise ValueError(f"no closed form for {kind} {mode}")

@@ -405,6 +405,7 @@ fn needs_counts_error(args: &CollArgs) -> CollError {
 
 /// Gather / Gatherv.
 /// * linear: the root receives from everyone in one round.
+/// * linear_sequential (Open MPI basic linear): one blocking receive per round, in rank order.
 /// * binomial (MPICH; Open MPI for small blocks): receive each child's whole subtree (smallest
 ///   subtree first, one round each), then send the own subtree's data to the parent.
 pub(crate) fn gather(algo: Algo, c: &Ctx, args: &CollArgs) -> Result<Vec<Round>, CollError> {
@@ -430,6 +431,17 @@ pub(crate) fn gather(algo: Algo, c: &Ctx, args: &CollArgs) -> Result<Vec<Round>,
             }
             Ok(rounds)
         }
+        Algo::LinearSequential => {
+            if v == 0 {
+                // Open MPI basic linear: blocking receives in rank order
+                Ok((0..p as u32)
+                    .filter(|&r| r != root as u32)
+                    .map(|r| Round { recvs: vec![step(r, rb.blocks.get(r as u64))], ..Round::default() })
+                    .collect())
+            } else {
+                Ok(vec![send_round(root as u32, rb.own)])
+            }
+        }
         _ => {
             if v == 0 {
                 Ok(vec![Round {
@@ -450,6 +462,7 @@ pub(crate) fn gather(algo: Algo, c: &Ctx, args: &CollArgs) -> Result<Vec<Round>,
 
 /// Scatter / Scatterv: the mirror image of [`gather`].
 /// * linear: the root sends to everyone in one round.
+/// * linear_sequential (Open MPI basic linear): one blocking send per round, in rank order.
 /// * binomial (MPICH; Open MPI for small blocks on more than 10 ranks): receive the own subtree's
 ///   data from the parent, then send each child its subtree's data, largest subtree first.
 pub(crate) fn scatter(algo: Algo, c: &Ctx, args: &CollArgs) -> Result<Vec<Round>, CollError> {
@@ -474,6 +487,17 @@ pub(crate) fn scatter(algo: Algo, c: &Ctx, args: &CollArgs) -> Result<Vec<Round>
                 rounds.push(send_round(real(ch, root, p), sz));
             }
             Ok(rounds)
+        }
+        Algo::LinearSequential => {
+            if v == 0 {
+                // Open MPI basic linear: blocking sends in rank order
+                Ok((0..p as u32)
+                    .filter(|&r| r != root as u32)
+                    .map(|r| Round { sends: vec![step(r, rb.blocks.get(r as u64))], ..Round::default() })
+                    .collect())
+            } else {
+                Ok(vec![recv_round(root as u32, rb.own, 0)])
+            }
         }
         _ => {
             if v == 0 {

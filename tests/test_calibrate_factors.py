@@ -1,0 +1,136 @@
+"""Size bins ([[mpi.factors]]), per-rank shared-memory ports and the call overhead in the fitter
+(issue 6), CPU only: the closed forms the fitter uses are the simulator's, the fitter recovers a
+machine that has them, and its bins stay within tolerance."""
+from __future__ import annotations
+
+import sys
+import tomllib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "python"))
+sys.path.insert(0, str(ROOT / "tests"))
+
+from g2gsim.calibrate import fit as fitmod  # noqa: E402
+from g2gsim.calibrate.micro import KiB, MiB, Series, closed_form, simulate_series  # noqa: E402
+from g2gsim.calibrate.verify import verify  # noqa: E402
+from test_calibrate import KNOWN, _synthetic_raw  # noqa: E402
+
+BINNED = KNOWN.replace('shm_bw = "12GB/s"', 'shm_bw = "40GB/s"\nshm_rank_bw = "12GB/s"').replace(
+    'recv_overhead = "0.4us"', '''recv_overhead = "0.4us"
+call_overhead = "0.5us"
+
+[[mpi.factors]]
+path = "host"
+max_bytes = "4KiB"
+bw_factor = 0.25
+delay = "0.2us"
+
+[[mpi.factors]]
+path = "host"
+max_bytes = "64KiB"
+bw_factor = 0.5
+
+[[mpi.factors]]
+path = "host"
+max_bytes = "16MiB"
+bw_factor = 1.5
+send_overhead = "0.1us"
+
+[[mpi.factors]]
+path = "host"
+bw_factor = 0.6
+
+[[mpi.factors]]
+path = "hostcopy"
+max_bytes = "1MiB"
+bw_factor = 0.4
+delay = "1us"
+
+[[mpi.factors]]
+path = "gpudirect-p2p"
+max_bytes = "2KiB"
+delay = "6us"
+''')
+
+EDGES = np.array([1, 4 * KiB, 4 * KiB + 1, 64 * KiB, 64 * KiB + 1, 16 * MiB, 16 * MiB + 1, 64 * MiB])
+
+
+def test_closed_forms_with_factors_ports_and_call_overhead_are_the_simulator(tmp_path):
+    m = tmp_path / "binned.toml"
+    m.write_text(BINNED)
+    p = fitmod.base_params(tomllib.loads(BINNED))
+    assert p.shm_rank_bw == 12e9 and p.call_overhead == pytest.approx(0.5e-6)
+    assert [b["max_bytes"] for b in p.factors["host"]][:3] == [4 * KiB, 64 * KiB, 16 * MiB]
+    for kind in ("pingpong", "pingping"):
+        for mode in ("host", "staged", "device"):
+            s = Series(kind, mode, EDGES, np.ones(len(EDGES)), np.ones(len(EDGES)))
+            sim = simulate_series(s, m)
+            assert np.allclose(sim, closed_form(kind, mode, EDGES, p), rtol=2e-3), (kind, mode)
+    # the bins do act: without them the host curve is another one
+    plain = tomllib.loads(BINNED)
+    plain["mpi"].pop("factors")
+    q = fitmod.base_params(plain)
+    assert not np.allclose(closed_form("pingpong", "host", EDGES, q), closed_form("pingpong", "host", EDGES, p),
+                           rtol=0.05)
+    # per-rank ports: a ping-ping exchange of 64 MiB takes about one message, not two
+    t1 = closed_form("pingpong", "host", [64 * MiB], p)[0]
+    t2 = closed_form("pingping", "host", [64 * MiB], p)[0]
+    assert t2 / t1 == pytest.approx(1.0, abs=0.02)
+
+
+def test_split_call_overhead():
+    # pp = c + X, pi = 2c + max(c, X)
+    for c, X in ((0.4e-6, 0.1e-6), (0.2e-6, 1e-6), (0.0, 1e-6)):
+        pp, pi = c + X, 2 * c + max(c, X)
+        got = fitmod.split_call_overhead(pp, pi)
+        assert got == pytest.approx((c, X), abs=1e-12)
+    assert fitmod.split_call_overhead(1e-6, None) == (0.0, 1e-6)
+
+
+def test_fit_bins_merge_within_tolerance_and_cut_at_the_eager_limit():
+    p = fitmod.base_params(tomllib.loads(KNOWN))
+    p.shm_rank_bw = 10e9
+    x = np.array([2.0 ** i for i in range(6, 28)])
+    # three regimes: slow below the 64 KiB eager limit, fast to 8 MiB, DRAM-bound above
+    T = np.where(x <= 64 * KiB, 1e-6 + x / 4e9, np.where(x <= 8 * MiB, 2e-6 + x / 20e9, x / 8e9))
+    bins, info = fitmod.fit_bins(x, T, "host", p, tol=0.03)
+    assert 3 <= len(bins) <= 5
+    assert any(b["max_bytes"] == 64 * KiB for b in bins)            # never across the eager limit
+    assert not np.isfinite(bins[-1]["max_bytes"])                   # the last bin is open-ended
+    assert all(seg["max_rel_err"] <= 0.03 for seg in info)
+    assert bins[-1]["bw_factor"] == pytest.approx(0.8, rel=0.02)    # 8 GB/s over the 10 GB/s port
+    p.factors = {"host": bins}
+    pred = closed_form("pingpong", "host", x, p) - p.call_overhead
+    assert np.max(np.abs(pred / T - 1)) < 0.03
+
+
+def test_fit_recovers_a_machine_with_bins_ports_and_call_overhead(tmp_path):
+    m = tmp_path / "binned.toml"
+    m.write_text(BINNED)
+    raw = _synthetic_raw(m)
+    res = fitmod.fit(raw, base="h200x4", collectives=False)
+    p = res.params
+    assert p.call_overhead == pytest.approx(0.5e-6, rel=0.05)
+    assert p.shm_rank_bw is not None                                 # ping-ping ~ one ping-pong: ports
+    assert {"host", "hostcopy", "gpudirect-p2p"} <= set(p.factors)
+    out = tmp_path / "fitted.toml"
+    fitmod.write_machine(res, out, raw_path="synthetic.json")
+    text = out.read_text()
+    assert "[[mpi.factors]]" in text and "shm_rank_bw" in text and "call_overhead" in text
+    rows = verify(raw, out, kinds=("pingpong", "pingping"))
+    err = np.array([abs(r["error"]) for r in rows])
+    assert np.median(err) < 0.01 and err.max() < 0.06, sorted(err)[-5:]
+
+
+def test_committed_preset_has_the_fitted_model():
+    from g2gsim import machines
+    text, _ = machines.resolve("h200x4-calibrated")
+    d = tomllib.loads(text)
+    paths = {f["path"] for f in d["mpi"]["factors"]}
+    assert paths == {"host", "hostcopy", "gpudirect-p2p"}
+    assert "shm_rank_bw" in d["node"]["host"] and "call_overhead" in d["mpi"]
+    assert d["collectives"]["algorithms"]["scatter"] == "linear_sequential"
