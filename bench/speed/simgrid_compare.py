@@ -28,6 +28,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -62,6 +63,17 @@ def run_simgrid(n: int, tl: Path, plat: Path, hf: Path, machine: Path, timeout: 
     return (max(times) if times else None), m
 
 
+def plain_wall(argv: list[str], cwd: str | None, reps: int) -> float:
+    """Fastest wall time of ``reps`` plain runs (no /usr/bin/time, no pipe-draining threads): the
+    harness of ``measure`` adds several ms to every process, which hides the ratio of short runs."""
+    best = float("inf")
+    for _ in range(max(reps, 1)):
+        t0 = time.perf_counter()
+        subprocess.run(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
 def run_g2gsim(trace: str, machine: Path, timeout: float, mem_limit: int, core: Path):
     m = measure([str(core), trace, str(machine), "--mode", "as-traced", "--json"], timeout_s=timeout,
                 mem_limit_bytes=mem_limit)
@@ -80,8 +92,8 @@ def table(results: list[dict]) -> str:
         g, s = r["g2gsim"], r["simgrid"]
         rows.append([
             r["workload"], f"{r['ranks']:,}", f"{r['mpi_ops']:,}",
-            f"{g['wall_s']:.2f}" if g["status"] == "ok" else g["status"],
-            f"{s['wall_s']:.2f}" if s["status"] == "ok" else f"{s['status']} ({s['wall_s']:.0f} s)",
+            f"{g['wall_s']:.3f}" if g["status"] == "ok" else g["status"],
+            f"{s['wall_s']:.3f}" if s["status"] == "ok" else f"{s['status']} ({s['wall_s']:.0f} s)",
             f"{r['speedup']:.1f}x" if r.get("speedup") else "-",
             f"{g.get('cpu_s', 0):.2f} / {s.get('cpu_s', 0):.2f}",
             f"{fmt_bytes(g.get('max_rss_bytes'))} / {fmt_bytes(s.get('max_rss_bytes'))}",
@@ -107,6 +119,8 @@ def main(argv=None) -> int:
     ap.add_argument("--trace-dir", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "g2gsim-speed")
     ap.add_argument("--out", type=Path, default=RESULTS)
     ap.add_argument("--table", action="store_true", help="only print the table of --out")
+    ap.add_argument("--reps", type=int, default=3,
+                    help="runs of each simulator per trace; the fastest counts (default %(default)s)")
     a = ap.parse_args(argv)
     data = load_json(a.out) or {"results": []}
     if a.table:
@@ -135,22 +149,33 @@ def main(argv=None) -> int:
             tl, plat, hf = to_simgrid(info["path"], sgdir, machine)
             export_s = time.perf_counter() - t0
             print(f"{name} {n:,} ranks: exported in {export_s:.1f} s; g2gsim ...", file=sys.stderr, flush=True)
-            rep, gm = run_g2gsim(info["path"], machine, a.timeout, mem_limit, a.core)
+            # both sides run --reps times: the fastest run counts (start-up noise of short runs)
+            runs = [run_g2gsim(info["path"], machine, a.timeout, mem_limit, a.core) for _ in range(max(a.reps, 1))]
+            rep, gm = min(runs, key=lambda x: (x[1].status != "ok", x[1].wall_s))
             print(f"  g2gsim {gm.status} {gm.wall_s:.2f} s; SimGrid ...", file=sys.stderr, flush=True)
-            sg_t, sm = run_simgrid(n, tl, plat, hf, machine, a.timeout, mem_limit, smpirun)
+            sg_runs = [run_simgrid(n, tl, plat, hf, machine, a.timeout, mem_limit, smpirun)]
+            if sg_runs[0][1].status == "ok":
+                sg_runs += [run_simgrid(n, tl, plat, hf, machine, a.timeout, mem_limit, smpirun)
+                            for _ in range(max(a.reps, 1) - 1)]
+            sg_t, sm = min(sg_runs, key=lambda x: (x[1].status != "ok", x[1].wall_s))
+            # short runs: the wall time of plain runs (same process start-up on both sides)
+            g_plain = plain_wall(gm.argv, None, a.reps) if gm.status == "ok" and gm.wall_s < 5 else None
+            s_plain = plain_wall(sm.argv, str(tl.parent), a.reps) if sm.status == "ok" and sm.wall_s < 5 else None
             print(f"  SimGrid {sm.status} {sm.wall_s:.2f} s", file=sys.stderr, flush=True)
-            g = {"status": gm.status, "wall_s": round(gm.wall_s, 3), "cpu_s": round(gm.cpu_s, 3),
+            g = {"status": gm.status, "wall_s": round(g_plain if g_plain else gm.wall_s, 4),
+                 "harness_wall_s": round(gm.wall_s, 4), "cpu_s": round(gm.cpu_s, 3),
                  "max_rss_bytes": gm.max_rss_bytes,
                  "engine_wall_s": rep["engine"]["wall_s"] if rep else None,
                  "events": rep["engine"]["events"] if rep else None,
                  "predicted_s": rep["total_time_s"] if rep else None}
-            s = {"status": sm.status, "wall_s": round(sm.wall_s, 3), "cpu_s": round(sm.cpu_s, 3),
+            s = {"status": sm.status, "wall_s": round(s_plain if s_plain else sm.wall_s, 4),
+                 "harness_wall_s": round(sm.wall_s, 4), "cpu_s": round(sm.cpu_s, 3),
                  "max_rss_bytes": sm.max_rss_bytes, "predicted_s": sg_t}
             if sm.status != "ok":
                 s["stderr_tail"] = sm.stderr[-1500:]
             r = {"workload": name, "generator": gen, "params": params, "ranks": n, "machine": machine.stem,
                  "mpi_ops": info["mpi_ops"], "rows": info["rows"], "export_s": round(export_s, 3),
-                 "g2gsim": g, "simgrid": s, "date": time.strftime("%Y-%m-%dT%H:%M:%S")}
+                 "g2gsim": g, "simgrid": s, "reps": max(a.reps, 1), "date": time.strftime("%Y-%m-%dT%H:%M:%S")}
             if g["status"] == "ok" and s["status"] == "ok":
                 r["speedup"] = s["wall_s"] / g["wall_s"] if g["wall_s"] else None
                 r["speedup_cpu"] = s["cpu_s"] / g["cpu_s"] if g["cpu_s"] else None
