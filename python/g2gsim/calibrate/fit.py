@@ -310,7 +310,8 @@ def one_way_targets(series, mode: str, p: P2PParams):
     ping-pong (``pingpong-nb``: one way = max(c + T, 2c)) where measured, else ping-ping (one
     exchange = 2c + max(c, T)); T_blk from the blocking ping-pong (one way = c + T_blk), staging
     copies removed in mode staged.  Where the nonblocking series cannot determine T (its time is
-    the call overheads' alone, or ping-ping's flows share one node link), T = T_blk."""
+    the call overheads' alone, or ping-ping's flows share one node link), T = T_blk; where the
+    blocking ping-pong is faster than ping-ping's T, the split that errs equally on both."""
     pp = _find(series, "pingpong", mode)
     pnb = _find(series, "pingpong-nb", mode)
     pi = _find(series, "pingping", mode)
@@ -329,7 +330,13 @@ def one_way_targets(series, mode: str, p: P2PParams):
         used.append(pnb.name)
     elif pi is not None and np.array_equal(pi.sizes, pp.sizes) and not shared:
         a = pi.t - cp - 2 * c
-        T = np.where(a > c, a, T)
+        # where the blocking ping-pong is not slower than ping-ping's T, ping-ping's two opposite
+        # transfers cost more than one message each (both ranks copy in and out at once: host eager,
+        # device rendezvous), which no per-message model expresses: there T errs equally and
+        # oppositely on the two curves, (c + T) / pp - 1 = 1 - (2c + T) / pi, as before the split
+        a_pp, a_pi = pp.t - cp, pi.t - cp
+        T_eq = (2 - c / a_pp - 2 * c / a_pi) / (1 / a_pp + 1 / a_pi)
+        T = np.where(a > c, np.where(t_blk > a, a, np.where(T_eq > c, T_eq, t_blk)), T)
         used.append(pi.name)
     return pp.sizes.astype(float), np.maximum(T, 1e-9), t_blk, used
 
@@ -346,7 +353,9 @@ def _blocking_extra(x, T_blk, a, sl) -> tuple[float, float]:
     """(blocking_send_overhead >= 0, worst relative error of line + it on T_blk): the median of the
     blocking times' residuals over the segment's nonblocking line."""
     line = a + sl * x
-    e = max(0.0, float(np.median(T_blk - line)))
+    e = float(np.median(T_blk - line))
+    # below 2% of the bin's time (and 50 ns) the residual is noise, not a blocking cost
+    e = e if e > max(50e-9, 0.02 * float(np.median(line))) else 0.0
     return e, float(np.max(np.abs((line + e) / T_blk - 1)))
 
 
