@@ -74,7 +74,7 @@ def test_measure_host_only(tmp_path):
     assert d["modes"] == ["host"] and d["cuda_aware"] is False and not d["errors"]
     assert d["mpi"]["library"] and d["date"] and d["hosts"]
     pats = {(e["pattern"], e["mode"], e["scope"]) for e in d["p2p"]}
-    assert pats == {("pingpong", "host", "intra"), ("pingping", "host", "intra")}
+    assert pats == {("pingpong", "host", "intra"), ("pingpong-nb", "host", "intra"), ("pingping", "host", "intra")}
     for e in d["p2p"]:
         assert e["sizes"] == [2 ** i for i in range(17)]                 # 1 B .. 64 KiB
         assert all(s["min"] <= s["median"] <= s["max"] and s["median"] > 0 for s in e["stats"])
@@ -85,6 +85,9 @@ def test_measure_host_only(tmp_path):
     ss = series_from_raw(d)
     pp = [s for s in ss if s.kind == "pingpong"][0]
     assert np.allclose(pp.t * 2, [s["median"] for s in d["p2p"][0]["stats"]])
+    nb = [s for s in ss if s.kind == "pingpong-nb"][0]                  # nonblocking: also half the round trip
+    e_nb = next(e for e in d["p2p"] if e["pattern"] == "pingpong-nb")
+    assert np.allclose(nb.t * 2, [s["median"] for s in e_nb["stats"]]) and len(nb.sizes) == 17
 
 
 @needs_mpi

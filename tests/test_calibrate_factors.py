@@ -33,6 +33,7 @@ delay = "0.2us"
 path = "host"
 max_bytes = "64KiB"
 bw_factor = 0.5
+blocking_send_overhead = "2us"
 
 [[mpi.factors]]
 path = "host"
@@ -53,7 +54,8 @@ delay = "1us"
 [[mpi.factors]]
 path = "gpudirect-p2p"
 max_bytes = "2KiB"
-delay = "6us"
+delay = "1us"
+blocking_send_overhead = "5us"
 ''')
 
 EDGES = np.array([1, 4 * KiB, 4 * KiB + 1, 64 * KiB, 64 * KiB + 1, 16 * MiB, 16 * MiB + 1, 64 * MiB])
@@ -65,11 +67,17 @@ def test_closed_forms_with_factors_ports_and_call_overhead_are_the_simulator(tmp
     p = fitmod.base_params(tomllib.loads(BINNED))
     assert p.shm_rank_bw == 12e9 and p.call_overhead == pytest.approx(0.5e-6)
     assert [b["max_bytes"] for b in p.factors["host"]][:3] == [4 * KiB, 64 * KiB, 16 * MiB]
-    for kind in ("pingpong", "pingping"):
+    assert p.factors["host"][1]["blocking_send_overhead"] == pytest.approx(2e-6)
+    for kind in ("pingpong", "pingpong-nb", "pingping"):
         for mode in ("host", "staged", "device"):
             s = Series(kind, mode, EDGES, np.ones(len(EDGES)), np.ones(len(EDGES)))
             sim = simulate_series(s, m)
             assert np.allclose(sim, closed_form(kind, mode, EDGES, p), rtol=2e-3), (kind, mode)
+    # the blocking extra: ping-pong (blocking) pays it in its bins, the nonblocking one does not
+    d = closed_form("pingpong", "device", EDGES, p) - closed_form("pingpong-nb", "device", EDGES, p)
+    assert d[0] == pytest.approx(5e-6) and d[2] == pytest.approx(0.0, abs=1e-12)
+    d = closed_form("pingpong", "host", EDGES, p) - closed_form("pingpong-nb", "host", EDGES, p)
+    assert d[3] == pytest.approx(2e-6) and d[4] == pytest.approx(0.0, abs=1e-12)
     # the bins do act: without them the host curve is another one
     plain = tomllib.loads(BINNED)
     plain["mpi"].pop("factors")
@@ -117,10 +125,16 @@ def test_fit_recovers_a_machine_with_bins_ports_and_call_overhead(tmp_path):
     assert p.call_overhead == pytest.approx(0.5e-6, rel=0.05)
     assert p.shm_rank_bw is not None                                 # ping-ping ~ one ping-pong: ports
     assert {"host", "hostcopy", "gpudirect-p2p"} <= set(p.factors)
+    # the blocking extras are recovered from the blocking ping-pong over the ping-ping line
+    dev = [b for b in p.factors["gpudirect-p2p"] if b["max_bytes"] <= 2 * KiB]
+    assert dev and all(b.get("blocking_send_overhead", 0) == pytest.approx(5e-6, rel=0.1) for b in dev)
+    big = [b for b in p.factors["gpudirect-p2p"] if b["max_bytes"] > 2 * KiB]
+    assert all(b.get("blocking_send_overhead", 0) < 0.2e-6 for b in big)
     out = tmp_path / "fitted.toml"
     fitmod.write_machine(res, out, raw_path="synthetic.json")
     text = out.read_text()
     assert "[[mpi.factors]]" in text and "shm_rank_bw" in text and "call_overhead" in text
+    assert "blocking_send_overhead" in text
     rows = verify(raw, out, kinds=("pingpong", "pingping"))
     err = np.array([abs(r["error"]) for r in rows])
     assert np.median(err) < 0.01 and err.max() < 0.06, sorted(err)[-5:]

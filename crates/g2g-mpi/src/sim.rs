@@ -393,6 +393,9 @@ struct Sim<'a> {
     world_is_identity: bool,
     /// set while a staged collective posts its messages
     staged_hint: bool,
+    /// set around post_send_ex by a blocking point-to-point send (Send, Ssend, Bsend, Rsend, the
+    /// send half of Sendrecv): the message's bin adds its `blocking_send_overhead`
+    blocking_hint: bool,
 }
 
 /// HostCopy staging of a collective: (bytes copied device-to-host before, host-to-device after) on
@@ -524,6 +527,7 @@ pub fn simulate(
         exhausted: false,
         resolve_pending: false,
         staged_hint: false,
+        blocking_hint: false,
         resched: Vec::new(),
         th,
         ov,
@@ -1009,7 +1013,9 @@ impl<'a> Sim<'a> {
                 let dst = self.world_of(r, op.comm, op.peer, op.seq)?;
                 let src_gpu = self.effective_gpu(op.mem);
                 let sync = matches!(op.kind, OpKind::Ssend | OpKind::Issend);
+                self.blocking_hint = blocking;
                 let req = self.post_send_ex(r, dst, op.comm as u64, op.tag, op.bytes, src_gpu, sync, false, Owner::Rank(r), op.contiguous);
+                self.blocking_hint = false;
                 if blocking {
                     self.ranks[r as usize].phase = 2;
                     self.wait_on(r, vec![req], false);
@@ -1105,7 +1111,10 @@ impl<'a> Sim<'a> {
                 }
                 if op.peer != PROC_NULL {
                     let dst = self.world_of(r, op.comm, op.peer, op.seq)?;
+                    // Open MPI's MPI_Sendrecv is irecv + a blocking pml send (ompi/mpi/c/sendrecv.c)
+                    self.blocking_hint = true;
                     reqs.push(self.post_send_ex(r, dst, op.comm as u64, op.tag, op.bytes, gpu, false, false, Owner::Rank(r), op.contiguous));
+                    self.blocking_hint = false;
                 }
                 self.ranks[r as usize].phase = 2;
                 self.wait_on(r, reqs, false);
@@ -1234,6 +1243,10 @@ impl<'a> Sim<'a> {
             plan.apply_factor(f);
             o_s_cfg = f.send_overhead_ns.unwrap_or(o_s_cfg);
             o_r_cfg = f.recv_overhead_ns.unwrap_or(o_r_cfg);
+            // a blocking send's extra sender time (UCX's fast-completion protocols), before the data leaves
+            if self.blocking_hint && !collective {
+                o_s_cfg += f.blocking_send_overhead_ns;
+            }
         }
         let pack_ns = if !contiguous && gpu_direct && bytes > 0 {
             self.m.cfg.pack_kernel_latency_ns as u64 + (bytes as f64 / self.m.cfg.gpu_pack_bw * 1e9).ceil() as u64

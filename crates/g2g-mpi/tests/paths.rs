@@ -436,3 +436,67 @@ fn call_overhead_makes_each_mpi_call_busy() {
     let r = run(pingping(b), &t, SimOptions::default()).unwrap();
     assert_eq!(end_ns(&r, 0), 100 + 100 + 200 + 2 * b / 5 + 10 + 300);
 }
+
+// ---------------------------------------------------------------- blocking sends' extra time
+const BLOCKING: &str = "[[mpi.factors]]\npath = \"host\"\nmax_bytes = \"64KiB\"\nblocking_send_overhead = \"3us\"\n";
+
+fn pingpong_blocking(b: u64) -> Vec<Vec<g2g_trace::Op>> {
+    vec![vec![send(1, 1, b), recv(1, 2, b)], vec![recv(0, 1, b), send(0, 2, b)]]
+}
+
+fn pingpong_nonblocking(b: u64) -> Vec<Vec<g2g_trace::Op>> {
+    vec![
+        vec![isend(1, 1, b, 1), waitall(&[1]), irecv(1, 2, b, 2), waitall(&[2])],
+        vec![irecv(0, 1, b, 1), waitall(&[1]), isend(0, 2, b, 2), waitall(&[2])],
+    ]
+}
+
+#[test]
+fn blocking_send_overhead_only_for_blocking_sends_in_the_bin() {
+    let t = with_factors(BLOCKING);
+    let b = 1000;
+    // blocking ping-pong in the bin: each one way o_s 200 + 3000 extra, 1000 / 5, latency 10, o_r 300
+    let r = run(pingpong_blocking(b), &t, SimOptions::default()).unwrap();
+    assert_eq!(end_ns(&r, 0), 2 * (200 + 3000 + 200 + 10 + 300));
+    // the same with Isend / Irecv + Wait: no extra
+    let r = run(pingpong_nonblocking(b), &t, SimOptions::default()).unwrap();
+    assert_eq!(end_ns(&r, 0), 2 * (200 + 200 + 10 + 300));
+    // ping-ping (Isend): no extra either
+    let r = run(pingping(b), &t, SimOptions::default()).unwrap();
+    assert_eq!(end_ns(&r, 0), 200 + 2 * b / 5 + 10 + 300);
+    // blocking, above the bin (rendezvous, no factor): no extra
+    let b = 100_000;
+    let r = run(pingpong_blocking(b), &t, SimOptions::default()).unwrap();
+    assert_eq!(end_ns(&r, 0), 2 * (200 + 10 + 10 + b / 5 + 10 + 300));
+}
+
+#[test]
+fn blocking_send_overhead_applies_to_sendrecv() {
+    let t = with_factors(BLOCKING);
+    let b = 1000;
+    let sr = |peer: i32| {
+        let mut o = op(g2g_trace::OpKind::Sendrecv);
+        o.peer = peer;
+        o.tag = 1;
+        o.bytes = b;
+        o.recv_peer = peer;
+        o.recv_tag = 1;
+        o.recv_bytes = b;
+        o
+    };
+    // both send halves are blocking pml sends in Open MPI: o_s 200 + 3000, two flows share 5 B/ns
+    let r = run(vec![vec![sr(1)], vec![sr(0)]], &t, SimOptions::default()).unwrap();
+    assert_eq!(end_ns(&r, 0), 200 + 3000 + 2 * b / 5 + 10 + 300);
+}
+
+#[test]
+fn blocking_send_overhead_parse_errors_name_key_and_line() {
+    let t = with_factors("[[mpi.factors]]\npath = \"host\"\nblocking_send_overhead = \"3 parsecs\"\n");
+    let e = g2g_net::MachineConfig::from_toml(&t, "m.toml").unwrap_err();
+    assert_eq!(e.key, "mpi.factors[0].blocking_send_overhead");
+    let line = t.lines().enumerate().find(|(_, l)| l.starts_with("[[mpi.factors]]")).unwrap().0 + 1;
+    assert_eq!(e.line, Some(line));
+    let t = with_factors("[[mpi.factors]]\npath = \"host\"\nblocking_send_overhead = 3\n");
+    let e = g2g_net::MachineConfig::from_toml(&t, "m.toml").unwrap_err();
+    assert_eq!(e.key, "mpi.factors[0].blocking_send_overhead");
+}

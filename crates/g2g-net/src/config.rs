@@ -124,6 +124,9 @@ pub struct SizeFactor {
     pub delay_ns: f64,
     pub send_overhead_ns: Option<f64>,
     pub recv_overhead_ns: Option<f64>,
+    /// extra sender-side time of a blocking send (MPI_Send / Ssend / Bsend / Rsend and the send
+    /// half of MPI_Sendrecv) before its data leaves; nonblocking sends and collectives do not pay it
+    pub blocking_send_overhead_ns: f64,
 }
 
 /// Data paths a `[[mpi.factors]]` entry may name (`hostcopy`: host transfers of staged buffers).
@@ -313,7 +316,7 @@ fn parse_factors(ctx: &Ctx, a: &[toml::Value]) -> Result<Vec<SizeFactor>, Config
         let err = |k: &str, msg: String| ConfigError { file: ctx.file.into(), key: format!("mpi.factors[{i}].{k}"), line, msg };
         let t = v.as_table().ok_or_else(|| err("", "expected a table".into()))?;
         for k in t.keys() {
-            const KEYS: [&str; 7] = ["path", "max_bytes", "bw_factor", "lat_factor", "delay", "send_overhead", "recv_overhead"];
+            const KEYS: [&str; 8] = ["path", "max_bytes", "bw_factor", "lat_factor", "delay", "send_overhead", "recv_overhead", "blocking_send_overhead"];
             if !KEYS.contains(&k.as_str()) {
                 return Err(err(k, format!("unknown key (valid here: {})", KEYS.join(", "))));
             }
@@ -360,6 +363,7 @@ fn parse_factors(ctx: &Ctx, a: &[toml::Value]) -> Result<Vec<SizeFactor>, Config
             delay_ns: dur("delay")?.unwrap_or(0.0),
             send_overhead_ns: dur("send_overhead")?,
             recv_overhead_ns: dur("recv_overhead")?,
+            blocking_send_overhead_ns: dur("blocking_send_overhead")?.unwrap_or(0.0),
             path,
             max_bytes,
         };

@@ -155,6 +155,8 @@ def factor_text(b: dict) -> str:
         parts.append(f"o_s {fmt_dur(b['send_overhead'])}")
     if b.get("recv_overhead") is not None:
         parts.append(f"o_r {fmt_dur(b['recv_overhead'])}")
+    if b.get("blocking_send_overhead"):
+        parts.append(f"blocking +{fmt_dur(b['blocking_send_overhead'])}")
     return ", ".join(parts)
 
 
@@ -195,7 +197,8 @@ def _factors_from_toml(entries: list) -> dict:
             "bw_factor": float(e.get("bw_factor", 1.0)), "lat_factor": float(e.get("lat_factor", 1.0)),
             "delay": parse_dur(e["delay"]) if "delay" in e else 0.0,
             "send_overhead": parse_dur(e["send_overhead"]) if "send_overhead" in e else None,
-            "recv_overhead": parse_dur(e["recv_overhead"]) if "recv_overhead" in e else None})
+            "recv_overhead": parse_dur(e["recv_overhead"]) if "recv_overhead" in e else None,
+            "blocking_send_overhead": parse_dur(e["blocking_send_overhead"]) if "blocking_send_overhead" in e else 0.0})
     return out
 
 
@@ -297,30 +300,45 @@ def _concurrency_ratio(series, kind: str, mode: str, ref: Series, large_from: in
 
 
 def one_way_targets(series, mode: str, p: P2PParams):
-    """Sizes and the one-way times T(b) of ``mode`` that the size bins must reproduce: from
-    ping-pong (one-way = c + T + staging copies) and ping-ping (exchange = 2c + T + copies, where
-    the message time dominates): where both exist, the T that errs equally (and oppositely) on
-    the two."""
+    """Sizes, the nonblocking one-way times T(b) of ``mode`` that the size bins' lines must
+    reproduce, the blocking one-way times T_blk(b) (their difference is the bins'
+    ``blocking_send_overhead``), and the series used.
+
+    The calibration's ping-pong uses blocking MPI_Send / MPI_Recv; with Open MPI's pml ucx a
+    blocking send of some sizes costs more than the same message sent with Isend
+    (docs/validation/h200x4/probe).  So T comes from the nonblocking series: a nonblocking
+    ping-pong (``pingpong-nb``: one way = max(c + T, 2c)) where measured, else ping-ping (one
+    exchange = 2c + max(c, T)); T_blk from the blocking ping-pong (one way = c + T_blk), staging
+    copies removed in mode staged.  Where the nonblocking series cannot determine T (its time is
+    the call overheads' alone, or ping-ping's flows share one node link), T = T_blk; where the
+    blocking ping-pong is faster than ping-ping's T, the split that errs equally on both."""
     pp = _find(series, "pingpong", mode)
+    pnb = _find(series, "pingpong-nb", mode)
     pi = _find(series, "pingping", mode)
     if pp is None:
-        return None, None, []
+        return None, None, None, []
     c = p.call_overhead
     cp = 2 * copy_time(pp.sizes, p) if mode == "staged" else 0.0
-    t_pp = np.maximum(pp.t - c - cp, 1e-9)
+    t_blk = np.maximum(pp.t - c - cp, 1e-9)
     used = [pp.name]
-    # on one shared node link a ping-ping's T is not a single message's: ping-pong alone then
+    T = t_blk.copy()
+    # on one shared node link a ping-ping's T is not a single message's
     shared = mode != "device" and p.shm_rank_bw is None
-    if pi is not None and np.array_equal(pi.sizes, pp.sizes) and not shared:
-        # T with equal and opposite relative errors on the two curves: (c + T) / pp - 1 = 1 - (2c + T) / pi
-        # (ping-ping's own time is 2c + max(c, T): where T < c only ping-pong determines T)
+    if pnb is not None and np.array_equal(pnb.sizes, pp.sizes):
+        a = pnb.t - cp
+        T = np.where(a > 2 * c, a - c, T)
+        used.append(pnb.name)
+    elif pi is not None and np.array_equal(pi.sizes, pp.sizes) and not shared:
+        a = pi.t - cp - 2 * c
+        # where the blocking ping-pong is not slower than ping-ping's T, ping-ping's two opposite
+        # transfers cost more than one message each (both ranks copy in and out at once: host eager,
+        # device rendezvous), which no per-message model expresses: there T errs equally and
+        # oppositely on the two curves, (c + T) / pp - 1 = 1 - (2c + T) / pi, as before the split
         a_pp, a_pi = pp.t - cp, pi.t - cp
         T_eq = (2 - c / a_pp - 2 * c / a_pi) / (1 / a_pp + 1 / a_pi)
-        T = np.where(T_eq > c, T_eq, t_pp)
+        T = np.where(a > c, np.where(t_blk > a, a, np.where(T_eq > c, T_eq, t_blk)), T)
         used.append(pi.name)
-    else:
-        T = t_pp
-    return pp.sizes.astype(float), T, used
+    return pp.sizes.astype(float), np.maximum(T, 1e-9), t_blk, used
 
 
 def _fixed(mode: str, p: P2PParams, b: float) -> float:
@@ -331,13 +349,27 @@ def _fixed(mode: str, p: P2PParams, b: float) -> float:
     return p.send_overhead + p.recv_overhead + L + (2 * L if b > p.eager_limit else 0.0)
 
 
-def fit_bins(x, T, mode: str, p: P2PParams, tol: float = 0.03) -> tuple[list, list]:
+def _blocking_extra(x, T_blk, a, sl) -> tuple[float, float]:
+    """(blocking_send_overhead >= 0, worst relative error of line + it on T_blk): the median of the
+    blocking times' residuals over the segment's nonblocking line."""
+    line = a + sl * x
+    e = float(np.median(T_blk - line))
+    # below 2% of the bin's time (and 50 ns) the residual is noise, not a blocking cost
+    e = e if e > max(50e-9, 0.02 * float(np.median(line))) else 0.0
+    return e, float(np.max(np.abs((line + e) / T_blk - 1)))
+
+
+def fit_bins(x, T, mode: str, p: P2PParams, tol: float = 0.03, T_blk=None) -> tuple[list, list]:
     """Size bins of [[mpi.factors]] for one path: the sweep's sizes are cut into segments, each
     grown from the smallest size while one line a + b/B' (intercept and bandwidth >= 0, least
-    squares in relative error) stays within ``tol`` of every point of it, and never across the
-    eager limit.  A segment becomes a bin up to its largest size (the last is open-ended):
+    squares in relative error) stays within ``tol`` of every point of T (the nonblocking one-way
+    times), the line plus one constant (the bin's ``blocking_send_overhead``, the median residual
+    of the blocking times ``T_blk``, >= 0) within ``tol`` of every point of T_blk, and never across
+    the eager limit.  A segment becomes a bin up to its largest size (the last is open-ended):
     bw_factor = B' / B (B the path's reference bandwidth) and the intercept minus the fixed costs
     as a delay (or, when negative, a smaller send / receive overhead)."""
+    if T_blk is None:
+        T_blk = T
     B = p.nvlink_bw if mode == "device" else p.host_flow_bw(1)
     n = len(x)
     segs = []
@@ -354,15 +386,16 @@ def fit_bins(x, T, mode: str, p: P2PParams, tol: float = 0.03) -> tuple[list, li
                 f0 = _fixed(mode, p, x[i])
                 a, sl = (f0, (T[i] - f0) / x[i]) if T[i] > f0 else (T[i], 0.0)
             err = float(np.max(np.abs((a + sl * x[i:j]) / T[i:j] - 1)))
-            if j - i >= 2 and err > tol:
+            xb, err_b = _blocking_extra(x[i:j], T_blk[i:j], a, sl)
+            if j - i >= 2 and max(err, err_b) > tol:
                 break
-            best = (j, a, sl, err)
+            best = (j, a, sl, err, xb, err_b)
             j += 1
-        j, a, sl, err = best
-        segs.append((i, j, a, sl, err))
+        j, a, sl, err, xb, err_b = best
+        segs.append((i, j, a, sl, err, xb, err_b))
         i = j
     bins, info = [], []
-    for k, (i, j, a, sl, err) in enumerate(segs):
+    for k, (i, j, a, sl, err, xb, err_b) in enumerate(segs):
         f = min(1e3, max(1e-3, 1 / (sl * B))) if sl > 0 else 1e3
         extra = a - _fixed(mode, p, x[j - 1])
         b_ = {"max_bytes": int(x[j - 1]) if k < len(segs) - 1 else float("inf"), "bw_factor": f,
@@ -375,8 +408,12 @@ def fit_bins(x, T, mode: str, p: P2PParams, tol: float = 0.03) -> tuple[list, li
             if so < 0:
                 b_["recv_overhead"] = max(0.0, p.recv_overhead + so)
         bins.append(b_)
+        if xb > 0:
+            b_["blocking_send_overhead"] = xb
         info.append({"sizes": [int(v) for v in x[i:j]], "intercept_s": a,
-                     "bw": (1 / sl) if sl > 0 else None, "max_rel_err": err})
+                     "bw": (1 / sl) if sl > 0 else None, "max_rel_err": err,
+                     "blocking_residual_s": [float(v) for v in T_blk[i:j] - (a + sl * x[i:j])],
+                     "blocking_send_overhead_s": xb, "blocking_max_rel_err": err_b})
     return bins, info
 
 
@@ -493,10 +530,10 @@ def fit(raw, base: str | Path = "h200x4", host_bw_from: str = "pingpong", large_
         p.factors = {}
         det["factors"] = {}
         for mode, path in (("host", "host"), ("staged", "hostcopy"), ("device", "gpudirect-p2p")):
-            xs, T, used = one_way_targets(series, mode, p)
+            xs, T, T_blk, used = one_way_targets(series, mode, p)
             if xs is None:
                 continue
-            bins, info = fit_bins(xs, T, mode, p, tol=tol)
+            bins, info = fit_bins(xs, T, mode, p, tol=tol, T_blk=T_blk)
             if path == "gpudirect-p2p" and bins:
                 # the smallest bin intercept becomes gpudirect_delay: every bin's delay >= 0
                 lift = min(b_["delay"] for b_ in bins)
@@ -504,7 +541,9 @@ def fit(raw, base: str | Path = "h200x4", host_bw_from: str = "pingpong", large_
                 for b_ in bins:
                     b_["delay"] -= lift
             p.factors[path] = bins
-            det["factors"][path] = {"from": used, "tolerance": tol, "segments": info}
+            det["factors"][path] = {"from": used, "tolerance": tol, "segments": info,
+                                    "blocking_send_overhead": "median residual of the blocking ping-pong "
+                                    f"({used[0]}) over each bin's nonblocking line ({', '.join(used[1:]) or 'none'})"}
 
     res = FitResult(params=p, base_name=label, base=base_d, gpus=gpus, raw_meta=_meta(raw), notes=notes,
                     details=det)
@@ -723,7 +762,7 @@ def to_toml(res: FitResult, name: str = "h200x4-calibrated", raw_path: str | Non
     for path, bins in p.factors.items():
         info = fd.get(path, {})
         c("")
-        c(f"# size bins of path {path!r}: fitted on {' + '.join(info.get('from', []))} (one-way time less call overhead"
+        c(f"# size bins of path {path!r}: lines fitted on {' + '.join(info.get('from', [])[1:]) or info.get('from', [''])[0]} (nonblocking), blocking extra on {info.get('from', [''])[0]} (one-way time less call overhead"
           + (" and the two copies" if path == "hostcopy" else "") + f"), each bin one line within {100 * info.get('tolerance', BIN_TOL):.0f}%")
         for b, seg in zip(bins, info.get("segments", [None] * len(bins))):
             c("[[mpi.factors]]")
@@ -742,6 +781,9 @@ def to_toml(res: FitResult, name: str = "h200x4-calibrated", raw_path: str | Non
                 c(f"send_overhead = {_toml_value(fmt_dur(b['send_overhead']))}")
             if b.get("recv_overhead") is not None:
                 c(f"recv_overhead = {_toml_value(fmt_dur(b['recv_overhead']))}")
+            if b.get("blocking_send_overhead", 0.0) > 0:
+                c(f"blocking_send_overhead = {_toml_value(fmt_dur(b['blocking_send_overhead']))}"
+                  + (f"  # median residual of the blocking ping-pong over the nonblocking line, worst {100 * seg['blocking_max_rel_err']:.1f}%" if seg else ""))
     c("")
     c("[gpu]")
     c(f"copy_delay = {_toml_value(fmt_dur(p.copy_delay))}" + ("  # fitted: cudaMemcpy pinned intercept minus pcie.latency" if cp else "  # base"))

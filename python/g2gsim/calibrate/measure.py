@@ -303,7 +303,9 @@ class Runner:
         bufs = Buffers(self.MPI, self.cp, self.max_bytes, self.kinds())
         for scope, a, b in self.pairs():
             for mode in self.modes:
-                for pattern in ("pingpong", "pingping"):
+                # pingpong: blocking Send / Recv; pingpong-nb: Isend + Wait / Irecv + Wait (Open MPI's
+                # pml ucx makes some blocking sends slower, docs/validation/h200x4/probe); pingping
+                for pattern in ("pingpong", "pingpong-nb", "pingping"):
                     self.p2p(bufs, scope, a, b, mode, pattern, sizes)
                     self.save()
         del bufs
@@ -374,6 +376,26 @@ class Runner:
                         memcpy(dr, hr, n, H2D)
                         memcpy(hs, ds, n, D2H)
                     Send(smsg, peer, 2)
+                t1 = pc()
+                if i >= warm:
+                    ts[i - warm] = t1 - t0
+        elif pattern == "pingpong-nb":
+            Irecv, Isend = comm.Irecv, comm.Isend
+            for i in range(warm + iters):
+                t0 = pc()
+                if first:
+                    if staged:
+                        memcpy(hs, ds, n, D2H)
+                    Isend(smsg, peer, 1).Wait()
+                    Irecv(rmsg, peer, 2).Wait()
+                    if staged:
+                        memcpy(dr, hr, n, H2D)
+                else:
+                    Irecv(rmsg, peer, 1).Wait()
+                    if staged:
+                        memcpy(dr, hr, n, H2D)
+                        memcpy(hs, ds, n, D2H)
+                    Isend(smsg, peer, 2).Wait()
                 t1 = pc()
                 if i >= warm:
                     ts[i - warm] = t1 - t0

@@ -4,7 +4,9 @@ A raw measurement file (``measure.py``'s JSON) becomes a list of :class:`Series`
 benchmark (ping-pong / ping-ping per mode, cudaMemcpy, collectives, concurrency), each a time per
 size in seconds in the unit the model predicts:
 
-* ``pingpong``: one-way time (half the round trip), median over iterations;
+* ``pingpong``: one-way time (half the round trip) of blocking Send / Recv, median over iterations;
+* ``pingpong-nb``: the same with Isend + Wait / Irecv + Wait (nonblocking; Open MPI's pml ucx sends
+  a blocking MPI_Send with UCX's fast-completion flag, which costs more at some sizes);
 * ``pingping``: time of one exchange (both ranks Isend + Irecv + Waitall);
 * ``memcpy``: one blocking cudaMemcpy;
 * ``collective``: the call (with its staging copies in mode ``staged``), mean over ranks;
@@ -33,7 +35,7 @@ MODES = ("host", "staged", "device")
 
 @dataclass
 class Series:
-    kind: str                   # pingpong | pingping | memcpy | collective | two-pairs | fan-out
+    kind: str                   # pingpong | pingpong-nb | pingping | memcpy | collective | two-pairs | fan-out
     mode: str                   # host | staged | device (memcpy: d2h/h2d)
     sizes: np.ndarray           # bytes (collectives: Bcast buffer, Scatter/Gather per-rank block)
     t: np.ndarray               # seconds, the measured median
@@ -76,7 +78,7 @@ def series_from_raw(raw: dict) -> list[Series]:
         if not e["sizes"]:
             continue
         t = _arr(e["stats"])
-        if e["pattern"] == "pingpong":
+        if e["pattern"] in ("pingpong", "pingpong-nb"):
             t = t / 2
         out.append(Series(e["pattern"], e["mode"], np.array(e["sizes"]), t, np.array(e["iterations"]),
                           scope=e.get("scope", "intra"), spread=_spread(e["stats"]),
@@ -121,7 +123,7 @@ def build_trace(s: Series, n: int, iters: int = 3):
         for _ in range(iters):
             b.add(0, "Memcpy", bytes=n, copy_kind=mode, stream=-1)
         return b.build()
-    if k in ("pingpong", "pingping", "two-pairs"):
+    if k in ("pingpong", "pingpong-nb", "pingping", "two-pairs"):
         nr = 4 if k == "two-pairs" else 2
         b = TraceBuilder(nr, source=f"g2gsim calibrate: {s.name} {n} B")
         for a in range(0, nr, 2):
@@ -141,6 +143,24 @@ def build_trace(s: Series, n: int, iters: int = 3):
                                 b.add(me, "Memcpy", bytes=n, copy_kind="h2d", stream=-1)
                                 b.add(me, "Memcpy", bytes=n, copy_kind="d2h", stream=-1)
                             b.add(me, "Send", peer=peer, tag=2, bytes=n, mem_space=mem)
+                    elif k == "pingpong-nb":
+                        if first:
+                            if staged:
+                                b.add(me, "Memcpy", bytes=n, copy_kind="d2h", stream=-1)
+                            b.add(me, "Isend", peer=peer, tag=1, bytes=n, req=1, mem_space=mem)
+                            b.add(me, "Wait", req=1)
+                            b.add(me, "Irecv", peer=peer, tag=2, recv_bytes=n, req=2, mem_space=mem)
+                            b.add(me, "Wait", req=2)
+                            if staged:
+                                b.add(me, "Memcpy", bytes=n, copy_kind="h2d", stream=-1)
+                        else:
+                            b.add(me, "Irecv", peer=peer, tag=1, recv_bytes=n, req=1, mem_space=mem)
+                            b.add(me, "Wait", req=1)
+                            if staged:
+                                b.add(me, "Memcpy", bytes=n, copy_kind="h2d", stream=-1)
+                                b.add(me, "Memcpy", bytes=n, copy_kind="d2h", stream=-1)
+                            b.add(me, "Isend", peer=peer, tag=2, bytes=n, req=2, mem_space=mem)
+                            b.add(me, "Wait", req=2)
                     else:
                         mytag, peertag = (1, 2) if first else (2, 1)
                         b.add(me, "Irecv", peer=peer, tag=peertag, recv_bytes=n, req=1, mem_space=mem)
@@ -198,7 +218,7 @@ def build_trace(s: Series, n: int, iters: int = 3):
 
 
 def _predict_from_report(s: Series, rep: dict, iters: int) -> float:
-    if s.kind == "pingpong":
+    if s.kind in ("pingpong", "pingpong-nb"):
         return rep["total_time_s"] / (2 * iters)
     if s.kind == "collective":
         po = rep["per_op"]
@@ -255,7 +275,8 @@ class P2PParams:
     shm_rank_bw: float | None = None        # node.host.shm_rank_bw (per-rank ports)
     shm_rank_out_bw: float | None = None    # node.host.shm_rank_out_bw
     # [[mpi.factors]]: path -> bins in increasing max_bytes, each {"max_bytes", "bw_factor",
-    # "lat_factor", "delay" (s), "send_overhead" (s, optional), "recv_overhead" (s, optional)}
+    # "lat_factor", "delay" (s), "send_overhead" (s, optional), "recv_overhead" (s, optional),
+    # "blocking_send_overhead" (s, optional: blocking sends only)}
     factors: dict = field(default_factory=dict)
 
     @property
@@ -283,27 +304,33 @@ class P2PParams:
 
 
 def _fac(p: P2PParams, path: str, b: np.ndarray):
-    """(bw_factor, lat_factor, delay, send_overhead, recv_overhead) per size."""
-    out = np.empty((5, len(b)))
+    """(bw_factor, lat_factor, delay, send_overhead, recv_overhead, blocking_send_overhead) per size."""
+    out = np.empty((6, len(b)))
     for i, x in enumerate(b):
         f = p.factor_bin(path, x) or {}
         out[:, i] = (f.get("bw_factor", 1.0), f.get("lat_factor", 1.0), f.get("delay", 0.0),
                      p.send_overhead if f.get("send_overhead") is None else f["send_overhead"],
-                     p.recv_overhead if f.get("recv_overhead") is None else f["recv_overhead"])
+                     p.recv_overhead if f.get("recv_overhead") is None else f["recv_overhead"],
+                     f.get("blocking_send_overhead") or 0.0)
     return out
 
 
-def one_way(mode: str, n, p: P2PParams, flows: int = 1) -> np.ndarray:
+def one_way(mode: str, n, p: P2PParams, flows: int = 1, blocking: bool = False) -> np.ndarray:
     """T(b): from the send call's action to the receive's completion, one message of ``mode``
-    (host, staged = the hostcopy bins, device), without call overheads and staging copies."""
+    (host, staged = the hostcopy bins, device), without call overheads and staging copies; a
+    ``blocking`` send (MPI_Send) adds its bin's ``blocking_send_overhead``."""
     b = np.atleast_1d(np.asarray(n, dtype=float))
     L = p.shm_latency
     if mode in ("host", "staged"):
-        bw, lf, dl, os_, or_ = _fac(p, "hostcopy" if mode == "staged" else "host", b)
+        bw, lf, dl, os_, or_, bso = _fac(p, "hostcopy" if mode == "staged" else "host", b)
+        if blocking:
+            os_ = os_ + bso
         rndv = np.where(b > p.eager_limit, 2 * L, 0.0)
         return os_ + dl + rndv + L * lf + b / (p.host_flow_bw(flows) * bw) + or_
     if mode == "device":
-        bw, lf, dl, os_, or_ = _fac(p, "gpudirect-p2p", b)
+        bw, lf, dl, os_, or_, bso = _fac(p, "gpudirect-p2p", b)
+        if blocking:
+            os_ = os_ + bso
         rts = np.where(b > p.eager_limit, 2 * L, 0.0) if p.gpudirect_eager else 2 * L
         return os_ + rts + p.gpudirect_delay + dl + p.nvlink_path_latency * lf + b / (p.nvlink_bw * bw) + or_
     raise ValueError(f"no closed form for mode {mode}")
@@ -321,9 +348,10 @@ def closed_form(kind: str, mode: str, n, p: P2PParams) -> np.ndarray:
     size bin's factors f, delay and overheads (``[[mpi.factors]]``); device: o_s + 2L +
     gpudirect_delay + delay + NVLink latency + b / (B_nv f) + o_r (gpudirect-p2p.md); a copy is
     copy_delay + pcie.latency + b / copy_bw (hostcopy.md).  With c = mpi.call_overhead:
-    ping-pong one-way = c + T (+ a D2H and an H2D copy when staged); ping-ping exchange (Irecv,
-    Isend, Waitall) = 2c + max(c, T) (+ both copies), T with two opposite flows (on one node link
-    without per-rank ports they share it).
+    ping-pong one-way = c + T_blocking (T plus the bin's ``blocking_send_overhead``; + a D2H and an
+    H2D copy when staged); nonblocking ping-pong (Isend + Wait / Irecv + Wait) one-way =
+    max(c + T, 2c) (+ copies); ping-ping exchange (Irecv, Isend, Waitall) = 2c + max(c, T) (+ both
+    copies), T with two opposite flows (on one node link without per-rank ports they share it).
     """
     b = np.asarray(n, dtype=float)
     copy = copy_time(b, p)
@@ -332,7 +360,9 @@ def closed_form(kind: str, mode: str, n, p: P2PParams) -> np.ndarray:
     c = p.call_overhead
     staged = 2 * copy if mode == "staged" else 0.0
     if kind == "pingpong":
-        return c + one_way(mode, b, p) + staged
+        return c + one_way(mode, b, p, blocking=True) + staged
+    if kind == "pingpong-nb":
+        return np.maximum(c + one_way(mode, b, p), 2 * c) + staged
     if kind == "pingping":
         t = one_way(mode, b, p, flows=2 if mode != "device" else 1)
         return 2 * c + np.maximum(c, t) + staged
