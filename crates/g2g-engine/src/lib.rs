@@ -71,6 +71,9 @@ impl Hasher for FxHasher {
 /// `HashMap` with [`FxHasher`].
 pub type FxHashMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
 
+/// Largest event buffer a free calendar slot keeps for reuse.
+const SLOT_KEEP: usize = 32;
+
 /// A priority queue of events ordered by (time, insertion sequence).
 ///
 /// Discrete-event replays of MPI traces schedule most events at a time that already has events
@@ -171,9 +174,15 @@ impl<E> EventQueue<E> {
         };
         let slot = self.index.remove(&t).expect("calendar bucket");
         let v = std::mem::take(&mut self.buckets[slot as usize]);
-        // swap the bucket's buffer in as the FIFO (no copy) and keep the old one for reuse
+        // swap the bucket's buffer in as the FIFO (no copy) and keep the old one for reuse, unless
+        // it is large: a buffer keeps the capacity of the largest batch it ever held, and a slot
+        // waits for a time that usually has a handful of events (millions of slots at 10^6 ranks)
         let old = std::mem::replace(&mut self.cur, VecDeque::from(v));
-        self.buckets[slot as usize] = Vec::from(old);
+        let mut old = Vec::from(old);
+        if old.capacity() > SLOT_KEEP {
+            old = Vec::new();
+        }
+        self.buckets[slot as usize] = old;
         self.free_slots.push(slot);
         self.now = t;
         true
