@@ -178,25 +178,6 @@ fn hostcopy_bcast_copies_out_at_the_root_and_in_elsewhere() {
     assert_eq!(end_ns(&hc, 1), copy + host_x + copy);
 }
 
-/// The pipelined recurrence of tests/paths.rs: n chunks through stages `st`, depth `d`.
-fn pipeline_ns(n: usize, st: [u64; 3], depth: usize) -> u64 {
-    let mut done = vec![[0u64; 3]; n];
-    let mut free = [0u64; 3];
-    for c in 0..n {
-        for s in 0..3 {
-            let mut start = free[s];
-            if s > 0 {
-                start = start.max(done[c][s - 1]);
-            } else if c >= depth {
-                start = start.max(done[c - depth][2]);
-            }
-            done[c][s] = start + st[s];
-            free[s] = done[c][s];
-        }
-    }
-    done[n - 1][2]
-}
-
 #[test]
 fn staged_device_collectives_go_through_the_host_in_chunks() {
     // mpi.device_collectives = "staged": a CUDA-aware MPI stages collective messages on device

@@ -93,3 +93,25 @@ pub fn dev(mut o: Op) -> Op {
 pub fn end_ns(r: &Report, rank: usize) -> u64 {
     (r.per_rank[rank].end_s * 1e9).round() as u64
 }
+
+/// Completion time of `n` chunks through three stages of `st` ns each, one chunk per stage at a
+/// time, in order, with at most `depth` chunks in flight (chunk c enters stage 0 only once chunk
+/// c - depth has left stage 2).  Reduces to sum(st) + (n - 1) * max(st) when the depth does not bind.
+#[allow(dead_code)]
+pub fn pipeline_ns(n: usize, st: [u64; 3], depth: usize) -> u64 {
+    let mut done = vec![[0u64; 3]; n];
+    let mut free = [0u64; 3];
+    for c in 0..n {
+        for s in 0..3 {
+            let mut start = free[s];
+            if s > 0 {
+                start = start.max(done[c][s - 1]);
+            } else if c >= depth {
+                start = start.max(done[c - depth][2]);
+            }
+            done[c][s] = start + st[s];
+            free[s] = done[c][s];
+        }
+    }
+    done[n - 1][2]
+}

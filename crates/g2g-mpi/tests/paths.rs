@@ -66,24 +66,7 @@ fn pipelined_staging_matches_closed_form() {
     // each stage handles one chunk at a time, in order; with depth d, chunk c enters D2H only once
     // chunk c-d has left H2D.  The closed form is the recurrence below (it reduces to
     // s1+s2+s3 + (n-1)*max(s) when the depth does not bind):
-    let n = 10usize;
-    let st = [s1, s2, s3];
-    let depth = 2usize;
-    let mut done = vec![[0u64; 3]; n];
-    let mut free = [0u64; 3];
-    for c in 0..n {
-        for s in 0..3 {
-            let mut start = free[s];
-            if s > 0 {
-                start = start.max(done[c][s - 1]);
-            } else if c >= depth {
-                start = start.max(done[c - depth][2]);
-            }
-            done[c][s] = start + st[s];
-            free[s] = done[c][s];
-        }
-    }
-    let closed = done[n - 1][2];
+    let closed = pipeline_ns(10, [s1, s2, s3], 2);
     let rts = 1100; // host-path control latency (hop 100 + NIC 1000): RTS and CTS
     assert_eq!(end_ns(&r, 1), 200 + rts + rts + closed + 300);
 }

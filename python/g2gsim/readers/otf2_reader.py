@@ -225,32 +225,18 @@ def _assemble(plan: OTF2Plan, results: list[dict], mode: str) -> Trace:
     reqs = _list_array(cat("reqs_len").astype(np.int64, copy=False),
                        np.concatenate([r["reqs_val"] for r in results]) if results
                        else np.zeros(0, np.uint64))
-    arrays = {
-        "rank": pa.array(cat("rank").astype(np.uint32, copy=False)),
-        "seq": pa.array(cat("seq").astype(np.uint32, copy=False)),
+    # every numeric column comes from the workers with its schema dtype; the others are built here
+    built = {
         "op": op_arr.cast(pa.string()),
-        "t_start_ns": pa.array(cat("t_start_ns").astype(np.int64, copy=False)),
-        "t_end_ns": pa.array(cat("t_end_ns").astype(np.int64, copy=False)),
-        "dur_ns": pa.array(cat("dur_ns").astype(np.int64, copy=False)),
-        "peer": pa.array(cat("peer").astype(np.int32, copy=False)),
-        "tag": pa.array(cat("tag").astype(np.int32, copy=False)),
-        "comm_id": pa.array(cat("comm_id").astype(np.uint32, copy=False)),
-        "bytes": pa.array(cat("bytes").astype(np.uint64, copy=False)),
-        "recv_bytes": pa.array(cat("recv_bytes").astype(np.uint64, copy=False)),
-        "recv_peer": pa.array(cat("recv_peer").astype(np.int32, copy=False)),
-        "recv_tag": pa.array(cat("recv_tag").astype(np.int32, copy=False)),
-        "root": pa.array(cat("root").astype(np.int32, copy=False)),
-        "req": pa.array(cat("req").astype(np.uint64, copy=False)),
         "reqs": reqs,
         "counts_bytes": pa.nulls(n, type=pa.list_(pa.uint64())),
         "recv_counts_bytes": pa.nulls(n, type=pa.list_(pa.uint64())),
         "mem_space": mem_arr.cast(pa.string()),
         "copy_kind": ck_arr.cast(pa.string()),
-        "stream": pa.array(cat("stream").astype(np.int32, copy=False)),
-        "contiguous": pa.array(cat("contiguous").astype(bool, copy=False)),
         "callsite": pa.nulls(n, type=pa.string()),
-        "priority": pa.array(cat("priority").astype(np.int32, copy=False)),
     }
+    arrays = {f.name: built[f.name] if f.name in built
+              else pa.array(cat(f.name).astype(f.type.to_pandas_dtype(), copy=False)) for f in SCHEMA}
     table = pa.Table.from_arrays([arrays[f.name] for f in SCHEMA], schema=SCHEMA)
 
     # communicators: the defined ones plus each rank's MPI_COMM_SELF that is used
