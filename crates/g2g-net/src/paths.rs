@@ -153,7 +153,7 @@ impl DataPath for StagedPath {
         "HostCopy: D2H copy over the sender's PCIe, host-to-host MPI, H2D copy on the receiver (the copies block the ranks)"
     }
     fn params(&self) -> &'static [&'static str] {
-        &["gpu.copy_delay", "gpu.copy_per_byte", "node.pcie.*", "+ host path"]
+        &["gpu.copy_delay", "gpu.copy_per_byte", "node.pcie.*", "+ host path", "mpi.factors (path hostcopy)"]
     }
     fn plan(&self, m: &Machine, src: Endpoint, dst: Endpoint, bytes: u64) -> Plan {
         let host = HostPath.plan(m, src, dst, bytes);
@@ -176,7 +176,7 @@ impl DataPath for GpuP2P {
         "GPUDirect P2P inside a node: NVLink between the two GPUs, else PCIe peer-to-peer; pinning cost once"
     }
     fn params(&self) -> &'static [&'static str] {
-        &["node.nvlink.*", "node.pcie.*", "gpu.gpudirect_delay"]
+        &["node.nvlink.*", "node.pcie.*", "gpu.gpudirect_delay", "mpi.factors (path gpudirect-p2p)"]
     }
     fn plan(&self, m: &Machine, src: Endpoint, dst: Endpoint, bytes: u64) -> Plan {
         let mut links = Links::new();
@@ -201,7 +201,7 @@ impl DataPath for GpuRdma {
         "GPUDirect RDMA across nodes: the NIC reads and writes GPU memory over PCIe; pinning cost once"
     }
     fn params(&self) -> &'static [&'static str] {
-        &["node.nic.gpudirect_rdma", "node.pcie.*", "node.nic.*", "network.*", "gpu.gpudirect_delay"]
+        &["node.nic.gpudirect_rdma", "node.pcie.*", "node.nic.*", "network.*", "gpu.gpudirect_delay", "mpi.factors (path gpudirect-rdma)"]
     }
     fn plan(&self, m: &Machine, src: Endpoint, dst: Endpoint, bytes: u64) -> Plan {
         let mut links: Links = smallvec![m.pcie_up(src.node, src.gpu)];
@@ -224,7 +224,8 @@ impl DataPath for Pipelined {
         "CUDA-aware MPI without GPUDirect RDMA: chunks staged D2H / network / H2D, several in flight (e.g. MPICH_G2G_PIPELINE 16 x 512 KiB)"
     }
     fn params(&self) -> &'static [&'static str] {
-        &["gpu.pipeline_chunk", "gpu.pipeline_depth", "gpu.pipeline_threshold", "gpu.copy_delay", "node.pcie.*", "+ host path"]
+        &["gpu.pipeline_chunk", "gpu.pipeline_depth", "gpu.pipeline_threshold", "gpu.copy_delay", "node.pcie.*", "+ host path",
+          "mpi.factors (path pipelined)", "mpi.device_collectives, mpi.collective_chunk, mpi.collective_depth (library-staged collectives)"]
     }
     fn plan(&self, m: &Machine, src: Endpoint, dst: Endpoint, bytes: u64) -> Plan {
         Pipelined::plan_chunked(m, src, dst, bytes, m.cfg.pipeline_chunk, m.cfg.pipeline_depth)
