@@ -110,19 +110,21 @@ impl ParquetTrace {
         let reqs = typed!("reqs", ListArray);
         let counts = typed!("counts_bytes", ListArray);
         let rcounts = typed!("recv_counts_bytes", ListArray);
-        // reserve each rank's queue once for this batch (growing 1,024 queues op by op reallocates
-        // and copies every queue several times)
+        // reserve each rank's queue once per run of its rows (rows come in (window, rank, seq)
+        // order): growing the queues op by op reallocates and copies each several times
         {
-            let mut per_rank = vec![0u32; queues.len()];
-            for &r in rank.values().iter() {
-                if let Some(c) = per_rank.get_mut(r as usize) {
-                    *c += 1;
+            let ranks = rank.values();
+            let mut i = 0;
+            while i < ranks.len() {
+                let r = ranks[i];
+                let mut j = i + 1;
+                while j < ranks.len() && ranks[j] == r {
+                    j += 1;
                 }
-            }
-            for (q, &c) in queues.iter_mut().zip(per_rank.iter()) {
-                if c > 0 {
-                    q.reserve(c as usize);
+                if let Some(q) = queues.get_mut(r as usize) {
+                    q.reserve(j - i);
                 }
+                i = j;
             }
         }
         let list_of = |l: &ListArray, i: usize| -> Vec<u64> {
