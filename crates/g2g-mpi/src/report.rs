@@ -33,6 +33,8 @@ pub struct PathStat {
 pub struct EngineStat {
     pub events: u64,
     pub wall_s: f64,
+    /// part of wall_s spent reading and decoding the trace
+    pub read_s: f64,
     pub events_per_s: f64,
     pub ops: u64,
     pub ops_per_s: f64,

@@ -371,6 +371,8 @@ struct Sim<'a> {
     nranks: u32,
     src: &'a mut dyn TraceSource,
     exhausted: bool,
+    /// seconds spent inside the trace source (decoding), part of the wall time
+    read_s: f64,
     resolve_pending: bool,
     resched: Vec<Reschedule>,
     th: Thresholds,
@@ -525,6 +527,7 @@ pub fn simulate(
         nranks,
         src,
         exhausted: false,
+        read_s: 0.0,
         resolve_pending: false,
         staged_hint: false,
         blocking_hint: false,
@@ -681,9 +684,11 @@ impl<'a> Sim<'a> {
             if self.exhausted {
                 return Ok(None);
             }
+            let t0 = std::time::Instant::now();
             let mut qs = self.take_queues();
             let more = self.src.fill(&mut qs)?;
             self.put_queues(qs);
+            self.read_s += t0.elapsed().as_secs_f64();
             if !more {
                 self.exhausted = true;
             }
@@ -1947,6 +1952,7 @@ impl<'a> Sim<'a> {
         rep.engine = EngineStat {
             events,
             wall_s,
+            read_s: self.read_s,
             events_per_s: events as f64 / wall_s.max(1e-9),
             ops: self.ops_done,
             ops_per_s: self.ops_done as f64 / wall_s.max(1e-9),
