@@ -65,6 +65,26 @@ def _mpirun(args: list[str], np_: int = 2, timeout: int = 240) -> subprocess.Com
 # the scripts, host-only under Open MPI
 # ------------------------------------------------------------------------------------------------
 @needs_mpi
+def test_measure_ring_host_only(tmp_path):
+    """The ring series (every rank MPI_Sendrecv at once) on 3 oversubscribed ranks, and its curve."""
+    out = tmp_path / "raw.json"
+    _mpirun(["-m", "g2gsim.calibrate.measure", "--host-only", "--sections", "concurrency", "--max-bytes", "256KiB",
+             "--budget", "1MiB", "--max-iters", "20", "-o", str(out), "--quiet"], np_=3)
+    d = json.loads(out.read_text())
+    ring = [e for e in d["concurrency"] if e["pattern"] == "ring-sendrecv"]
+    assert len(ring) == 1 and ring[0]["mode"] == "host" and ring[0]["ranks"] == [0, 1, 2]
+    e = ring[0]
+    assert e["sizes"] == [16384, 65536, 131072, 139264, 262144]
+    for per_rank in e["per_rank"]:
+        assert len(per_rank) == 3
+        for r in per_rank:
+            assert set(r) == {"step", "sendrecv"}
+            assert 0 < r["sendrecv"]["median"] <= r["step"]["median"]
+    s = [x for x in series_from_raw(d) if x.kind == "ring"][0]
+    assert s.nranks == 3 and len(s.t) == 5 and np.all(s.t > 0)
+
+
+@needs_mpi
 def test_measure_host_only(tmp_path):
     out = tmp_path / "raw.json"
     _mpirun(["-m", "g2gsim.calibrate.measure", "--host-only", "--max-bytes", "64KiB", "--budget", "256KiB",

@@ -148,3 +148,38 @@ def test_committed_preset_has_the_fitted_model():
     assert paths == {"host", "hostcopy", "gpudirect-p2p"}
     assert "shm_rank_bw" in d["node"]["host"] and "call_overhead" in d["mpi"]
     assert d["collectives"]["algorithms"]["scatter"] == "linear_sequential"
+
+
+def test_ring_bins_by_active_ranks_match_the_ring_and_leave_two_ranks_alone(tmp_path):
+    """A ring series slower than the two-rank bins predict (every rank of the node at once): the
+    fitter's active_ranks bins make the simulated ring step the measured one, and a two-rank
+    ping-pong keeps its prediction (its node has 2 communicating ranks, the bins need 4)."""
+    m = tmp_path / "known.toml"
+    m.write_text(KNOWN)
+    raw = _synthetic_raw(m)
+    sizes = [16 * KiB, 256 * KiB, 4 * MiB]
+    for mode, slow in (("staged", 1.4), ("device", 1.25)):
+        s = Series("ring", mode, np.array(sizes), np.ones(3), np.array([5, 5, 5]), nranks=4)
+        t = simulate_series(s, m) * slow
+
+        def rec(x, mode=mode):
+            st = {"min": x, "p10": x, "median": x, "p90": x, "mean": x, "max": x}
+            return {k: st for k in (("step", "sendrecv", "d2h", "h2d") if mode == "staged" else ("step", "sendrecv"))}
+        raw["concurrency"].append({"pattern": "ring-sendrecv", "mode": mode, "ranks": [0, 1, 2, 3], "sizes": sizes,
+                                   "iterations": [5, 5, 5], "per_rank": [[rec(float(x))] * 4 for x in t]})
+    plain = fitmod.fit(raw, base=m, collectives=False)
+    res = fitmod.fit(raw, base=m, collectives=False, ring=True)
+    assert res.params.load_ranks == 4 and set(res.params.load_factors) == {"hostcopy", "gpudirect-p2p"}
+    out = tmp_path / "fitted.toml"
+    fitmod.write_machine(res, out)
+    doc = tomllib.loads(out.read_text())
+    assert any(f.get("active_ranks") == 4 for f in doc["mpi"]["factors"])
+    ring = [s for s in fitmod.series_from_raw(raw) if s.kind == "ring"]
+    assert len(ring) == 2
+    for s in ring:
+        pred = simulate_series(s, out)
+        np.testing.assert_allclose(pred, s.t, rtol=0.01)
+    plain_out = tmp_path / "plain.toml"
+    fitmod.write_machine(plain, plain_out)
+    pp = Series("pingpong", "staged", np.array([16 * KiB, 4 * MiB]), np.ones(2), np.array([5, 5]))
+    np.testing.assert_allclose(simulate_series(pp, out), simulate_series(pp, plain_out), rtol=1e-9)

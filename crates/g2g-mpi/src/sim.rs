@@ -395,6 +395,11 @@ struct Sim<'a> {
     world_is_identity: bool,
     /// set while a staged collective posts its messages
     staged_hint: bool,
+    /// `[[mpi.factors]]` with `active_ranks`: ranks seen passing messages (empty until the first
+    /// message when the machine has such bins) and, per node, how many
+    load_seen: Vec<bool>,
+    node_active: Vec<u32>,
+    by_load: bool,
     /// set around post_send_ex by a blocking point-to-point send (Send, Ssend, Bsend, Rsend, the
     /// send half of Sendrecv): the message's bin adds its `blocking_send_overhead`
     blocking_hint: bool,
@@ -530,6 +535,9 @@ pub fn simulate(
         read_s: 0.0,
         resolve_pending: false,
         staged_hint: false,
+        load_seen: Vec::new(),
+        node_active: Vec::new(),
+        by_load: false,
         blocking_hint: false,
         resched: Vec::new(),
         th,
@@ -549,6 +557,7 @@ pub fn simulate(
         world_is_identity: false,
     };
     sim.world_is_identity = sim.comms.get(&0).map(|c| c.def.members.is_none() && c.size == nranks).unwrap_or(false);
+    sim.by_load = sim.m.cfg.factors_by_load();
     if let Some(p) = sim.opt.timeline.clone() {
         let nodes = sim.m.place.nodes;
         sim.tl = Some(crate::timeline::Timeline::create(&p, sim.opt.timeline_max_events, nodes, &sim.m.place.node_of, &sim.m.place.gpu_of).map_err(|e| SimError::Options(format!("timeline {p}: {e}")))?);
@@ -1244,7 +1253,14 @@ impl<'a> Sim<'a> {
         let staged_msg = stage_src || stage_dst || (!gpu_direct && (self.staged_hint || (!collective && self.rank_stages(src))));
         let fkey = if !gpu_direct && staged_msg { "hostcopy" } else { path.name() };
         let (mut o_s_cfg, mut o_r_cfg) = (self.m.cfg.send_overhead_ns, self.m.cfg.recv_overhead_ns);
-        if let Some(f) = self.m.cfg.factor(fkey, bytes) {
+        let active = if self.by_load {
+            self.mark_active(src);
+            self.mark_active(dst);
+            self.node_active[self.m.place.node_of[src as usize] as usize]
+        } else {
+            1
+        };
+        if let Some(f) = self.m.cfg.factor_at(fkey, bytes, active) {
             plan.apply_factor(f);
             o_s_cfg = f.send_overhead_ns.unwrap_or(o_s_cfg);
             o_r_cfg = f.recv_overhead_ns.unwrap_or(o_r_cfg);
@@ -1307,7 +1323,36 @@ impl<'a> Sim<'a> {
         self.m.path_latency(&links) + extra
     }
 
+    /// Counts rank `r` as passing messages on its node (for `[[mpi.factors]]` bins by
+    /// `active_ranks`).  The first time, every rank whose queued operations (its first window of
+    /// the trace) pass messages is counted too, so that all ranks of a job that communicate from
+    /// its start count from its first message on.
+    fn mark_active(&mut self, r: u32) {
+        if self.load_seen.is_empty() {
+            self.load_seen = vec![false; self.nranks as usize];
+            self.node_active = vec![0; self.m.place.nodes as usize];
+            for q in 0..self.nranks {
+                let passes = self.ranks[q as usize].q.iter().any(|o| {
+                    o.kind.is_collective()
+                        || matches!(o.kind, OpKind::Send | OpKind::Ssend | OpKind::Bsend | OpKind::Rsend | OpKind::Isend
+                            | OpKind::Issend | OpKind::Recv | OpKind::Irecv | OpKind::Sendrecv)
+                });
+                if passes {
+                    self.load_seen[q as usize] = true;
+                    self.node_active[self.m.place.node_of[q as usize] as usize] += 1;
+                }
+            }
+        }
+        if !self.load_seen[r as usize] {
+            self.load_seen[r as usize] = true;
+            self.node_active[self.m.place.node_of[r as usize] as usize] += 1;
+        }
+    }
+
     fn post_recv(&mut self, r: u32, src: i32, ctx: u64, tag: i32, owner: Owner) -> ReqId {
+        if self.by_load {
+            self.mark_active(r);
+        }
         let req = self.new_req(owner);
         // search the unexpected queue in arrival order
         let pos = self.ranks[r as usize].unexpected.iter().position(|&m| {

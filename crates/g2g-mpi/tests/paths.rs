@@ -393,6 +393,38 @@ fn factors_of_gpudirect_and_hostcopy_paths() {
 }
 
 #[test]
+fn factors_by_active_ranks_apply_when_enough_ranks_of_the_node_communicate() {
+    let one = |extra: &str, b: u64| {
+        let t = with_factors(extra);
+        let r = run(vec![vec![send(1, 0, b)], vec![recv(0, 0, b)]], &t, SimOptions::default()).unwrap();
+        end_ns(&r, 1)
+    };
+    let plain = one("", 1000);
+    assert_eq!(plain, 200 + 200 + 10 + 300);
+    // both ranks of the node pass messages: the active_ranks = 2 bin (delay 1 us) wins over the
+    // ordinary one (delay 100 ns)
+    let bins = "[[mpi.factors]]\npath = \"host\"\nmax_bytes = \"1MiB\"\ndelay = \"100ns\"\n\
+                [[mpi.factors]]\npath = \"host\"\nactive_ranks = 2\nmax_bytes = \"4KiB\"\ndelay = \"1us\"\n";
+    assert_eq!(one(bins, 1000), plain + 1000);
+    // above the load group's last bin: the ordinary bins
+    assert_eq!(one(bins, 8000), 200 + 100 + 1600 + 10 + 300);
+    // a group for 3 ranks does not apply on a node where 2 communicate
+    assert_eq!(one(&bins.replace("active_ranks = 2", "active_ranks = 3"), 1000), plain + 100);
+    // a rank that passes no message does not count: ranks 0 and 2 talk across nodes (2 GPUs a
+    // node), 1 and 3 stay idle: one active rank per node, the ordinary bins
+    let four = |extra: &str| {
+        let t = with_factors(extra);
+        let r = run(vec![vec![send(2, 0, 1000)], vec![], vec![recv(0, 0, 1000)], vec![]], &t, SimOptions::default()).unwrap();
+        end_ns(&r, 2)
+    };
+    let ordinary = "[[mpi.factors]]\npath = \"host\"\nmax_bytes = \"1MiB\"\ndelay = \"100ns\"\n";
+    assert_eq!(four(bins), four(ordinary));
+    assert_eq!(four(&ordinary.replace("100ns", "1us")), four(ordinary) + 900);
+    let e = g2g_net::MachineConfig::from_toml(&with_factors("[[mpi.factors]]\npath = \"host\"\nactive_ranks = 0\n"), "m.toml").unwrap_err();
+    assert_eq!(e.key, "mpi.factors[0].active_ranks");
+}
+
+#[test]
 fn factor_errors_name_key_and_line() {
     let t = with_factors("[[mpi.factors]]\npath = \"host\"\nmax_bytes = \"1MiB\"\n\n[[mpi.factors]]\npath = \"host\"\nmax_bytes = \"1KiB\"\n");
     let e = g2g_net::MachineConfig::from_toml(&t, "m.toml").unwrap_err();

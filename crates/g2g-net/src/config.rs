@@ -127,6 +127,10 @@ pub struct SizeFactor {
     /// extra sender-side time of a blocking send (MPI_Send / Ssend / Bsend / Rsend and the send
     /// half of MPI_Sendrecv) before its data leaves; nonblocking sends and collectives do not pay it
     pub blocking_send_overhead_ns: f64,
+    /// the bin applies on nodes where at least this many ranks pass messages (default 1): an MPI
+    /// whose messages slow down when every rank of the node communicates at once (calibrated by
+    /// the calibration's ring series); bins of a path with a larger `active_ranks` take precedence
+    pub active_ranks: u32,
 }
 
 /// Data paths a `[[mpi.factors]]` entry may name (`hostcopy`: host transfers of staged buffers).
@@ -316,7 +320,7 @@ fn parse_factors(ctx: &Ctx, a: &[toml::Value]) -> Result<Vec<SizeFactor>, Config
         let err = |k: &str, msg: String| ConfigError { file: ctx.file.into(), key: format!("mpi.factors[{i}].{k}"), line, msg };
         let t = v.as_table().ok_or_else(|| err("", "expected a table".into()))?;
         for k in t.keys() {
-            const KEYS: [&str; 8] = ["path", "max_bytes", "bw_factor", "lat_factor", "delay", "send_overhead", "recv_overhead", "blocking_send_overhead"];
+            const KEYS: [&str; 9] = ["path", "max_bytes", "bw_factor", "lat_factor", "delay", "send_overhead", "recv_overhead", "blocking_send_overhead", "active_ranks"];
             if !KEYS.contains(&k.as_str()) {
                 return Err(err(k, format!("unknown key (valid here: {})", KEYS.join(", "))));
             }
@@ -364,10 +368,15 @@ fn parse_factors(ctx: &Ctx, a: &[toml::Value]) -> Result<Vec<SizeFactor>, Config
             send_overhead_ns: dur("send_overhead")?,
             recv_overhead_ns: dur("recv_overhead")?,
             blocking_send_overhead_ns: dur("blocking_send_overhead")?.unwrap_or(0.0),
+            active_ranks: match t.get("active_ranks") {
+                None => 1,
+                Some(toml::Value::Integer(n)) if *n >= 1 && *n <= u32::MAX as i64 => *n as u32,
+                Some(v) => return Err(err("active_ranks", format!("expected an integer of at least 1, found {v}"))),
+            },
             path,
             max_bytes,
         };
-        if let Some(prev) = out.iter().rev().find(|p| p.path == f.path) {
+        if let Some(prev) = out.iter().rev().find(|p| p.path == f.path && p.active_ranks == f.active_ranks) {
             if f.max_bytes <= prev.max_bytes {
                 return Err(err("max_bytes", format!("bins of path {:?} must be listed by increasing max_bytes ({} after {})", f.path, f.max_bytes, prev.max_bytes)));
             }
@@ -694,23 +703,41 @@ impl MachineConfig {
     /// The `[[mpi.factors]]` bin of a message of `bytes` on data path `path` (`hostcopy` falls back
     /// to `host` when it has no bins of its own, every path to `all`); None: no factor applies.
     pub fn factor(&self, path: &str, bytes: u64) -> Option<&SizeFactor> {
+        self.factor_at(path, bytes, 1)
+    }
+
+    /// Whether some bin has `active_ranks` > 1 (the replay then counts communicating ranks).
+    pub fn factors_by_load(&self) -> bool {
+        self.factors.iter().any(|f| f.active_ranks > 1)
+    }
+
+    /// [`factor`](Self::factor) on a node where `active` ranks pass messages: among the path's
+    /// bins with `active_ranks <= active`, the group with the largest `active_ranks` whose bins
+    /// cover `bytes` (a size beyond a group's last bin falls back to the next smaller group).
+    pub fn factor_at(&self, path: &str, bytes: u64, active: u32) -> Option<&SizeFactor> {
+        if self.factors.is_empty() {
+            return None;
+        }
         let pick = |p: &str| -> Option<Option<&SizeFactor>> {
             let mut any = false;
+            let mut best: Option<&SizeFactor> = None;
             for f in self.factors.iter().filter(|f| f.path == p) {
                 any = true;
-                if bytes <= f.max_bytes {
-                    return Some(Some(f));
+                if f.active_ranks > active || bytes > f.max_bytes {
+                    continue;
+                }
+                // bins of a group come by increasing max_bytes: the first covering one of a group
+                // is met first, later ones of the same group do not replace it
+                if best.map_or(true, |b| f.active_ranks > b.active_ranks) {
+                    best = Some(f);
                 }
             }
             if any {
-                Some(None)
+                Some(best)
             } else {
                 None
             }
         };
-        if self.factors.is_empty() {
-            return None;
-        }
         if let Some(r) = pick(path) {
             return r;
         }

@@ -185,7 +185,9 @@ def base_params(base: dict) -> P2PParams:
         call_overhead=parse_dur(mpi.get("call_overhead", "0ns")),
         shm_rank_bw=parse_bw(host["shm_rank_bw"]) if "shm_rank_bw" in host else None,
         shm_rank_out_bw=parse_bw(host["shm_rank_out_bw"]) if "shm_rank_out_bw" in host else None,
-        factors=_factors_from_toml(mpi.get("factors", [])),
+        factors=_factors_from_toml([e for e in mpi.get("factors", []) if int(e.get("active_ranks", 1)) <= 1]),
+        load_factors=_factors_from_toml([e for e in mpi.get("factors", []) if int(e.get("active_ranks", 1)) > 1]),
+        load_ranks=max([int(e.get("active_ranks", 1)) for e in mpi.get("factors", [])] + [0]),
     )
 
 
@@ -418,7 +420,8 @@ def fit_bins(x, T, mode: str, p: P2PParams, tol: float = 0.03, T_blk=None) -> tu
 
 
 def fit(raw, base: str | Path = "h200x4", host_bw_from: str = "pingpong", large_from: int = LARGE_FROM,
-        collectives: bool = True, workdir=None, factors: bool = True, tol: float = BIN_TOL) -> FitResult:
+        collectives: bool = True, workdir=None, factors: bool = True, tol: float = BIN_TOL,
+        ring: bool = False) -> FitResult:
     """Fits the machine parameters to the raw measurements; see the module docstring."""
     raw = load_raw(raw)
     series = series_from_raw(raw)
@@ -547,10 +550,91 @@ def fit(raw, base: str | Path = "h200x4", host_bw_from: str = "pingpong", large_
 
     res = FitResult(params=p, base_name=label, base=base_d, gpus=gpus, raw_meta=_meta(raw), notes=notes,
                     details=det)
+    # 7. every rank of the node communicating at once: bins by load from the ring series
+    if factors and ring:
+        fit_ring_bins(series, res, workdir=workdir)
     if collectives:
         res.coll_algos, res.details["collectives"] = choose_collectives(series, res, workdir=workdir,
                                                                          forced=forced_algorithms(raw))
     return res
+
+
+RING_PATHS = (("host", "host"), ("staged", "hostcopy"), ("device", "gpudirect-p2p"))
+RING_BW_FROM = MiB       # ring bins fit a bandwidth factor from here up, an extra delay below
+
+
+def fit_ring_bins(series: list[Series], res: FitResult, workdir=None) -> None:
+    """Bins with ``active_ranks`` = the ring's ranks, from the ring series (every rank of the node
+    MPI_Sendrecv-ing at once; in mode staged with its two copies): one bin per measured size
+    (upper edge at the size), each the node's ordinary bin at that size with one
+    correction solved by simulation so that the simulated ring step equals the measured one (sizes
+    above the largest measured one fall back to the ordinary bins; those below the smallest take
+    the smallest's bin): an
+    extra ``delay`` below RING_BW_FROM, a ``bw_factor`` multiplier from there up.  Only slows
+    messages down where the ring is slower than the ordinary bins predict; where it is faster the
+    bin stays the ordinary one.  Writes res.params.load_factors / load_ranks and the details."""
+    p = res.params
+    p.load_factors, p.load_ranks = {}, 0
+    det: dict[str, Any] = {}
+    for mode, path in RING_PATHS:
+        s = _find(series, "ring", mode)
+        if s is None or s.nranks < 3:
+            continue
+        p.load_ranks = s.nranks
+        order = np.argsort(s.sizes)
+        sizes, meas = s.sizes[order], s.t[order]
+        bins: list[dict] = []
+        for i, n in enumerate(sizes):
+            base = p.factor_bin(path, float(n))
+            b = dict(base) if base else {"bw_factor": 1.0, "lat_factor": 1.0, "delay": 0.0,
+                                         "send_overhead": None, "recv_overhead": None,
+                                         "blocking_send_overhead": 0.0}
+            b["max_bytes"] = float(n)      # beyond the largest size: the ordinary bins
+            bins.append(b)
+        p.load_factors[path] = bins
+        info = []
+        for i, n in enumerate(sizes):
+            b = bins[i]
+            one = replace(s, sizes=np.array([n]), t=np.array([meas[i]]))
+
+            def sim(b=b, one=one) -> float:
+                with machine_file(res) as mf:
+                    return float(simulate_series(one, mf, workdir=workdir)[0])
+
+            t0 = sim()
+            how = "none"
+
+            def solve(set_, lo, hi):
+                """Bisection on a parameter the simulated time decreases with."""
+                for _ in range(30):
+                    mid = (lo + hi) / 2
+                    set_(mid)
+                    lo, hi = (mid, hi) if sim() > meas[i] else (lo, mid)
+                set_((lo + hi) / 2)
+                return (lo + hi) / 2
+
+            d0, k0 = b.get("delay", 0.0), b["bw_factor"]
+            set_k = lambda x: b.__setitem__("bw_factor", k0 * math.exp(x))        # noqa: E731
+            if abs(t0 / meas[i] - 1) > 0.005:
+                if t0 < meas[i] and n < RING_BW_FROM:          # slower: an extra delay
+                    x = -solve(lambda x: b.__setitem__("delay", d0 - x), -4 * meas[i], 0.0)
+                    how = f"delay +{fmt_dur(x)}"
+                elif t0 < meas[i]:                              # slower: less bandwidth
+                    how = f"bw x{math.exp(solve(set_k, math.log(1e-3), 0.0)):.3f}"
+                else:                                           # faster: less delay, then more bandwidth
+                    b["delay"] = 0.0
+                    if sim() < meas[i] and d0 > 0:
+                        x = solve(lambda x: b.__setitem__("delay", d0 - x), 0.0, d0)
+                        how = f"delay -{fmt_dur(x)}"
+                    else:
+                        how = (f"delay -{fmt_dur(d0)}, " if d0 > 0 else "") + \
+                            f"bw x{math.exp(solve(set_k, 0.0, math.log(100.0))):.3f}"
+            t1 = sim()
+            info.append({"bytes": int(n), "measured_s": float(meas[i]), "before_s": t0, "after_s": t1,
+                         "correction": how})
+        det[path] = {"from": s.name, "active_ranks": s.nranks, "points": info}
+    if det:
+        res.details["ring"] = det
 
 
 # Open MPI 4.1 coll/tuned algorithm numbers: basic_linear Scatter / Gather are blocking sends /
@@ -784,6 +868,34 @@ def to_toml(res: FitResult, name: str = "h200x4-calibrated", raw_path: str | Non
             if b.get("blocking_send_overhead", 0.0) > 0:
                 c(f"blocking_send_overhead = {_toml_value(fmt_dur(b['blocking_send_overhead']))}"
                   + (f"  # median residual of the blocking ping-pong over the nonblocking line, worst {100 * seg['blocking_max_rel_err']:.1f}%" if seg else ""))
+    rd = d.get("ring") or {}
+    for path, bins in p.load_factors.items():
+        info = rd.get(path, {})
+        c("")
+        c(f"# size bins of path {path!r} on nodes where at least {p.load_ranks} ranks communicate: fitted on the "
+          f"{info.get('from', 'ring')} series (every rank MPI_Sendrecv at once), each the ordinary bin at that size "
+          "with one correction solved by simulation")
+        pts = info.get("points") or [None] * len(bins)
+        for b, pt in zip(bins, pts):
+            c("[[mpi.factors]]")
+            if pt:
+                c(f"# ring at {size_label(pt['bytes'])}: measured {pt['measured_s'] * 1e6:.2f} us, ordinary bins "
+                  f"{pt['before_s'] * 1e6:.2f} us, this bin {pt['after_s'] * 1e6:.2f} us ({pt['correction']})")
+            c(f"path = {_toml_value(path)}")
+            c(f"active_ranks = {p.load_ranks}")
+            if math.isfinite(b["max_bytes"]):
+                c(f"max_bytes = {_toml_value(fmt_size(int(b['max_bytes'])))}")
+            c(f"bw_factor = {float(_sig(b['bw_factor'], 4))!r}")
+            if b.get("lat_factor", 1.0) != 1.0:
+                c(f"lat_factor = {b['lat_factor']!r}")
+            if b.get("delay", 0.0) > 0:
+                c(f"delay = {_toml_value(fmt_dur(b['delay']))}")
+            if b.get("send_overhead") is not None:
+                c(f"send_overhead = {_toml_value(fmt_dur(b['send_overhead']))}")
+            if b.get("recv_overhead") is not None:
+                c(f"recv_overhead = {_toml_value(fmt_dur(b['recv_overhead']))}")
+            if b.get("blocking_send_overhead", 0.0) > 0:
+                c(f"blocking_send_overhead = {_toml_value(fmt_dur(b['blocking_send_overhead']))}")
     c("")
     c("[gpu]")
     c(f"copy_delay = {_toml_value(fmt_dur(p.copy_delay))}" + ("  # fitted: cudaMemcpy pinned intercept minus pcie.latency" if cp else "  # base"))

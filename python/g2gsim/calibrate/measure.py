@@ -537,7 +537,63 @@ class Runner:
                         entry["stats"].append(stats(ts))
                 if me == 0:
                     self.out["concurrency"].append(entry)
+            if len(node0) >= 3:
+                self.out_ring(bufs, mode, node0)
             self.save()
+
+    def out_ring(self, bufs, mode, ranks):
+        """Every rank of ``ranks`` at once: MPI_Sendrecv to its right neighbour from its left one
+        (a 1D halo step); in staged mode a D2H copy into the pinned send buffer before and an H2D
+        copy from the pinned receive buffer after, each timed on its own: the staged step as a
+        whole, as an application does it, with all GPUs and MPI on the same pinned buffers."""
+        comm, me, cp = self.comm, self.rank, self.cp
+        sizes = [s for s in (16 * KiB, 64 * KiB, 128 * KiB, 136 * KiB, 256 * KiB, MiB, 4 * MiB, 16 * MiB)
+                 if s <= self.max_bytes]
+        n_r = len(ranks)
+        entry = {"pattern": "ring-sendrecv", "mode": mode, "ranks": ranks, "sizes": [], "iterations": [],
+                 "per_rank": []}
+        kind = {"device": "device", "staged": "pinned"}.get(mode, "host")
+        staged = mode == "staged"
+        pc = time.perf_counter
+        for n in sizes:
+            it, warm = self.iters(n, 0.25)
+            comm.Barrier()
+            rec = None
+            if me in ranks:
+                i_me = ranks.index(me)
+                right, left = ranks[(i_me + 1) % n_r], ranks[(i_me - 1) % n_r]
+                smsg, rmsg = bufs.msg(kind, "s", n), bufs.msg(kind, "r", n)
+                ts = {"step": np.empty(it), "sendrecv": np.empty(it)}
+                if staged:
+                    ts.update(d2h=np.empty(it), h2d=np.empty(it))
+                    memcpy = cp.cuda.runtime.memcpy
+                    ds, dr = bufs.ptr("device", "s"), bufs.ptr("device", "r")
+                    hs, hr = bufs.ptr("pinned", "s"), bufs.ptr("pinned", "r")
+                Sendrecv = comm.Sendrecv
+                for i in range(warm + it):
+                    t0 = pc()
+                    if staged:
+                        memcpy(hs, ds, n, D2H)
+                    t1 = pc()
+                    Sendrecv(smsg, right, 5, rmsg, left, 5)
+                    t2 = pc()
+                    if staged:
+                        memcpy(dr, hr, n, H2D)
+                    t3 = pc()
+                    if i >= warm:
+                        k = i - warm
+                        ts["step"][k] = t3 - t0
+                        ts["sendrecv"][k] = t2 - t1
+                        if staged:
+                            ts["d2h"][k] = t1 - t0
+                            ts["h2d"][k] = t3 - t2
+                rec = {k: stats(v) for k, v in ts.items()}
+            g = comm.gather(rec, root=0)
+            entry["sizes"].append(n)
+            entry["iterations"].append(it)
+            entry["per_rank"].append([x for x in (g or []) if x is not None])
+        if me == 0:
+            self.out["concurrency"].append(entry)
 
     # -------------------------------------------------------------------- collectives
     def collectives(self):

@@ -11,7 +11,10 @@ size in seconds in the unit the model predicts:
 * ``memcpy``: one blocking cudaMemcpy;
 * ``collective``: the call (with its staging copies in mode ``staged``), mean over ranks;
 * ``two-pairs``: a ping-ping exchange while another pair exchanges too; ``fan-out``: one rank
-  sending to all others at once (and a 1-byte reply each).
+  sending to all others at once (and a 1-byte reply each);
+* ``ring``: every rank at once MPI_Sendrecv to its right neighbour from its left one, with the
+  D2H / H2D staging copies around it in mode ``staged`` (the staged step of a halo exchange as a
+  whole); time of one step, mean over ranks.
 
 :func:`simulate_series` builds the same operations as a trace (:func:`build_trace`) and replays it
 on a machine file; :func:`closed_form` gives the model's time without simulation for the
@@ -99,6 +102,13 @@ def series_from_raw(raw: dict) -> list[Series]:
             t = np.array([np.mean([x["median"] for x in pp]) for pp in e["per_pair"]])
             out.append(Series("two-pairs", e["mode"], np.array(e["sizes"]), t, np.array(e["iterations"]),
                               nranks=4, meta={"pairs": e["pairs"]}))
+        elif e["pattern"] == "ring-sendrecv":
+            # the step (copies included in mode staged), mean over ranks of each rank's median
+            t = np.array([np.mean([x["step"]["median"] for x in pr]) for pr in e["per_rank"]])
+            parts = {k: np.array([np.mean([x[k]["median"] for x in pr]) for pr in e["per_rank"]])
+                     for k in e["per_rank"][0][0]} if e["per_rank"] and e["per_rank"][0] else {}
+            out.append(Series("ring", e["mode"], np.array(e["sizes"]), t, np.array(e["iterations"]),
+                              nranks=len(e["ranks"]), meta={"ranks": e["ranks"], "parts": parts}))
         elif e["pattern"] == "fan-out":
             out.append(Series("fan-out", e["mode"], np.array(e["sizes"]), _arr(e["stats"]),
                               np.array(e["iterations"]), nranks=1 + len(e["peers"]),
@@ -171,6 +181,19 @@ def build_trace(s: Series, n: int, iters: int = 3):
                         if staged:
                             b.add(me, "Memcpy", bytes=n, copy_kind="h2d", stream=-1)
         return b.build()
+    if k == "ring":
+        nr = s.nranks
+        b = TraceBuilder(nr, source=f"g2gsim calibrate: {s.name} {n} B")
+        for me in range(nr):
+            right, left = (me + 1) % nr, (me - 1) % nr
+            for _ in range(iters):
+                if staged:
+                    b.add(me, "Memcpy", bytes=n, copy_kind="d2h", stream=-1)
+                b.add(me, "Sendrecv", peer=right, tag=5, bytes=n, recv_peer=left, recv_tag=5, recv_bytes=n,
+                      mem_space=mem)
+                if staged:
+                    b.add(me, "Memcpy", bytes=n, copy_kind="h2d", stream=-1)
+        return b.build()
     if k == "fan-out":
         nr = s.nranks
         b = TraceBuilder(nr, source=f"g2gsim calibrate: {s.name} {n} B")
@@ -220,6 +243,8 @@ def build_trace(s: Series, n: int, iters: int = 3):
 def _predict_from_report(s: Series, rep: dict, iters: int) -> float:
     if s.kind in ("pingpong", "pingpong-nb"):
         return rep["total_time_s"] / (2 * iters)
+    if s.kind == "ring":
+        return rep["total_time_s"] / iters
     if s.kind == "collective":
         po = rep["per_op"]
         tot = po.get(s.op, {}).get("total_s", 0.0) + po.get("Memcpy", {}).get("total_s", 0.0)
@@ -278,6 +303,10 @@ class P2PParams:
     # "lat_factor", "delay" (s), "send_overhead" (s, optional), "recv_overhead" (s, optional),
     # "blocking_send_overhead" (s, optional: blocking sends only)}
     factors: dict = field(default_factory=dict)
+    # bins for nodes where every rank communicates (``active_ranks = load_ranks``), fitted on the
+    # ring series: path -> bins as above; the closed forms (two ranks) never use them
+    load_factors: dict = field(default_factory=dict)
+    load_ranks: int = 0
 
     @property
     def nvlink_path_latency(self) -> float:
