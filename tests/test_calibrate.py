@@ -325,7 +325,7 @@ def test_cli_register(tmp_path):
     r = CliRunner()
     out = tmp_path / "m.toml"
     res = r.invoke(main, ["calibrate", "fit", str(SAMPLE / "raw.json"), "-o", str(out), "--no-verify",
-                          "--json", str(tmp_path / "fit.json")])
+                          "--no-collective-bins", "--json", str(tmp_path / "fit.json")])
     assert res.exit_code == 0, res.output
     assert out.is_file() and json.loads((tmp_path / "fit.json").read_text())["params"]["node.nvlink.kind"] == "switch"
     res = r.invoke(main, ["validate", "compare", str(SAMPLE / "runs"), "--machine", str(out), "--json",

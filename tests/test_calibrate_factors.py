@@ -148,6 +148,9 @@ def test_committed_preset_has_the_fitted_model():
     assert paths == {"host", "hostcopy", "gpudirect-p2p"}
     assert "shm_rank_bw" in d["node"]["host"] and "call_overhead" in d["mpi"]
     assert d["collectives"]["algorithms"]["scatter"] == "linear_sequential"
+    # per-collective bins for the three paths (docs/validation/h200x4.md, session 3)
+    colls = {(f["collective"], f["path"]) for f in d["mpi"]["factors"] if "collective" in f}
+    assert {("Scatter", "hostcopy"), ("Gather", "hostcopy"), ("Bcast", "gpudirect-p2p")} <= colls
 
 
 def test_ring_bins_by_active_ranks_match_the_ring_and_leave_two_ranks_alone(tmp_path):
@@ -182,4 +185,36 @@ def test_ring_bins_by_active_ranks_match_the_ring_and_leave_two_ranks_alone(tmp_
     plain_out = tmp_path / "plain.toml"
     fitmod.write_machine(plain, plain_out)
     pp = Series("pingpong", "staged", np.array([16 * KiB, 4 * MiB]), np.ones(2), np.array([5, 5]))
+    np.testing.assert_allclose(simulate_series(pp, out), simulate_series(pp, plain_out), rtol=1e-9)
+
+
+def test_collective_bins_match_the_collective_series_and_leave_point_to_point_alone(tmp_path):
+    """Collectives slower than their messages' ordinary bins predict (MPI on pinned buffers inside
+    a collective): the fitter's per-collective bins make the simulated collective the measured one,
+    extend the largest size's correction above it, and change no point-to-point prediction."""
+    m = tmp_path / "known.toml"
+    m.write_text(KNOWN.replace("[collectives]", "[collectives]") if "[collectives]" in KNOWN else KNOWN)
+    raw = _synthetic_raw(m)
+    sizes = [64 * KiB, 4 * MiB]
+    for op in ("Scatter", "Gather"):
+        s = Series("collective", "staged", np.array(sizes), np.ones(2), np.array([5, 5]), op=op, nranks=4,
+                   meta={"root": 0})
+        t = simulate_series(s, m) * 1.5
+        st = [{"min": x, "p10": x, "median": x, "p90": x, "mean": x, "max": x} for x in map(float, t)]
+        raw["collectives"].append({"op": op, "mode": "staged", "root": 0, "nranks": 4, "sizes": sizes,
+                                   "iterations": [5, 5], "stats": st})
+    plain = fitmod.fit(raw, base=m, collectives=False)
+    res = fitmod.fit(raw, base=m, collectives=False, coll_bins=True)
+    assert set(res.params.coll_factors) == {("Scatter", "hostcopy"), ("Gather", "hostcopy")}
+    out, plain_out = tmp_path / "fitted.toml", tmp_path / "plain.toml"
+    fitmod.write_machine(res, out)
+    fitmod.write_machine(plain, plain_out)
+    doc = tomllib.loads(out.read_text())
+    assert {f.get("collective") for f in doc["mpi"]["factors"]} >= {"Scatter", "Gather"}
+    for s in [x for x in fitmod.series_from_raw(raw) if x.kind == "collective" and x.mode == "staged"]:
+        np.testing.assert_allclose(simulate_series(s, out), s.t, rtol=0.01)
+        # twice the largest size: slower than the ordinary bins predict, like the largest point
+        big = simulate_series(s, out, sizes=[8 * MiB])[0]
+        assert big > 1.2 * simulate_series(s, plain_out, sizes=[8 * MiB])[0]
+    pp = Series("pingping", "staged", np.array([64 * KiB, 4 * MiB]), np.ones(2), np.array([5, 5]))
     np.testing.assert_allclose(simulate_series(pp, out), simulate_series(pp, plain_out), rtol=1e-9)

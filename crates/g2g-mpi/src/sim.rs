@@ -346,6 +346,8 @@ struct CollRun {
     live: bool,
     /// the collective's host buffers are staging buffers (`hostcopy` factors)
     hostcopy: bool,
+    /// which collective (its `[[mpi.factors]]` bins by collective)
+    coll_kind: g2g_coll::CollKind,
 }
 
 /// Pre-resolved communicator: world rank of each comm rank.
@@ -1260,7 +1262,11 @@ impl<'a> Sim<'a> {
         } else {
             1
         };
-        if let Some(f) = self.m.cfg.factor_at(fkey, bytes, active) {
+        let coll_name = match owner {
+            Owner::Coll(c) if self.m.cfg.factors_by_collective() => Some(self.colls[c as usize].coll_kind.name()),
+            _ => None,
+        };
+        if let Some(f) = self.m.cfg.factor_for(fkey, bytes, active, coll_name) {
             plan.apply_factor(f);
             o_s_cfg = f.send_overhead_ns.unwrap_or(o_s_cfg);
             o_r_cfg = f.recv_overhead_ns.unwrap_or(o_r_cfg);
@@ -1779,7 +1785,8 @@ impl<'a> Sim<'a> {
                 let req = if nonblocking { Some(self.new_req(Owner::Rank(r))) } else { None };
                 let staged = gpu_path && self.m.cfg.device_collectives.staged(kind.name());
                 let hostcopy = (on_gpu && !gpu_path) || (!on_gpu && self.rank_stages(r));
-                let cr = CollRun { rank: r, comm: op.comm, ctx, rounds, idx: 0, pending: 0, gpu_path, staged, req, live: true, hostcopy };
+                let coll_kind = kind;
+                let cr = CollRun { rank: r, comm: op.comm, ctx, rounds, idx: 0, pending: 0, gpu_path, staged, req, live: true, hostcopy, coll_kind };
                 let c = if let Some(c) = self.free_colls.pop() {
                     self.colls[c as usize] = cr;
                     c

@@ -425,6 +425,33 @@ fn factors_by_active_ranks_apply_when_enough_ranks_of_the_node_communicate() {
 }
 
 #[test]
+fn factors_by_collective_apply_to_that_collectives_messages_only() {
+    let bcast = |b: u64| {
+        let mut o = op(g2g_trace::OpKind::Coll(1)); // Bcast
+        o.bytes = b;
+        o.recv_bytes = b;
+        o.root = 0;
+        o
+    };
+    let b = 1000;
+    let runs = |extra: &str| {
+        let t = with_factors(extra);
+        let c = run(vec![vec![bcast(b)], vec![bcast(b)]], &t, SimOptions::default()).unwrap();
+        let p = run(vec![vec![send(1, 0, b)], vec![recv(0, 0, b)]], &t, SimOptions::default()).unwrap();
+        (end_ns(&c, 1), end_ns(&p, 1))
+    };
+    let (c0, p0) = runs("");
+    // a Bcast bin: its message pays 2 us more, the point-to-point one does not
+    let (c1, p1) = runs("[[mpi.factors]]\npath = \"host\"\ncollective = \"Bcast\"\nmax_bytes = \"4KiB\"\ndelay = \"2us\"\n");
+    assert_eq!((c1, p1), (c0 + 2000, p0));
+    // a Gather bin does nothing here; above the Bcast bins' last size: the ordinary bins
+    assert_eq!(runs("[[mpi.factors]]\npath = \"host\"\ncollective = \"Gather\"\ndelay = \"2us\"\n"), (c0, p0));
+    assert_eq!(runs("[[mpi.factors]]\npath = \"host\"\ncollective = \"Bcast\"\nmax_bytes = 100\ndelay = \"2us\"\n"), (c0, p0));
+    let e = g2g_net::MachineConfig::from_toml(&with_factors("[[mpi.factors]]\npath = \"host\"\ncollective = \"Ibcast\"\n"), "m.toml").unwrap_err();
+    assert_eq!(e.key, "mpi.factors[0].collective");
+}
+
+#[test]
 fn factor_errors_name_key_and_line() {
     let t = with_factors("[[mpi.factors]]\npath = \"host\"\nmax_bytes = \"1MiB\"\n\n[[mpi.factors]]\npath = \"host\"\nmax_bytes = \"1KiB\"\n");
     let e = g2g_net::MachineConfig::from_toml(&t, "m.toml").unwrap_err();

@@ -131,7 +131,17 @@ pub struct SizeFactor {
     /// whose messages slow down when every rank of the node communicates at once (calibrated by
     /// the calibration's ring series); bins of a path with a larger `active_ranks` take precedence
     pub active_ranks: u32,
+    /// only the messages of this collective (a name of COLL_NAMES: "Bcast", "Scatter", ...; its
+    /// nonblocking form too), which take these bins before the ordinary ones; None: every message
+    pub collective: Option<String>,
 }
+
+/// Collectives a `[[mpi.factors]]` entry may name (g2g-trace's COLL_NAMES).
+pub const COLLECTIVE_NAMES: [&str; 16] = [
+    "Barrier", "Bcast", "Reduce", "Allreduce", "Gather", "Gatherv", "Scatter", "Scatterv",
+    "Allgather", "Allgatherv", "Alltoall", "Alltoallv", "Reduce_scatter", "Reduce_scatter_block",
+    "Scan", "Exscan",
+];
 
 /// Data paths a `[[mpi.factors]]` entry may name (`hostcopy`: host transfers of staged buffers).
 pub const FACTOR_PATHS: [&str; 6] = ["host", "hostcopy", "gpudirect-p2p", "gpudirect-rdma", "pipelined", "all"];
@@ -320,7 +330,7 @@ fn parse_factors(ctx: &Ctx, a: &[toml::Value]) -> Result<Vec<SizeFactor>, Config
         let err = |k: &str, msg: String| ConfigError { file: ctx.file.into(), key: format!("mpi.factors[{i}].{k}"), line, msg };
         let t = v.as_table().ok_or_else(|| err("", "expected a table".into()))?;
         for k in t.keys() {
-            const KEYS: [&str; 9] = ["path", "max_bytes", "bw_factor", "lat_factor", "delay", "send_overhead", "recv_overhead", "blocking_send_overhead", "active_ranks"];
+            const KEYS: [&str; 10] = ["path", "max_bytes", "bw_factor", "lat_factor", "delay", "send_overhead", "recv_overhead", "blocking_send_overhead", "active_ranks", "collective"];
             if !KEYS.contains(&k.as_str()) {
                 return Err(err(k, format!("unknown key (valid here: {})", KEYS.join(", "))));
             }
@@ -373,10 +383,15 @@ fn parse_factors(ctx: &Ctx, a: &[toml::Value]) -> Result<Vec<SizeFactor>, Config
                 Some(toml::Value::Integer(n)) if *n >= 1 && *n <= u32::MAX as i64 => *n as u32,
                 Some(v) => return Err(err("active_ranks", format!("expected an integer of at least 1, found {v}"))),
             },
+            collective: match t.get("collective") {
+                None => None,
+                Some(toml::Value::String(c)) if COLLECTIVE_NAMES.contains(&c.as_str()) => Some(c.clone()),
+                Some(v) => return Err(err("collective", format!("expected one of {}, found {v}", COLLECTIVE_NAMES.join(", ")))),
+            },
             path,
             max_bytes,
         };
-        if let Some(prev) = out.iter().rev().find(|p| p.path == f.path && p.active_ranks == f.active_ranks) {
+        if let Some(prev) = out.iter().rev().find(|p| p.path == f.path && p.active_ranks == f.active_ranks && p.collective == f.collective) {
             if f.max_bytes <= prev.max_bytes {
                 return Err(err("max_bytes", format!("bins of path {:?} must be listed by increasing max_bytes ({} after {})", f.path, f.max_bytes, prev.max_bytes)));
             }
@@ -706,6 +721,11 @@ impl MachineConfig {
         self.factor_at(path, bytes, 1)
     }
 
+    /// Whether some bin names a collective.
+    pub fn factors_by_collective(&self) -> bool {
+        self.factors.iter().any(|f| f.collective.is_some())
+    }
+
     /// Whether some bin has `active_ranks` > 1 (the replay then counts communicating ranks).
     pub fn factors_by_load(&self) -> bool {
         self.factors.iter().any(|f| f.active_ranks > 1)
@@ -715,13 +735,30 @@ impl MachineConfig {
     /// bins with `active_ranks <= active`, the group with the largest `active_ranks` whose bins
     /// cover `bytes` (a size beyond a group's last bin falls back to the next smaller group).
     pub fn factor_at(&self, path: &str, bytes: u64, active: u32) -> Option<&SizeFactor> {
+        self.factor_for(path, bytes, active, None)
+    }
+
+    /// [`factor_at`](Self::factor_at) for a message of collective `coll` (its COLL_NAMES name):
+    /// the bins naming that collective first (same rules), then the ordinary ones.
+    pub fn factor_for(&self, path: &str, bytes: u64, active: u32, coll: Option<&str>) -> Option<&SizeFactor> {
         if self.factors.is_empty() {
             return None;
         }
+        if let Some(c) = coll {
+            if self.factors.iter().any(|f| f.collective.as_deref() == Some(c)) {
+                if let Some(f) = self.lookup(path, bytes, active, Some(c)) {
+                    return Some(f);
+                }
+            }
+        }
+        self.lookup(path, bytes, active, None)
+    }
+
+    fn lookup(&self, path: &str, bytes: u64, active: u32, coll: Option<&str>) -> Option<&SizeFactor> {
         let pick = |p: &str| -> Option<Option<&SizeFactor>> {
             let mut any = false;
             let mut best: Option<&SizeFactor> = None;
-            for f in self.factors.iter().filter(|f| f.path == p) {
+            for f in self.factors.iter().filter(|f| f.path == p && f.collective.as_deref() == coll) {
                 any = true;
                 if f.active_ranks > active || bytes > f.max_bytes {
                     continue;

@@ -185,8 +185,13 @@ def base_params(base: dict) -> P2PParams:
         call_overhead=parse_dur(mpi.get("call_overhead", "0ns")),
         shm_rank_bw=parse_bw(host["shm_rank_bw"]) if "shm_rank_bw" in host else None,
         shm_rank_out_bw=parse_bw(host["shm_rank_out_bw"]) if "shm_rank_out_bw" in host else None,
-        factors=_factors_from_toml([e for e in mpi.get("factors", []) if int(e.get("active_ranks", 1)) <= 1]),
-        load_factors=_factors_from_toml([e for e in mpi.get("factors", []) if int(e.get("active_ranks", 1)) > 1]),
+        factors=_factors_from_toml([e for e in mpi.get("factors", [])
+                                    if int(e.get("active_ranks", 1)) <= 1 and "collective" not in e]),
+        load_factors=_factors_from_toml([e for e in mpi.get("factors", [])
+                                         if int(e.get("active_ranks", 1)) > 1 and "collective" not in e]),
+        coll_factors={(op, path): bins for op in {e["collective"] for e in mpi.get("factors", []) if "collective" in e}
+                      for path, bins in _factors_from_toml([e for e in mpi.get("factors", [])
+                                                            if e.get("collective") == op]).items()},
         load_ranks=max([int(e.get("active_ranks", 1)) for e in mpi.get("factors", [])] + [0]),
     )
 
@@ -421,7 +426,7 @@ def fit_bins(x, T, mode: str, p: P2PParams, tol: float = 0.03, T_blk=None) -> tu
 
 def fit(raw, base: str | Path = "h200x4", host_bw_from: str = "pingpong", large_from: int = LARGE_FROM,
         collectives: bool = True, workdir=None, factors: bool = True, tol: float = BIN_TOL,
-        ring: bool = False) -> FitResult:
+        ring: bool = False, coll_bins: bool = False) -> FitResult:
     """Fits the machine parameters to the raw measurements; see the module docstring."""
     raw = load_raw(raw)
     series = series_from_raw(raw)
@@ -556,6 +561,9 @@ def fit(raw, base: str | Path = "h200x4", host_bw_from: str = "pingpong", large_
     if collectives:
         res.coll_algos, res.details["collectives"] = choose_collectives(series, res, workdir=workdir,
                                                                          forced=forced_algorithms(raw))
+    # 8. collectives' own bins, with the chosen algorithms
+    if factors and coll_bins:
+        fit_collective_bins(series, res, workdir=workdir)
     return res
 
 
@@ -563,16 +571,75 @@ RING_PATHS = (("host", "host"), ("staged", "hostcopy"), ("device", "gpudirect-p2
 RING_BW_FROM = MiB       # ring bins fit a bandwidth factor from here up, an extra delay below
 
 
+def _base_bins(p: P2PParams, path: str, sizes) -> list[dict]:
+    """Copies of the ordinary bin of each size, with max_bytes = the size (one bin per point)."""
+    bins = []
+    for n in sizes:
+        base = p.factor_bin(path, float(n))
+        b = dict(base) if base else {"bw_factor": 1.0, "lat_factor": 1.0, "delay": 0.0,
+                                     "send_overhead": None, "recv_overhead": None,
+                                     "blocking_send_overhead": 0.0}
+        b["max_bytes"] = float(n)      # beyond the largest size: the ordinary bins
+        bins.append(b)
+    return bins
+
+
+def _correct_bins(res: FitResult, s: Series, sizes, meas, bins: list[dict], workdir=None) -> list[dict]:
+    """Solves, point by point, one correction of bin i (already in res's machine) so that the
+    simulated series ``s`` at sizes[i] equals meas[i]: an extra ``delay`` below RING_BW_FROM, a
+    ``bw_factor`` multiplier from there up when the simulation is too fast; less delay, then more
+    bandwidth when it is too slow.  Returns what was done per point."""
+    info = []
+    for i, n in enumerate(sizes):
+        b = bins[i]
+        one = replace(s, sizes=np.array([n]), t=np.array([meas[i]]))
+
+        def sim(one=one) -> float:
+            with machine_file(res) as mf:
+                return float(simulate_series(one, mf, workdir=workdir)[0])
+
+        t0 = sim()
+        how = "none"
+
+        def solve(set_, lo, hi, target=meas[i]):
+            """Bisection on a parameter the simulated time decreases with."""
+            for _ in range(22):
+                mid = (lo + hi) / 2
+                set_(mid)
+                lo, hi = (mid, hi) if sim() > target else (lo, mid)
+            set_((lo + hi) / 2)
+            return (lo + hi) / 2
+
+        d0, k0 = b.get("delay", 0.0), b["bw_factor"]
+        set_k = lambda x, b=b, k0=k0: b.__setitem__("bw_factor", k0 * math.exp(x))        # noqa: E731
+        set_d = lambda x, b=b, d0=d0: b.__setitem__("delay", d0 - x)                       # noqa: E731
+        if abs(t0 / meas[i] - 1) > 0.005:
+            if t0 < meas[i] and n < RING_BW_FROM:          # slower: an extra delay
+                x = -solve(set_d, -4 * meas[i], 0.0)
+                how = f"delay +{fmt_dur(x)}"
+            elif t0 < meas[i]:                              # slower: less bandwidth
+                how = f"bw x{math.exp(solve(set_k, math.log(1e-3), 0.0)):.3f}"
+            else:                                           # faster: less delay, then more bandwidth
+                b["delay"] = 0.0
+                if sim() < meas[i] and d0 > 0:
+                    x = solve(set_d, 0.0, d0)
+                    how = f"delay -{fmt_dur(x)}"
+                else:
+                    how = (f"delay -{fmt_dur(d0)}, " if d0 > 0 else "") + \
+                        f"bw x{math.exp(solve(set_k, 0.0, math.log(100.0))):.3f}"
+        t1 = sim()
+        info.append({"bytes": int(n), "measured_s": float(meas[i]), "before_s": t0, "after_s": t1,
+                     "correction": how})
+    return info
+
+
 def fit_ring_bins(series: list[Series], res: FitResult, workdir=None) -> None:
     """Bins with ``active_ranks`` = the ring's ranks, from the ring series (every rank of the node
     MPI_Sendrecv-ing at once; in mode staged with its two copies): one bin per measured size
-    (upper edge at the size), each the node's ordinary bin at that size with one
-    correction solved by simulation so that the simulated ring step equals the measured one (sizes
-    above the largest measured one fall back to the ordinary bins; those below the smallest take
-    the smallest's bin): an
-    extra ``delay`` below RING_BW_FROM, a ``bw_factor`` multiplier from there up.  Only slows
-    messages down where the ring is slower than the ordinary bins predict; where it is faster the
-    bin stays the ordinary one.  Writes res.params.load_factors / load_ranks and the details."""
+    (upper edge at the size; sizes above the largest fall back to the ordinary bins, those below
+    the smallest take the smallest's bin), each the node's ordinary bin at that size with one
+    correction (:func:`_correct_bins`) so that the simulated ring step equals the measured one.
+    Writes res.params.load_factors / load_ranks and res.details["ring"]."""
     p = res.params
     p.load_factors, p.load_ranks = {}, 0
     det: dict[str, Any] = {}
@@ -583,58 +650,47 @@ def fit_ring_bins(series: list[Series], res: FitResult, workdir=None) -> None:
         p.load_ranks = s.nranks
         order = np.argsort(s.sizes)
         sizes, meas = s.sizes[order], s.t[order]
-        bins: list[dict] = []
-        for i, n in enumerate(sizes):
-            base = p.factor_bin(path, float(n))
-            b = dict(base) if base else {"bw_factor": 1.0, "lat_factor": 1.0, "delay": 0.0,
-                                         "send_overhead": None, "recv_overhead": None,
-                                         "blocking_send_overhead": 0.0}
-            b["max_bytes"] = float(n)      # beyond the largest size: the ordinary bins
-            bins.append(b)
-        p.load_factors[path] = bins
-        info = []
-        for i, n in enumerate(sizes):
-            b = bins[i]
-            one = replace(s, sizes=np.array([n]), t=np.array([meas[i]]))
-
-            def sim(b=b, one=one) -> float:
-                with machine_file(res) as mf:
-                    return float(simulate_series(one, mf, workdir=workdir)[0])
-
-            t0 = sim()
-            how = "none"
-
-            def solve(set_, lo, hi):
-                """Bisection on a parameter the simulated time decreases with."""
-                for _ in range(30):
-                    mid = (lo + hi) / 2
-                    set_(mid)
-                    lo, hi = (mid, hi) if sim() > meas[i] else (lo, mid)
-                set_((lo + hi) / 2)
-                return (lo + hi) / 2
-
-            d0, k0 = b.get("delay", 0.0), b["bw_factor"]
-            set_k = lambda x: b.__setitem__("bw_factor", k0 * math.exp(x))        # noqa: E731
-            if abs(t0 / meas[i] - 1) > 0.005:
-                if t0 < meas[i] and n < RING_BW_FROM:          # slower: an extra delay
-                    x = -solve(lambda x: b.__setitem__("delay", d0 - x), -4 * meas[i], 0.0)
-                    how = f"delay +{fmt_dur(x)}"
-                elif t0 < meas[i]:                              # slower: less bandwidth
-                    how = f"bw x{math.exp(solve(set_k, math.log(1e-3), 0.0)):.3f}"
-                else:                                           # faster: less delay, then more bandwidth
-                    b["delay"] = 0.0
-                    if sim() < meas[i] and d0 > 0:
-                        x = solve(lambda x: b.__setitem__("delay", d0 - x), 0.0, d0)
-                        how = f"delay -{fmt_dur(x)}"
-                    else:
-                        how = (f"delay -{fmt_dur(d0)}, " if d0 > 0 else "") + \
-                            f"bw x{math.exp(solve(set_k, 0.0, math.log(100.0))):.3f}"
-            t1 = sim()
-            info.append({"bytes": int(n), "measured_s": float(meas[i]), "before_s": t0, "after_s": t1,
-                         "correction": how})
+        p.load_factors[path] = bins = _base_bins(p, path, sizes)
+        info = _correct_bins(res, s, sizes, meas, bins, workdir=workdir)
         det[path] = {"from": s.name, "active_ranks": s.nranks, "points": info}
     if det:
         res.details["ring"] = det
+
+
+def fit_collective_bins(series: list[Series], res: FitResult, workdir=None, ops=("Bcast", "Scatter", "Gather")) -> None:
+    """Bins with ``collective = <op>`` from the calibration's collective series, per mode's path
+    (host, hostcopy for staged, gpudirect-p2p for device): one bin per measured size (the message
+    size of the run's algorithms: the Bcast buffer, the Scatter / Gather block), each the ordinary
+    bin at that size with one correction (:func:`_correct_bins`) so that the simulated collective
+    (its staging copies included in mode staged) equals the measured one.  Uses the collective
+    algorithms already chosen (res.coll_algos).  Writes res.params.coll_factors and
+    res.details["collective_bins"]."""
+    p = res.params
+    p.coll_factors = {}
+    det: dict[str, Any] = {}
+    for mode, path in RING_PATHS:
+        for op in ops:
+            s = _find(series, "collective", mode, op=op)
+            if s is None or not len(s.sizes):
+                continue
+            order = np.argsort(s.sizes)
+            sizes, meas = s.sizes[order], s.t[order]
+            p.coll_factors[(op, path)] = bins = _base_bins(p, path, sizes)
+            info = _correct_bins(res, s, sizes, meas, bins, workdir=workdir)
+            # above the largest measured size: the ordinary bins there with the largest point's
+            # bandwidth correction (a collective's large messages keep their measured slowdown)
+            base_last = p.factor_bin(path, float(sizes[-1]))
+            if base_last and sizes[-1] >= RING_BW_FROM:
+                k = bins[-1]["bw_factor"] / base_last["bw_factor"]
+                for ob in p.factors.get(path, []):
+                    if ob["max_bytes"] > sizes[-1]:
+                        e = dict(ob)
+                        e["bw_factor"] = ob["bw_factor"] * k
+                        bins.append(e)
+                        info.append({"bytes": None, "correction": f"ordinary bin x{k:.3f} (above the measured sizes)"})
+            det[f"{op} {path}"] = {"from": s.name, "points": info}
+    if det:
+        res.details["collective_bins"] = det
 
 
 # Open MPI 4.1 coll/tuned algorithm numbers: basic_linear Scatter / Gather are blocking sends /
@@ -896,6 +952,33 @@ def to_toml(res: FitResult, name: str = "h200x4-calibrated", raw_path: str | Non
                 c(f"recv_overhead = {_toml_value(fmt_dur(b['recv_overhead']))}")
             if b.get("blocking_send_overhead", 0.0) > 0:
                 c(f"blocking_send_overhead = {_toml_value(fmt_dur(b['blocking_send_overhead']))}")
+    cd_ = d.get("collective_bins") or {}
+    for (op, path), bins in p.coll_factors.items():
+        info = cd_.get(f"{op} {path}", {})
+        c("")
+        c(f"# size bins of path {path!r} for the messages of {op}: fitted on the {info.get('from', op)} series, "
+          "each the ordinary bin at that size with one correction solved by simulation")
+        pts = info.get("points") or [None] * len(bins)
+        for b, pt in zip(bins, pts):
+            c("[[mpi.factors]]")
+            if pt and pt.get("bytes") is None:
+                c(f"# {pt['correction']}")
+            elif pt:
+                c(f"# {op} at {size_label(pt['bytes'])}: measured {pt['measured_s'] * 1e6:.2f} us, ordinary bins "
+                  f"{pt['before_s'] * 1e6:.2f} us, this bin {pt['after_s'] * 1e6:.2f} us ({pt['correction']})")
+            c(f"path = {_toml_value(path)}")
+            c(f"collective = {_toml_value(op)}")
+            if math.isfinite(b["max_bytes"]):
+                c(f"max_bytes = {_toml_value(fmt_size(int(b['max_bytes'])))}")
+            c(f"bw_factor = {float(_sig(b['bw_factor'], 4))!r}")
+            if b.get("lat_factor", 1.0) != 1.0:
+                c(f"lat_factor = {b['lat_factor']!r}")
+            if b.get("delay", 0.0) > 0:
+                c(f"delay = {_toml_value(fmt_dur(b['delay']))}")
+            if b.get("send_overhead") is not None:
+                c(f"send_overhead = {_toml_value(fmt_dur(b['send_overhead']))}")
+            if b.get("recv_overhead") is not None:
+                c(f"recv_overhead = {_toml_value(fmt_dur(b['recv_overhead']))}")
     c("")
     c("[gpu]")
     c(f"copy_delay = {_toml_value(fmt_dur(p.copy_delay))}" + ("  # fitted: cudaMemcpy pinned intercept minus pcie.latency" if cp else "  # base"))

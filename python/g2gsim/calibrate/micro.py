@@ -307,6 +307,8 @@ class P2PParams:
     # ring series: path -> bins as above; the closed forms (two ranks) never use them
     load_factors: dict = field(default_factory=dict)
     load_ranks: int = 0
+    # bins of one collective's messages: (op, path) -> bins as above; never in the closed forms
+    coll_factors: dict = field(default_factory=dict)
 
     @property
     def nvlink_path_latency(self) -> float:
