@@ -3,8 +3,8 @@
 //! The replay needs ~18 columns of every row once, as plain integers.  Building Arrow arrays for
 //! a whole row group (and the list and all-null columns) costs more than the rest of the decode
 //! and allocates tens of MB of fresh memory per row group; this decoder instead walks each column
-//! chunk's pages (the parquet crate still reads and decompresses them) and decodes the values
-//! itself, a few thousand rows at a time, into small buffers that are reused.
+//! chunk's pages itself (page headers, decompression with one shared zstd context, values), a
+//! few thousand rows at a time, into small buffers that are reused from row group to row group.
 //!
 //! It handles the encodings Parquet writers use for these columns: PLAIN, dictionary
 //! (PLAIN_DICTIONARY / RLE_DICTIONARY, including a chunk that falls back from dictionary to PLAIN
@@ -13,9 +13,14 @@
 //! decodes that row group through Arrow instead.
 use std::collections::HashMap;
 
-use bytes::Bytes;
-use parquet::basic::{Encoding, Type as Phys};
-use parquet::column::page::{Page, PageReader};
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+
+use parquet::basic::{Compression, Encoding, Type as Phys};
+use parquet::file::metadata::ColumnChunkMetaData;
+use parquet::format::{PageHeader, PageType};
+use parquet::thrift::TSerializable;
+use thrift::protocol::TCompactInputProtocol;
 
 pub(crate) type Res<T> = Result<T, String>;
 
@@ -27,9 +32,10 @@ pub(crate) fn supported_encodings(encs: &[Encoding]) -> bool {
 }
 
 // ------------------------------------------------------------------ RLE / bit-packed hybrid
-/// Decoder of Parquet's RLE / bit-packed hybrid encoding (levels, dictionary keys, RLE booleans).
+/// Decoder of Parquet's RLE / bit-packed hybrid encoding (levels, dictionary keys, RLE booleans)
+/// over the bytes `start..end` of a page buffer, which each call passes in.
 pub(crate) struct Hybrid {
-    data: Bytes,
+    end: usize,
     /// byte position of the next run header
     pos: usize,
     width: usize,
@@ -41,34 +47,34 @@ pub(crate) struct Hybrid {
 }
 
 impl Hybrid {
-    pub(crate) fn new(data: Bytes, width: usize) -> Res<Hybrid> {
+    pub(crate) fn new(start: usize, end: usize, width: usize) -> Res<Hybrid> {
         if width > 32 {
             return Err(format!("bit width {width} is too large"));
         }
-        Ok(Hybrid { data, pos: 0, width, rle_left: 0, rle_val: 0, bp_left: 0, bp_bit: 0 })
+        Ok(Hybrid { end, pos: start, width, rle_left: 0, rle_val: 0, bp_left: 0, bp_bit: 0 })
     }
 
-    fn header(&mut self) -> Res<bool> {
-        if self.pos >= self.data.len() {
+    fn header(&mut self, d: &[u8]) -> Res<bool> {
+        if self.pos >= d.len() {
             return Ok(false);
         }
-        let h = uleb128(&self.data, &mut self.pos)?;
+        let h = uleb128(d, &mut self.pos)?;
         if h & 1 == 1 {
             let groups = (h >> 1) as usize;
-            let avail = self.data.len() - self.pos;
+            let avail = d.len() - self.pos;
             let nbytes = groups.saturating_mul(self.width).min(avail);
             // a writer may cut the last run short: only whole values that are there count
-            self.bp_left = if self.width == 0 { groups.saturating_mul(8) } else { (groups.saturating_mul(8)).min(nbytes * 8 / self.width) };
+            self.bp_left = if self.width == 0 { groups.saturating_mul(8) } else { groups.saturating_mul(8).min(nbytes * 8 / self.width) };
             self.bp_bit = self.pos * 8;
             self.pos += nbytes;
         } else {
             self.rle_left = (h >> 1) as usize;
             let vb = self.width.div_ceil(8);
-            if self.pos + vb > self.data.len() {
+            if self.pos + vb > d.len() {
                 return Err("RLE run truncated".into());
             }
             let mut v = 0u32;
-            for (k, b) in self.data[self.pos..self.pos + vb].iter().enumerate() {
+            for (k, b) in d[self.pos..self.pos + vb].iter().enumerate() {
                 v |= (*b as u32) << (8 * k);
             }
             self.rle_val = v;
@@ -77,8 +83,9 @@ impl Hybrid {
         Ok(true)
     }
 
-    /// Decodes up to `out.len()` values; returns how many there were.
-    pub(crate) fn get(&mut self, out: &mut [u32]) -> Res<usize> {
+    /// Decodes up to `out.len()` values from `page`; returns how many there were.
+    pub(crate) fn get(&mut self, page: &[u8], out: &mut [u32]) -> Res<usize> {
+        let d = &page[..self.end];
         let mut i = 0;
         while i < out.len() {
             if self.rle_left > 0 {
@@ -88,20 +95,66 @@ impl Hybrid {
                 i += k;
             } else if self.bp_left > 0 {
                 let k = self.bp_left.min(out.len() - i);
-                unpack(&self.data, self.bp_bit, self.width, &mut out[i..i + k]);
+                unpack(d, self.bp_bit, self.width, &mut out[i..i + k]);
                 self.bp_bit += k * self.width;
                 self.bp_left -= k;
                 i += k;
-            } else if !self.header()? {
+            } else if !self.header(d)? {
                 break;
             }
         }
         Ok(i)
     }
 
+    /// If the next `k` values are one RLE run, consumes them and returns the run's value.
+    fn take_run(&mut self, page: &[u8], k: usize) -> Res<Option<u32>> {
+        if self.rle_left == 0 && self.bp_left == 0 {
+            self.header(&page[..self.end])?;
+        }
+        if self.rle_left >= k {
+            self.rle_left -= k;
+            return Ok(Some(self.rle_val));
+        }
+        Ok(None)
+    }
+
+    /// Decodes exactly `out.len()` dictionary keys and looks them up in `dict`.
+    fn get_mapped(&mut self, page: &[u8], out: &mut [i64], dict: &[i64]) -> Res<()> {
+        let d = &page[..self.end];
+        let oob = |k: u32| format!("dictionary key {k} out of range ({} entries)", dict.len());
+        let mut i = 0;
+        while i < out.len() {
+            if self.rle_left > 0 {
+                let k = self.rle_left.min(out.len() - i);
+                let v = *dict.get(self.rle_val as usize).ok_or_else(|| oob(self.rle_val))?;
+                out[i..i + k].fill(v);
+                self.rle_left -= k;
+                i += k;
+            } else if self.bp_left > 0 {
+                let k = self.bp_left.min(out.len() - i);
+                let mut keys = [0u32; 256];
+                let mut done = 0;
+                while done < k {
+                    let m = (k - done).min(256);
+                    unpack(d, self.bp_bit, self.width, &mut keys[..m]);
+                    self.bp_bit += m * self.width;
+                    for (o, &key) in out[i + done..i + done + m].iter_mut().zip(&keys[..m]) {
+                        *o = *dict.get(key as usize).ok_or_else(|| oob(key))?;
+                    }
+                    done += m;
+                }
+                self.bp_left -= k;
+                i += k;
+            } else if !self.header(d)? {
+                return Err(format!("dictionary keys: page holds {i} of {} values", out.len()));
+            }
+        }
+        Ok(())
+    }
+
     /// Decodes exactly `out.len()` values.
-    fn get_exact(&mut self, out: &mut [u32], what: &str) -> Res<()> {
-        let got = self.get(out)?;
+    fn get_exact(&mut self, page: &[u8], out: &mut [u32], what: &str) -> Res<()> {
+        let got = self.get(page, out)?;
         if got < out.len() {
             return Err(format!("{what}: page holds {got} of {} values", out.len()));
         }
@@ -148,7 +201,17 @@ fn unpack(d: &[u8], bit: usize, width: usize, out: &mut [u32]) {
     }
     let mask = (1u64 << width) - 1;
     let mut b = bit;
-    for o in out.iter_mut() {
+    // whole 8-byte loads while they stay inside `d`, then the careful tail
+    let fast_end = if d.len() >= 8 { (d.len() - 8) * 8 } else { 0 };
+    let mut i = 0;
+    while i < out.len() && b < fast_end {
+        let byte = b >> 3;
+        let w = u64::from_le_bytes(d[byte..byte + 8].try_into().unwrap());
+        out[i] = ((w >> (b & 7)) & mask) as u32;
+        b += width;
+        i += 1;
+    }
+    for o in out[i..].iter_mut() {
         *o = ((load_u64(d, b >> 3) >> (b & 7)) & mask) as u32;
         b += width;
     }
@@ -158,11 +221,59 @@ fn bit_width(max_level: i16) -> usize {
     (16 - (max_level as u16).leading_zeros()) as usize
 }
 
+// ------------------------------------------------------------------ pages
+/// Decompressors shared by all columns (a zstd context is costly to create).
+#[derive(Default)]
+pub(crate) struct Decomp {
+    zstd: Option<zstd::bulk::Decompressor<'static>>,
+    snappy: Option<snap::raw::Decoder>,
+}
+
+/// Codecs the page decoder handles.
+pub(crate) fn supported_codec(c: Compression) -> bool {
+    matches!(c, Compression::UNCOMPRESSED | Compression::ZSTD(_) | Compression::SNAPPY)
+}
+
+impl Decomp {
+    fn run(&mut self, codec: Compression, src: &[u8], out: &mut Vec<u8>, n: usize) -> Res<()> {
+        match codec {
+            Compression::UNCOMPRESSED => {
+                if src.len() != n {
+                    return Err(format!("page is {} bytes, its header says {n}", src.len()));
+                }
+                out.extend_from_slice(src);
+            }
+            Compression::ZSTD(_) => {
+                if self.zstd.is_none() {
+                    self.zstd = Some(zstd::bulk::Decompressor::new().map_err(|e| e.to_string())?);
+                }
+                let at = out.len();
+                out.resize(at + n, 0);
+                let got = self.zstd.as_mut().unwrap().decompress_to_buffer(src, &mut out[at..]).map_err(|e| format!("zstd: {e}"))?;
+                if got != n {
+                    return Err(format!("page decompresses to {got} bytes, its header says {n}"));
+                }
+            }
+            Compression::SNAPPY => {
+                let at = out.len();
+                out.resize(at + n, 0);
+                let got = self.snappy.get_or_insert_with(snap::raw::Decoder::new)
+                    .decompress(src, &mut out[at..]).map_err(|e| format!("snappy: {e}"))?;
+                if got != n {
+                    return Err(format!("page decompresses to {got} bytes, its header says {n}"));
+                }
+            }
+            c => return Err(format!("compression {c} is not supported")),
+        }
+        Ok(())
+    }
+}
+
 // ------------------------------------------------------------------ one column chunk
 enum Vals {
     None,
-    /// PLAIN values from byte `pos` (booleans: from bit `pos`)
-    Plain { data: Bytes, pos: usize },
+    /// PLAIN values from byte `pos` (booleans: from bit `pos`) up to byte `end` of the page
+    Plain { pos: usize, end: usize },
     /// dictionary keys
     Dict(Hybrid),
     /// RLE booleans
@@ -186,6 +297,10 @@ impl Symbols {
         self.index.insert(s.into(), i);
         i
     }
+    fn clear(&mut self) {
+        self.names.clear();
+        self.index.clear();
+    }
 }
 
 /// Levels and values of a list column, a block at a time.
@@ -206,13 +321,17 @@ pub(crate) struct ListBuf {
     pub(crate) vals: Vec<u64>,
 }
 
-/// Decoder of one column chunk (one column of one row group).
+/// Decoder of one column, a column chunk (one row group) at a time; its buffers are reused.
 pub(crate) struct Column {
-    pub(crate) name: &'static str,
     phys: Phys,
-    pages: Box<dyn PageReader>,
     max_def: i16,
     max_rep: i16,
+    codec: Compression,
+    /// the column chunk as stored, and the position of the next page header in it
+    chunk: Vec<u8>,
+    cpos: usize,
+    /// the current page, decompressed
+    page: Vec<u8>,
     def: Option<Hybrid>,
     rep: Option<Hybrid>,
     vals: Vals,
@@ -227,82 +346,139 @@ pub(crate) struct Column {
 }
 
 impl Column {
-    pub(crate) fn new(name: &'static str, phys: Phys, max_def: i16, max_rep: i16, pages: Box<dyn PageReader>) -> Column {
+    pub(crate) fn new(phys: Phys, max_def: i16, max_rep: i16) -> Column {
         Column {
-            name, phys, pages, max_def, max_rep, def: None, rep: None, vals: Vals::None, left: 0,
-            dict: Vec::new(), syms: Symbols::default(), lv: Vec::new(), keys: Vec::new(),
-            block: LevelBlock::default(),
+            phys, max_def, max_rep, codec: Compression::UNCOMPRESSED, chunk: Vec::new(), cpos: 0,
+            page: Vec::new(), def: None, rep: None, vals: Vals::None, left: 0, dict: Vec::new(),
+            syms: Symbols::default(), lv: Vec::new(), keys: Vec::new(), block: LevelBlock::default(),
         }
     }
 
+    /// Starts on a column chunk: reads it from `file` (all of it: a few MB at most).
+    pub(crate) fn start(&mut self, file: &File, meta: &ColumnChunkMetaData) -> Res<()> {
+        let (start, len) = meta.byte_range();
+        self.chunk.clear();
+        self.chunk.resize(len as usize, 0);
+        file.read_exact_at(&mut self.chunk, start).map_err(|e| format!("cannot read {len} bytes at offset {start}: {e}"))?;
+        self.codec = meta.compression();
+        self.cpos = 0;
+        self.def = None;
+        self.rep = None;
+        self.vals = Vals::None;
+        self.left = 0;
+        self.dict.clear();
+        self.syms.clear();
+        self.block.rep.clear();
+        self.block.def.clear();
+        self.block.pos = 0;
+        Ok(())
+    }
+
     /// Moves to the next data page (reading a dictionary page on the way); false at the end.
-    fn next_page(&mut self) -> Res<bool> {
+    fn next_page(&mut self, z: &mut Decomp) -> Res<bool> {
         loop {
-            let page = self.pages.get_next_page().map_err(|e| e.to_string())?;
-            let Some(page) = page else { return Ok(false) };
-            match page {
-                Page::DictionaryPage { buf, num_values, encoding, .. } => {
-                    if !matches!(encoding, Encoding::PLAIN | Encoding::PLAIN_DICTIONARY) {
-                        return Err(format!("dictionary page encoding {encoding} is not supported"));
+            if self.cpos >= self.chunk.len() {
+                return Ok(false);
+            }
+            let mut rd: &[u8] = &self.chunk[self.cpos..];
+            let before = rd.len();
+            let h = {
+                let mut prot = TCompactInputProtocol::new(&mut rd);
+                PageHeader::read_from_in_protocol(&mut prot).map_err(|e| format!("bad page header: {e}"))?
+            };
+            let body = self.cpos + (before - rd.len());
+            let clen = h.compressed_page_size.max(0) as usize;
+            let ulen = h.uncompressed_page_size.max(0) as usize;
+            if body + clen > self.chunk.len() {
+                return Err("page truncated".into());
+            }
+            self.cpos = body + clen;
+            let src = &self.chunk[body..body + clen];
+            self.page.clear();
+            let enc = |e: parquet::format::Encoding| Encoding::try_from(e).map_err(|e| e.to_string());
+            match h.type_ {
+                PageType::DICTIONARY_PAGE => {
+                    let dh = h.dictionary_page_header.ok_or("dictionary page without its header")?;
+                    let e = enc(dh.encoding)?;
+                    if !matches!(e, Encoding::PLAIN | Encoding::PLAIN_DICTIONARY) {
+                        return Err(format!("dictionary page encoding {e} is not supported"));
                     }
-                    let n = num_values as usize;
-                    let mut d = vec![0i64; n];
-                    let mut v = Vals::Plain { data: buf, pos: 0 };
-                    plain_values(self.phys, &mut v, &mut d, &mut self.syms)?;
+                    z.run(self.codec, src, &mut self.page, ulen)?;
+                    let n = dh.num_values.max(0) as usize;
+                    let mut d = std::mem::take(&mut self.dict);
+                    d.clear();
+                    d.resize(n, 0);
+                    let mut v = Vals::Plain { pos: 0, end: self.page.len() };
+                    let r = plain_values(self.phys, &mut v, &self.page, &mut d, &mut self.syms);
                     self.dict = d;
+                    r?;
                 }
-                Page::DataPage { buf, num_values, encoding, def_level_encoding, rep_level_encoding, .. } => {
+                PageType::DATA_PAGE => {
+                    let dh = h.data_page_header.ok_or("data page without its header")?;
+                    z.run(self.codec, src, &mut self.page, ulen)?;
                     let mut pos = 0;
                     self.rep = None;
                     self.def = None;
                     if self.max_rep > 0 {
-                        self.rep = Some(v1_levels(&buf, &mut pos, rep_level_encoding, bit_width(self.max_rep))?);
+                        self.rep = Some(v1_levels(&self.page, &mut pos, enc(dh.repetition_level_encoding)?, bit_width(self.max_rep))?);
                     }
                     if self.max_def > 0 {
-                        self.def = Some(v1_levels(&buf, &mut pos, def_level_encoding, bit_width(self.max_def))?);
+                        self.def = Some(v1_levels(&self.page, &mut pos, enc(dh.definition_level_encoding)?, bit_width(self.max_def))?);
                     }
-                    self.set_values(encoding, buf.slice(pos..))?;
-                    self.left = num_values as usize;
+                    self.set_values(enc(dh.encoding)?, pos)?;
+                    self.left = dh.num_values.max(0) as usize;
                     if self.left > 0 {
                         return Ok(true);
                     }
                 }
-                Page::DataPageV2 { buf, num_values, encoding, def_levels_byte_len, rep_levels_byte_len, .. } => {
-                    let (r, d) = (rep_levels_byte_len as usize, def_levels_byte_len as usize);
-                    if r + d > buf.len() {
+                PageType::DATA_PAGE_V2 => {
+                    let dh = h.data_page_header_v2.ok_or("data page without its header")?;
+                    let (r, d) = (dh.repetition_levels_byte_length.max(0) as usize, dh.definition_levels_byte_length.max(0) as usize);
+                    if r + d > clen || r + d > ulen {
                         return Err("data page levels truncated".into());
+                    }
+                    // the levels are never compressed
+                    self.page.extend_from_slice(&src[..r + d]);
+                    if dh.is_compressed.unwrap_or(true) {
+                        z.run(self.codec, &src[r + d..], &mut self.page, ulen - r - d)?;
+                    } else {
+                        self.page.extend_from_slice(&src[r + d..]);
                     }
                     self.rep = None;
                     self.def = None;
                     if self.max_rep > 0 {
-                        self.rep = Some(Hybrid::new(buf.slice(..r), bit_width(self.max_rep))?);
+                        self.rep = Some(Hybrid::new(0, r, bit_width(self.max_rep))?);
                     }
                     if self.max_def > 0 {
-                        self.def = Some(Hybrid::new(buf.slice(r..r + d), bit_width(self.max_def))?);
+                        self.def = Some(Hybrid::new(r, r + d, bit_width(self.max_def))?);
                     }
-                    self.set_values(encoding, buf.slice(r + d..))?;
-                    self.left = num_values as usize;
+                    self.set_values(enc(dh.encoding)?, r + d)?;
+                    self.left = dh.num_values.max(0) as usize;
                     if self.left > 0 {
                         return Ok(true);
                     }
                 }
+                _ => {} // index pages: nothing for us
             }
         }
     }
 
-    fn set_values(&mut self, encoding: Encoding, data: Bytes) -> Res<()> {
+    fn set_values(&mut self, encoding: Encoding, pos: usize) -> Res<()> {
+        let end = self.page.len();
         self.vals = match encoding {
-            Encoding::PLAIN => Vals::Plain { data, pos: 0 },
+            // booleans are bit-packed: their position counts bits
+            Encoding::PLAIN if self.phys == Phys::BOOLEAN => Vals::Plain { pos: pos * 8, end },
+            Encoding::PLAIN => Vals::Plain { pos, end },
             Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY => {
-                let w = *data.first().unwrap_or(&0) as usize;
-                Vals::Dict(Hybrid::new(data.slice(data.len().min(1)..), w)?)
+                let w = *self.page.get(pos).unwrap_or(&0) as usize;
+                Vals::Dict(Hybrid::new((pos + 1).min(end), end, w)?)
             }
             Encoding::RLE if self.phys == Phys::BOOLEAN => {
-                if data.len() < 4 {
+                if pos + 4 > end {
                     return Err("RLE boolean page truncated".into());
                 }
-                let n = u32::from_le_bytes(data[..4].try_into().unwrap()) as usize;
-                Vals::Rle(Hybrid::new(data.slice(4..(4 + n).min(data.len())), 1)?)
+                let n = u32::from_le_bytes(self.page[pos..pos + 4].try_into().unwrap()) as usize;
+                Vals::Rle(Hybrid::new(pos + 4, (pos + 4 + n).min(end), 1)?)
             }
             e => return Err(format!("value encoding {e} is not supported")),
         };
@@ -313,19 +489,11 @@ impl Column {
     fn values(&mut self, out: &mut [i64]) -> Res<()> {
         match &mut self.vals {
             Vals::None => Err("no data page".into()),
-            v @ Vals::Plain { .. } => plain_values(self.phys, v, out, &mut self.syms),
-            Vals::Dict(h) => {
-                self.keys.resize(out.len(), 0);
-                h.get_exact(&mut self.keys, "dictionary keys")?;
-                let dict = &self.dict;
-                for (o, &k) in out.iter_mut().zip(&self.keys) {
-                    *o = *dict.get(k as usize).ok_or_else(|| format!("dictionary key {k} out of range ({} entries)", dict.len()))?;
-                }
-                Ok(())
-            }
+            v @ Vals::Plain { .. } => plain_values(self.phys, v, &self.page, out, &mut self.syms),
+            Vals::Dict(h) => h.get_mapped(&self.page, out, &self.dict),
             Vals::Rle(h) => {
                 self.keys.resize(out.len(), 0);
-                h.get_exact(&mut self.keys, "booleans")?;
+                h.get_exact(&self.page, &mut self.keys, "booleans")?;
                 for (o, &k) in out.iter_mut().zip(&self.keys) {
                     *o = k as i64;
                 }
@@ -336,12 +504,12 @@ impl Column {
 
     /// Decodes the next `out.len()` rows of a flat column; nulls become `null`, or are an error
     /// when `null` is `None`.
-    pub(crate) fn read(&mut self, out: &mut [i64], null: Option<i64>) -> Res<()> {
+    pub(crate) fn read(&mut self, z: &mut Decomp, out: &mut [i64], null: Option<i64>) -> Res<()> {
         let n = out.len();
         let mut done = 0;
         while done < n {
             if self.left == 0 {
-                if !self.next_page()? {
+                if !self.next_page(z)? {
                     return Err(format!("column chunk ends early (after {done} of {n} rows)"));
                 }
                 continue;
@@ -349,9 +517,25 @@ impl Column {
             let k = (n - done).min(self.left);
             let dst = &mut out[done..done + k];
             if let Some(d) = &mut self.def {
-                self.lv.resize(k, 0);
-                d.get_exact(&mut self.lv, "definition levels")?;
                 let max = self.max_def as u32;
+                // the usual cases: all of them there, or all null (one RLE run of levels)
+                match d.take_run(&self.page, k)? {
+                    Some(l) if l == max => {
+                        self.values(dst)?;
+                        self.left -= k;
+                        done += k;
+                        continue;
+                    }
+                    Some(_) => {
+                        dst.fill(null.ok_or("holds nulls")?);
+                        self.left -= k;
+                        done += k;
+                        continue;
+                    }
+                    None => {}
+                }
+                self.lv.resize(k, 0);
+                d.get_exact(&self.page, &mut self.lv, "definition levels")?;
                 let valid = self.lv.iter().filter(|&&l| l == max).count();
                 if valid == k {
                     self.values(dst)?;
@@ -379,9 +563,9 @@ impl Column {
     }
 
     /// Refills the level block from the current page (or the next ones); false at the end.
-    fn refill(&mut self) -> Res<bool> {
+    fn refill(&mut self, z: &mut Decomp) -> Res<bool> {
         while self.left == 0 {
-            if !self.next_page()? {
+            if !self.next_page(z)? {
                 return Ok(false);
             }
         }
@@ -389,8 +573,8 @@ impl Column {
         let b = &mut self.block;
         b.rep.resize(k, 0);
         b.def.resize(k, 0);
-        self.rep.as_mut().ok_or("no repetition levels")?.get_exact(&mut b.rep, "repetition levels")?;
-        self.def.as_mut().ok_or("no definition levels")?.get_exact(&mut b.def, "definition levels")?;
+        self.rep.as_mut().ok_or("no repetition levels")?.get_exact(&self.page, &mut b.rep, "repetition levels")?;
+        self.def.as_mut().ok_or("no definition levels")?.get_exact(&self.page, &mut b.def, "definition levels")?;
         let max = self.max_def as u32;
         let nv = b.def.iter().filter(|&&d| d == max).count();
         let mut vals = std::mem::take(&mut self.block.vals);
@@ -406,7 +590,7 @@ impl Column {
 
     /// Decodes the next `n` rows of a list column (optional list of optional elements:
     /// definition level 0 = null list, 1 = empty list, 2 = null element, 3 = element).
-    pub(crate) fn read_lists(&mut self, n: usize, out: &mut ListBuf) -> Res<()> {
+    pub(crate) fn read_lists(&mut self, z: &mut Decomp, n: usize, out: &mut ListBuf) -> Res<()> {
         out.present.clear();
         out.off.clear();
         out.vals.clear();
@@ -414,18 +598,18 @@ impl Column {
         let max = self.max_def as u32;
         let mut row = 0;
         while row < n {
-            if self.block.pos == self.block.rep.len() && !self.refill()? {
+            if self.block.pos == self.block.rep.len() && !self.refill(z)? {
                 return Err(format!("column chunk ends early (after {row} of {n} rows)"));
             }
             let b = &mut self.block;
             // the common case: a run of null lists
-            while row < n && b.pos < b.rep.len() && b.def[b.pos] == 0 && b.rep[b.pos] == 0 {
-                out.present.push(false);
-                out.off.push(out.vals.len() as u32);
-                b.pos += 1;
-                row += 1;
-            }
-            if row == n || b.pos == b.rep.len() {
+            let nulls = b.def[b.pos..].iter().zip(&b.rep[b.pos..]).take(n - row).take_while(|(&d, &r)| d == 0 && r == 0).count();
+            if nulls > 0 {
+                out.present.resize(out.present.len() + nulls, false);
+                let at = out.vals.len() as u32;
+                out.off.resize(out.off.len() + nulls, at);
+                b.pos += nulls;
+                row += nulls;
                 continue;
             }
             if b.rep[b.pos] != 0 {
@@ -437,7 +621,7 @@ impl Column {
             loop {
                 let b = &mut self.block;
                 if b.pos == b.rep.len() {
-                    if !self.refill()? {
+                    if !self.refill(z)? {
                         break;
                     }
                     continue;
@@ -465,46 +649,46 @@ impl Column {
     }
 }
 
-fn v1_levels(buf: &Bytes, pos: &mut usize, enc: Encoding, width: usize) -> Res<Hybrid> {
+fn v1_levels(page: &[u8], pos: &mut usize, enc: Encoding, width: usize) -> Res<Hybrid> {
     if enc != Encoding::RLE {
         return Err(format!("level encoding {enc} is not supported"));
     }
-    if *pos + 4 > buf.len() {
+    if *pos + 4 > page.len() {
         return Err("data page levels truncated".into());
     }
-    let n = u32::from_le_bytes(buf[*pos..*pos + 4].try_into().unwrap()) as usize;
+    let n = u32::from_le_bytes(page[*pos..*pos + 4].try_into().unwrap()) as usize;
     let start = *pos + 4;
-    if start + n > buf.len() {
+    if start + n > page.len() {
         return Err("data page levels truncated".into());
     }
     *pos = start + n;
-    Hybrid::new(buf.slice(start..start + n), width)
+    Hybrid::new(start, start + n, width)
 }
 
-/// PLAIN-decodes `out.len()` values (strings: interned into `syms`).
-fn plain_values(phys: Phys, v: &mut Vals, out: &mut [i64], syms: &mut Symbols) -> Res<()> {
-    let Vals::Plain { data, pos } = v else { unreachable!() };
-    let d: &[u8] = data;
+/// PLAIN-decodes `out.len()` values from `page` (strings: interned into `syms`).
+fn plain_values(phys: Phys, v: &mut Vals, page: &[u8], out: &mut [i64], syms: &mut Symbols) -> Res<()> {
+    let Vals::Plain { pos, end } = v else { unreachable!() };
+    let d: &[u8] = &page[..*end];
     let trunc = || "PLAIN values truncated".to_string();
     match phys {
         Phys::INT32 => {
-            let end = *pos + 4 * out.len();
-            let src = d.get(*pos..end).ok_or_else(trunc)?;
+            let stop = *pos + 4 * out.len();
+            let src = d.get(*pos..stop).ok_or_else(trunc)?;
             for (o, c) in out.iter_mut().zip(src.chunks_exact(4)) {
                 *o = i32::from_le_bytes(c.try_into().unwrap()) as i64;
             }
-            *pos = end;
+            *pos = stop;
         }
         Phys::INT64 => {
-            let end = *pos + 8 * out.len();
-            let src = d.get(*pos..end).ok_or_else(trunc)?;
+            let stop = *pos + 8 * out.len();
+            let src = d.get(*pos..stop).ok_or_else(trunc)?;
             for (o, c) in out.iter_mut().zip(src.chunks_exact(8)) {
                 *o = i64::from_le_bytes(c.try_into().unwrap());
             }
-            *pos = end;
+            *pos = stop;
         }
         Phys::BOOLEAN => {
-            // bit-packed, least significant bit first; `pos` counts bits
+            // bit-packed, least significant bit first; `pos` counts bits from the page start
             if (*pos + out.len()).div_ceil(8) > d.len() {
                 return Err(trunc());
             }

@@ -18,9 +18,8 @@ use arrow_schema::DataType;
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
 use parquet::arrow::ProjectionMask;
 use parquet::basic::Type as Phys;
-use parquet::file::serialized_reader::SerializedPageReader;
 
-use crate::pages::{supported_encodings, Column, ListBuf};
+use crate::pages::{supported_codec, supported_encodings, Column, Decomp, ListBuf};
 use crate::{CommDef, CopyKind, MemSpace, Op, OpKind, OpLists, TraceError, TraceSource};
 
 /// The flat columns the replay reads, in the order of the decode buffers.
@@ -65,9 +64,13 @@ struct Layout {
     lists: [(usize, i16); 3],
 }
 
-/// Reused decode buffers (kept between row groups).
+/// Reused decoders and buffers (kept between row groups).
 #[derive(Default)]
 struct Bufs {
+    /// decoders of the flat columns (`None`: absent) and of the list columns
+    flat: Vec<Option<Column>>,
+    lcols: Vec<Column>,
+    z: Decomp,
     ranks: Vec<u32>,
     cols: Vec<Vec<i64>>,
     lists: [ListBuf; 3],
@@ -375,107 +378,93 @@ impl ParquetTrace {
         }
         let g = self.meta.metadata().row_group(rg);
         l.flat.iter().flatten().map(|f| f.0).chain(l.lists.iter().map(|f| f.0))
-            .all(|leaf| supported_encodings(g.column(leaf).encodings()))
-    }
-
-    fn column(&self, rg: usize, leaf: usize, name: &'static str, max_def: i16, max_rep: i16) -> Result<Column, TraceError> {
-        let g = self.meta.metadata().row_group(rg);
-        let c = g.column(leaf);
-        let pages = SerializedPageReader::new(self.file.clone(), c, g.num_rows() as usize, None)
-            .map_err(|e| self.err(None, None, format!("row group {rg} unreadable (truncated file?): column `{name}`: {e}")))?;
-        Ok(Column::new(name, c.column_descr().physical_type(), max_def, max_rep, Box::new(pages)))
+            .all(|leaf| supported_encodings(g.column(leaf).encodings()) && supported_codec(g.column(leaf).compression()))
     }
 
     /// Decodes row group `rg` with the page decoder.
     fn fill_fast(&mut self, rg: usize, queues: &mut [VecDeque<Op>]) -> Result<(), TraceError> {
         let layout = self.layout.clone().expect("fast_ok checked the layout");
-        let nrows = self.meta.metadata().row_group(rg).num_rows() as usize;
+        let md = self.meta.metadata().clone();
+        let g = md.row_group(rg);
+        let nrows = g.num_rows() as usize;
         let col_err = |this: &Self, name: &str, e: String| this.err(None, None, format!("row group {rg}, column `{name}`: {e}"));
         let mut bufs = std::mem::take(&mut self.bufs);
-        bufs.cols.resize_with(FLAT.len(), Vec::new);
-        for c in bufs.cols.iter_mut() {
-            c.resize(CHUNK, 0);
+        if bufs.flat.is_empty() {
+            bufs.flat = layout.flat.iter().map(|f| f.map(|(_, phys, def)| Column::new(phys, def, 0))).collect();
+            bufs.lcols = layout.lists.iter().map(|&(_, def)| Column::new(Phys::INT64, def, 1)).collect();
+            bufs.cols = (0..FLAT.len()).map(|_| vec![0; CHUNK]).collect();
         }
-        // the ranks first, to reserve each rank's queue once per run of its rows (rows come in
-        // (window, rank, seq) order): growing the queues op by op reallocates and copies
-        let (leaf, _, def) = layout.flat[RANK].unwrap();
-        let mut rc = self.column(rg, leaf, FLAT[RANK], def, 0)?;
-        bufs.ranks.clear();
-        let mut at = 0;
-        while at < nrows {
-            let n = CHUNK.min(nrows - at);
-            let b = &mut bufs.cols[RANK][..n];
-            rc.read(b, NULLS[RANK]).map_err(|e| col_err(self, FLAT[RANK], e))?;
-            bufs.ranks.extend(b.iter().map(|&r| r as u32));
-            at += n;
-        }
-        drop(rc);
-        {
-            let ranks = &bufs.ranks;
-            let mut i = 0;
-            while i < ranks.len() {
-                let r = ranks[i];
-                let mut j = i + 1;
-                while j < ranks.len() && ranks[j] == r {
-                    j += 1;
-                }
-                if let Some(q) = queues.get_mut(r as usize) {
-                    q.reserve(j - i);
-                }
-                i = j;
-            }
-        }
-        let mut cols: Vec<Option<Column>> = Vec::with_capacity(FLAT.len());
-        for (k, f) in layout.flat.iter().enumerate() {
-            cols.push(match f {
-                Some((leaf, _, def)) if k != RANK => Some(self.column(rg, *leaf, FLAT[k], *def, 0)?),
-                _ => None,
-            });
-        }
-        let mut lcols = Vec::with_capacity(3);
-        for (j, (leaf, def)) in layout.lists.iter().enumerate() {
-            lcols.push(self.column(rg, *leaf, LISTS[j], *def, 1)?);
-        }
-        let mut at = 0;
         let r = (|| -> Result<(), TraceError> {
+            for (k, (c, f)) in bufs.flat.iter_mut().zip(&layout.flat).enumerate() {
+                if let (Some(c), Some((leaf, ..))) = (c, f) {
+                    c.start(&self.file, g.column(*leaf)).map_err(|e| col_err(self, FLAT[k], e))?;
+                }
+            }
+            for (j, (c, (leaf, _))) in bufs.lcols.iter_mut().zip(&layout.lists).enumerate() {
+                c.start(&self.file, g.column(*leaf)).map_err(|e| col_err(self, LISTS[j], e))?;
+            }
+            // the ranks first, to reserve each rank's queue once per run of its rows (rows come in
+            // (window, rank, seq) order): growing the queues op by op reallocates and copies
+            bufs.ranks.clear();
+            let mut at = 0;
             while at < nrows {
                 let n = CHUNK.min(nrows - at);
-                for (k, c) in cols.iter_mut().enumerate() {
+                let b = &mut bufs.cols[RANK][..n];
+                bufs.flat[RANK].as_mut().unwrap().read(&mut bufs.z, b, NULLS[RANK]).map_err(|e| col_err(self, FLAT[RANK], e))?;
+                bufs.ranks.extend(b.iter().map(|&r| r as u32));
+                at += n;
+            }
+            {
+                let ranks = &bufs.ranks;
+                let mut i = 0;
+                while i < ranks.len() {
+                    let r = ranks[i];
+                    let mut j = i + 1;
+                    while j < ranks.len() && ranks[j] == r {
+                        j += 1;
+                    }
+                    if let Some(q) = queues.get_mut(r as usize) {
+                        q.reserve(j - i);
+                    }
+                    i = j;
+                }
+            }
+            let mut at = 0;
+            while at < nrows {
+                let n = CHUNK.min(nrows - at);
+                for (k, c) in bufs.flat.iter_mut().enumerate() {
                     match c {
-                        Some(c) => c.read(&mut bufs.cols[k][..n], NULLS[k]).map_err(|e| col_err(self, FLAT[k], e))?,
-                        None if k != RANK => bufs.cols[k][..n].fill(NULLS[k].unwrap_or(0)),
-                        None => {}
+                        Some(_) if k == RANK => {}
+                        Some(c) => c.read(&mut bufs.z, &mut bufs.cols[k][..n], NULLS[k]).map_err(|e| col_err(self, FLAT[k], e))?,
+                        None => bufs.cols[k][..n].fill(NULLS[k].unwrap_or(0)),
                     }
                 }
-                for (j, c) in lcols.iter_mut().enumerate() {
-                    c.read_lists(n, &mut bufs.lists[j]).map_err(|e| col_err(self, LISTS[j], e))?;
+                for (j, c) in bufs.lcols.iter_mut().enumerate() {
+                    c.read_lists(&mut bufs.z, n, &mut bufs.lists[j]).map_err(|e| col_err(self, LISTS[j], e))?;
                 }
                 // symbol tables of the string columns
-                if let Some(c) = &cols[OP] {
+                if let Some(c) = &bufs.flat[OP] {
                     let names = &c.syms.names;
                     let t = &mut bufs.op;
                     while t.len() < names.len() {
                         t.push(std::str::from_utf8(&names[t.len()]).ok().and_then(OpKind::parse));
                     }
                 }
-                if let Some(c) = &cols[MEM] {
+                if let Some(c) = &bufs.flat[MEM] {
                     let names = &c.syms.names;
                     let t = &mut bufs.mem;
                     while t.len() < names.len() {
                         t.push(std::str::from_utf8(&names[t.len()]).ok().and_then(MemSpace::parse));
                     }
                 }
-                if let Some(c) = &cols[COPY] {
+                if let Some(c) = &bufs.flat[COPY] {
                     let names = &c.syms.names;
                     let t = &mut bufs.copy;
                     while t.len() < names.len() {
                         t.push(std::str::from_utf8(&names[t.len()]).ok().and_then(CopyKind::parse));
                     }
                 }
-                let sym = |k: usize, i: i64| -> String {
-                    cols[k].as_ref().map(|c| String::from_utf8_lossy(&c.syms.names[i as usize]).into_owned()).unwrap_or_default()
-                };
-                self.assemble(&bufs, at, n, queues, &sym)?;
+                self.assemble(&bufs, at, n, queues)?;
                 at += n;
             }
             Ok(())
@@ -489,13 +478,20 @@ impl ParquetTrace {
     }
 
     /// Builds the operations of rows `at..at + n` (decoded into `b`) and queues them.
-    fn assemble(&mut self, b: &Bufs, at: usize, n: usize, queues: &mut [VecDeque<Op>], sym: &dyn Fn(usize, i64) -> String) -> Result<(), TraceError> {
-        let c = &b.cols;
+    fn assemble(&mut self, b: &Bufs, at: usize, n: usize, queues: &mut [VecDeque<Op>]) -> Result<(), TraceError> {
+        let sym = |k: usize, i: i64| -> String {
+            b.flat[k].as_ref().map(|c| String::from_utf8_lossy(&c.syms.names[i as usize]).into_owned()).unwrap_or_default()
+        };
+        let col = |k: usize| &b.cols[k][..n];
+        let (seq, op, dur, peer, tag, comm, bytes) = (col(SEQ), col(OP), col(DUR), col(PEER), col(TAG), col(COMM), col(BYTES));
+        let (recv_bytes, recv_peer, recv_tag, root, req) = (col(RECV_BYTES), col(RECV_PEER), col(RECV_TAG), col(ROOT), col(REQ));
+        let (mems, copies, stream, contig, prio) = (col(MEM), col(COPY), col(STREAM), col(CONTIG), col(PRIO));
         let ranks = &b.ranks[at..at + n];
         let [reqs, counts, rcounts] = &b.lists;
+        let (reqs_p, counts_p, rcounts_p) = (&reqs.present[..n], &counts.present[..n], &rcounts.present[..n]);
         for i in 0..n {
             let r = ranks[i];
-            let s = c[SEQ][i] as u32;
+            let s = seq[i] as u32;
             if r >= self.nranks {
                 return Err(self.err(Some(r), Some(s), format!("rank is outside 0..{}", self.nranks)));
             }
@@ -505,7 +501,7 @@ impl ParquetTrace {
                     "events out of order or missing: expected event {expect} (is the file truncated or not in streaming order?)")));
             }
             self.next_seq[r as usize] = s + 1;
-            let os = c[OP][i];
+            let os = op[i];
             let kind = match b.op.get(os as usize) {
                 Some(Some(k)) if os >= 0 => *k,
                 _ => {
@@ -513,7 +509,7 @@ impl ParquetTrace {
                     return Err(self.err(Some(r), Some(s), format!("unknown operation {name:?}")));
                 }
             };
-            let ms = c[MEM][i];
+            let ms = mems[i];
             let mem = if ms < 0 {
                 MemSpace::Host
             } else {
@@ -522,7 +518,7 @@ impl ParquetTrace {
                     _ => return Err(self.err(Some(r), Some(s), format!("unknown mem_space {:?}", sym(MEM, ms)))),
                 }
             };
-            let cs = c[COPY][i];
+            let cs = copies[i];
             let copy = if cs < 0 {
                 CopyKind::None
             } else {
@@ -531,11 +527,11 @@ impl ParquetTrace {
                     _ => return Err(self.err(Some(r), Some(s), format!("unknown copy_kind {:?}", sym(COPY, cs)))),
                 }
             };
-            let d = c[DUR][i];
+            let d = dur[i];
             if d < 0 {
                 return Err(self.err(Some(r), Some(s), format!("negative dur_ns {d}")));
             }
-            let lists = if reqs.present[i] || counts.present[i] || rcounts.present[i] {
+            let lists = if reqs_p[i] || counts_p[i] || rcounts_p[i] {
                 let list = |l: &ListBuf| -> Vec<u64> {
                     if l.present[i] { l.vals[l.off[i] as usize..l.off[i + 1] as usize].to_vec() } else { Vec::new() }
                 };
@@ -547,20 +543,20 @@ impl ParquetTrace {
                 kind,
                 mem,
                 copy,
-                contiguous: c[CONTIG][i] != 0,
-                peer: c[PEER][i] as i32,
-                tag: c[TAG][i] as i32,
-                recv_peer: c[RECV_PEER][i] as i32,
-                recv_tag: c[RECV_TAG][i] as i32,
-                comm: c[COMM][i] as u32,
-                root: c[ROOT][i] as i32,
-                stream: c[STREAM][i] as i32,
-                priority: c[PRIO][i] as i32,
+                contiguous: contig[i] != 0,
+                peer: peer[i] as i32,
+                tag: tag[i] as i32,
+                recv_peer: recv_peer[i] as i32,
+                recv_tag: recv_tag[i] as i32,
+                comm: comm[i] as u32,
+                root: root[i] as i32,
+                stream: stream[i] as i32,
+                priority: prio[i] as i32,
                 seq: s,
-                bytes: c[BYTES][i] as u64,
-                recv_bytes: c[RECV_BYTES][i] as u64,
+                bytes: bytes[i] as u64,
+                recv_bytes: recv_bytes[i] as u64,
                 dur_ns: d as u64,
-                req: c[REQ][i] as u64,
+                req: req[i] as u64,
                 lists,
             };
             queues[r as usize].push_back(o);
