@@ -87,6 +87,8 @@ pub struct ParquetTrace {
     layout: Option<Layout>,
     /// decode every row group through Arrow (tests compare the two decoders)
     pub force_arrow: bool,
+    /// row groups the page decoder read (the others went through Arrow)
+    pub page_decoded_row_groups: usize,
     bufs: Bufs,
     nranks: u32,
     comms: Vec<CommDef>,
@@ -136,6 +138,7 @@ impl ParquetTrace {
             meta,
             layout,
             force_arrow: false,
+            page_decoded_row_groups: 0,
             bufs: Bufs::default(),
             nranks,
             comms,
@@ -602,6 +605,7 @@ impl TraceSource for ParquetTrace {
         let rg = self.next_rg;
         if self.fast_ok(rg) {
             self.fill_fast(rg, queues)?;
+            self.page_decoded_row_groups += 1;
         } else {
             self.fill_arrow(rg, queues)?;
         }
