@@ -1,6 +1,7 @@
 //! Trace model and streaming Parquet I/O (format: docs/trace-format.md).
 pub mod model;
 pub mod parquet_reader;
+mod pages;
 
 pub use model::*;
 pub use parquet_reader::ParquetTrace;

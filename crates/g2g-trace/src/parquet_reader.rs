@@ -1,21 +1,95 @@
 //! Streaming reader of the native Parquet trace: one row group at a time.
+//!
+//! Row groups are decoded page by page by [`crate::pages`] (no Arrow arrays), a few thousand rows
+//! at a time into reused buffers; a row group with an encoding that module does not handle, or a
+//! file whose columns do not have the expected types, is decoded through Arrow instead (which
+//! also words the type errors).
 use std::collections::VecDeque;
 use std::fs::File;
 use std::path::Path;
+use std::sync::Arc;
 
 use arrow_array::{
     Array, ArrayRef, BooleanArray, DictionaryArray, Int32Array, Int64Array, ListArray,
     RecordBatch, StringArray, UInt32Array, UInt64Array,
 };
 use arrow_array::types::Int32Type;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use arrow_schema::DataType;
+use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
 use parquet::arrow::ProjectionMask;
+use parquet::basic::Type as Phys;
 
+use crate::pages::{supported_codec, supported_encodings, Column, Decomp, ListBuf};
 use crate::{CommDef, CopyKind, MemSpace, Op, OpKind, OpLists, TraceError, TraceSource};
+
+/// The flat columns the replay reads, in the order of the decode buffers.
+const FLAT: [&str; 18] = [
+    "rank", "seq", "op", "dur_ns", "peer", "tag", "comm_id", "bytes", "recv_bytes", "recv_peer",
+    "recv_tag", "root", "req", "mem_space", "copy_kind", "stream", "contiguous", "priority",
+];
+const RANK: usize = 0;
+const SEQ: usize = 1;
+const OP: usize = 2;
+const DUR: usize = 3;
+const PEER: usize = 4;
+const TAG: usize = 5;
+const COMM: usize = 6;
+const BYTES: usize = 7;
+const RECV_BYTES: usize = 8;
+const RECV_PEER: usize = 9;
+const RECV_TAG: usize = 10;
+const ROOT: usize = 11;
+const REQ: usize = 12;
+const MEM: usize = 13;
+const COPY: usize = 14;
+const STREAM: usize = 15;
+const CONTIG: usize = 16;
+const PRIO: usize = 17;
+/// String columns decode to symbol indices; -1 is a null.
+const NULL_SYM: i64 = -1;
+/// What a null decodes to (`None`: nulls are an error): the format's defaults, as the writer
+/// fills them in (docs/trace-format.md); op/mem_space/copy_kind nulls read as in the Arrow path.
+const NULLS: [Option<i64>; 18] = [
+    None, None, Some(NULL_SYM), Some(0), Some(-1), Some(-1), Some(0), Some(0), Some(0), Some(-1),
+    Some(-1), Some(-1), Some(0), Some(NULL_SYM), Some(NULL_SYM), Some(-1), Some(1), Some(0),
+];
+const LISTS: [&str; 3] = ["reqs", "counts_bytes", "recv_counts_bytes"];
+/// Rows decoded at a time by the page decoder (its buffers stay in the cache).
+const CHUNK: usize = 2048;
+
+/// Where the page decoder finds each column: leaf index, physical type, max definition level.
+#[derive(Clone, Debug)]
+struct Layout {
+    flat: [Option<(usize, Phys, i16)>; 18],
+    lists: [(usize, i16); 3],
+}
+
+/// Reused decoders and buffers (kept between row groups).
+#[derive(Default)]
+struct Bufs {
+    /// decoders of the flat columns (`None`: absent) and of the list columns
+    flat: Vec<Option<Column>>,
+    lcols: Vec<Column>,
+    z: Decomp,
+    ranks: Vec<u32>,
+    cols: Vec<Vec<i64>>,
+    lists: [ListBuf; 3],
+    op: Vec<Option<OpKind>>,
+    mem: Vec<Option<MemSpace>>,
+    copy: Vec<Option<CopyKind>>,
+}
 
 pub struct ParquetTrace {
     path: String,
-    file: File,
+    file: Arc<File>,
+    meta: ArrowReaderMetadata,
+    /// `None`: the columns are not as expected; every row group goes through Arrow
+    layout: Option<Layout>,
+    /// decode every row group through Arrow (tests compare the two decoders)
+    pub force_arrow: bool,
+    /// row groups the page decoder read (the others went through Arrow)
+    pub page_decoded_row_groups: usize,
+    bufs: Bufs,
     nranks: u32,
     comms: Vec<CommDef>,
     pub source: String,
@@ -31,9 +105,9 @@ impl ParquetTrace {
         let p = path.as_ref().display().to_string();
         let err = |msg: String| TraceError { file: p.clone(), rank: None, seq: None, msg };
         let file = File::open(path.as_ref()).map_err(|e| err(format!("cannot open: {e}")))?;
-        let b = ParquetRecordBatchReaderBuilder::try_new(file.try_clone().map_err(|e| err(e.to_string()))?)
+        let meta = ArrowReaderMetadata::load(&file, ArrowReaderOptions::new())
             .map_err(|e| err(format!("not a readable Parquet trace ({e})")))?;
-        let md = b.metadata();
+        let md = meta.metadata().clone();
         let kv = md.file_metadata().key_value_metadata().cloned().unwrap_or_default();
         let get = |k: &str| kv.iter().find(|e| e.key == k).and_then(|e| e.value.clone());
         let version = get("g2gsim.format_version")
@@ -56,10 +130,16 @@ impl ParquetTrace {
             }
         }
         let total_rows = md.file_metadata().num_rows() as u64;
+        let layout = layout(&meta);
         Ok(ParquetTrace {
             path: p,
             row_groups: md.num_row_groups(),
-            file,
+            file: Arc::new(file),
+            meta,
+            layout,
+            force_arrow: false,
+            page_decoded_row_groups: 0,
+            bufs: Bufs::default(),
             nranks,
             comms,
             source: get("g2gsim.source").unwrap_or_default(),
@@ -74,7 +154,7 @@ impl ParquetTrace {
         TraceError { file: self.path.clone(), rank, seq, msg: msg.into() }
     }
 
-    fn decode(&mut self, batch: &RecordBatch, queues: &mut [VecDeque<Op>]) -> Result<(), TraceError> {
+    fn decode_arrow(&mut self, batch: &RecordBatch, queues: &mut [VecDeque<Op>]) -> Result<(), TraceError> {
         let col = |name: &str| -> Result<&ArrayRef, TraceError> {
             batch.column_by_name(name).ok_or_else(|| TraceError {
                 file: self.path.clone(), rank: None, seq: None, msg: format!("column `{name}` missing"),
@@ -229,6 +309,285 @@ impl<'a> Strings<'a> {
     }
 }
 
+/// The page decoder's view of the file's columns, or `None` when a column is missing or has
+/// another type than the format's (the Arrow path then reports it).
+fn layout(meta: &ArrowReaderMetadata) -> Option<Layout> {
+    let schema = meta.schema();
+    let pq = meta.parquet_schema();
+    let leaf_of = |root: usize| -> Vec<usize> {
+        (0..pq.num_columns()).filter(|&l| pq.get_column_root_idx(l) == root).collect()
+    };
+    let want = |name: &str| -> Option<(DataType, Phys)> {
+        Some(match name {
+            "rank" | "seq" | "comm_id" => (DataType::UInt32, Phys::INT32),
+            "peer" | "tag" | "recv_peer" | "recv_tag" | "root" | "stream" | "priority" => (DataType::Int32, Phys::INT32),
+            "dur_ns" => (DataType::Int64, Phys::INT64),
+            "bytes" | "recv_bytes" | "req" => (DataType::UInt64, Phys::INT64),
+            "op" | "mem_space" | "copy_kind" => (DataType::Utf8, Phys::BYTE_ARRAY),
+            "contiguous" => (DataType::Boolean, Phys::BOOLEAN),
+            _ => return None,
+        })
+    };
+    let mut flat = [None; 18];
+    for (k, name) in FLAT.iter().enumerate() {
+        let Some((root, field)) = schema.fields().iter().enumerate().find(|(_, f)| f.name() == name) else {
+            if k == PRIO {
+                continue; // optional column
+            }
+            return None;
+        };
+        let (dt, phys) = want(name)?;
+        let dt_ok = match field.data_type() {
+            DataType::Dictionary(kt, vt) => dt == DataType::Utf8 && **kt == DataType::Int32 && **vt == DataType::Utf8,
+            t => *t == dt,
+        };
+        let leaves = leaf_of(root);
+        let ok = dt_ok && leaves.len() == 1 && {
+            let c = pq.column(leaves[0]);
+            c.physical_type() == phys && c.max_rep_level() == 0 && c.max_def_level() <= 1
+        };
+        if !ok {
+            if k == PRIO {
+                continue; // the Arrow path ignores a priority column of another type too
+            }
+            return None;
+        }
+        flat[k] = Some((leaves[0], phys, pq.column(leaves[0]).max_def_level()));
+    }
+    let mut lists = [(0, 0); 3];
+    for (j, name) in LISTS.iter().enumerate() {
+        let (root, field) = schema.fields().iter().enumerate().find(|(_, f)| f.name() == name)?;
+        let DataType::List(item) = field.data_type() else { return None };
+        let leaves = leaf_of(root);
+        if *item.data_type() != DataType::UInt64 || leaves.len() != 1 {
+            return None;
+        }
+        let c = pq.column(leaves[0]);
+        // optional list of optional elements, as pyarrow writes it
+        if c.physical_type() != Phys::INT64 || c.max_rep_level() != 1 || c.max_def_level() != 3 {
+            return None;
+        }
+        lists[j] = (leaves[0], 3);
+    }
+    Some(Layout { flat, lists })
+}
+
+impl ParquetTrace {
+    /// Can the page decoder read row group `rg`?
+    fn fast_ok(&self, rg: usize) -> bool {
+        let Some(l) = &self.layout else { return false };
+        if self.force_arrow {
+            return false;
+        }
+        let g = self.meta.metadata().row_group(rg);
+        l.flat.iter().flatten().map(|f| f.0).chain(l.lists.iter().map(|f| f.0))
+            .all(|leaf| supported_encodings(g.column(leaf).encodings()) && supported_codec(g.column(leaf).compression()))
+    }
+
+    /// Decodes row group `rg` with the page decoder.
+    fn fill_fast(&mut self, rg: usize, queues: &mut [VecDeque<Op>]) -> Result<(), TraceError> {
+        let layout = self.layout.clone().expect("fast_ok checked the layout");
+        let md = self.meta.metadata().clone();
+        let g = md.row_group(rg);
+        let nrows = g.num_rows() as usize;
+        let col_err = |this: &Self, name: &str, e: String| this.err(None, None, format!("row group {rg}, column `{name}`: {e}"));
+        let mut bufs = std::mem::take(&mut self.bufs);
+        if bufs.flat.is_empty() {
+            bufs.flat = layout.flat.iter().map(|f| f.map(|(_, phys, def)| Column::new(phys, def, 0))).collect();
+            bufs.lcols = layout.lists.iter().map(|&(_, def)| Column::new(Phys::INT64, def, 1)).collect();
+            bufs.cols = (0..FLAT.len()).map(|_| vec![0; CHUNK]).collect();
+        }
+        let r = (|| -> Result<(), TraceError> {
+            for (k, (c, f)) in bufs.flat.iter_mut().zip(&layout.flat).enumerate() {
+                if let (Some(c), Some((leaf, ..))) = (c, f) {
+                    c.start(&self.file, g.column(*leaf)).map_err(|e| col_err(self, FLAT[k], e))?;
+                }
+            }
+            for (j, (c, (leaf, _))) in bufs.lcols.iter_mut().zip(&layout.lists).enumerate() {
+                c.start(&self.file, g.column(*leaf)).map_err(|e| col_err(self, LISTS[j], e))?;
+            }
+            // the ranks first, to reserve each rank's queue once per run of its rows (rows come in
+            // (window, rank, seq) order): growing the queues op by op reallocates and copies
+            bufs.ranks.clear();
+            let mut at = 0;
+            while at < nrows {
+                let n = CHUNK.min(nrows - at);
+                let b = &mut bufs.cols[RANK][..n];
+                bufs.flat[RANK].as_mut().unwrap().read(&mut bufs.z, b, NULLS[RANK]).map_err(|e| col_err(self, FLAT[RANK], e))?;
+                bufs.ranks.extend(b.iter().map(|&r| r as u32));
+                at += n;
+            }
+            {
+                let ranks = &bufs.ranks;
+                let mut i = 0;
+                while i < ranks.len() {
+                    let r = ranks[i];
+                    let mut j = i + 1;
+                    while j < ranks.len() && ranks[j] == r {
+                        j += 1;
+                    }
+                    if let Some(q) = queues.get_mut(r as usize) {
+                        q.reserve(j - i);
+                    }
+                    i = j;
+                }
+            }
+            let mut at = 0;
+            while at < nrows {
+                let n = CHUNK.min(nrows - at);
+                for (k, c) in bufs.flat.iter_mut().enumerate() {
+                    match c {
+                        Some(_) if k == RANK => {}
+                        Some(c) => c.read(&mut bufs.z, &mut bufs.cols[k][..n], NULLS[k]).map_err(|e| col_err(self, FLAT[k], e))?,
+                        None => bufs.cols[k][..n].fill(NULLS[k].unwrap_or(0)),
+                    }
+                }
+                for (j, c) in bufs.lcols.iter_mut().enumerate() {
+                    c.read_lists(&mut bufs.z, n, &mut bufs.lists[j]).map_err(|e| col_err(self, LISTS[j], e))?;
+                }
+                // symbol tables of the string columns
+                if let Some(c) = &bufs.flat[OP] {
+                    let names = &c.syms.names;
+                    let t = &mut bufs.op;
+                    while t.len() < names.len() {
+                        t.push(std::str::from_utf8(&names[t.len()]).ok().and_then(OpKind::parse));
+                    }
+                }
+                if let Some(c) = &bufs.flat[MEM] {
+                    let names = &c.syms.names;
+                    let t = &mut bufs.mem;
+                    while t.len() < names.len() {
+                        t.push(std::str::from_utf8(&names[t.len()]).ok().and_then(MemSpace::parse));
+                    }
+                }
+                if let Some(c) = &bufs.flat[COPY] {
+                    let names = &c.syms.names;
+                    let t = &mut bufs.copy;
+                    while t.len() < names.len() {
+                        t.push(std::str::from_utf8(&names[t.len()]).ok().and_then(CopyKind::parse));
+                    }
+                }
+                self.assemble(&bufs, at, n, queues)?;
+                at += n;
+            }
+            Ok(())
+        })();
+        // the symbol tables belong to this row group's dictionaries
+        bufs.op.clear();
+        bufs.mem.clear();
+        bufs.copy.clear();
+        self.bufs = bufs;
+        r
+    }
+
+    /// Builds the operations of rows `at..at + n` (decoded into `b`) and queues them.
+    fn assemble(&mut self, b: &Bufs, at: usize, n: usize, queues: &mut [VecDeque<Op>]) -> Result<(), TraceError> {
+        let sym = |k: usize, i: i64| -> String {
+            b.flat[k].as_ref().map(|c| String::from_utf8_lossy(&c.syms.names[i as usize]).into_owned()).unwrap_or_default()
+        };
+        let col = |k: usize| &b.cols[k][..n];
+        let (seq, op, dur, peer, tag, comm, bytes) = (col(SEQ), col(OP), col(DUR), col(PEER), col(TAG), col(COMM), col(BYTES));
+        let (recv_bytes, recv_peer, recv_tag, root, req) = (col(RECV_BYTES), col(RECV_PEER), col(RECV_TAG), col(ROOT), col(REQ));
+        let (mems, copies, stream, contig, prio) = (col(MEM), col(COPY), col(STREAM), col(CONTIG), col(PRIO));
+        let ranks = &b.ranks[at..at + n];
+        let [reqs, counts, rcounts] = &b.lists;
+        let (reqs_p, counts_p, rcounts_p) = (&reqs.present[..n], &counts.present[..n], &rcounts.present[..n]);
+        for i in 0..n {
+            let r = ranks[i];
+            let s = seq[i] as u32;
+            if r >= self.nranks {
+                return Err(self.err(Some(r), Some(s), format!("rank is outside 0..{}", self.nranks)));
+            }
+            let expect = self.next_seq[r as usize];
+            if s != expect {
+                return Err(self.err(Some(r), Some(s), format!(
+                    "events out of order or missing: expected event {expect} (is the file truncated or not in streaming order?)")));
+            }
+            self.next_seq[r as usize] = s + 1;
+            let os = op[i];
+            let kind = match b.op.get(os as usize) {
+                Some(Some(k)) if os >= 0 => *k,
+                _ => {
+                    let name = if os < 0 { String::new() } else { sym(OP, os) };
+                    return Err(self.err(Some(r), Some(s), format!("unknown operation {name:?}")));
+                }
+            };
+            let ms = mems[i];
+            let mem = if ms < 0 {
+                MemSpace::Host
+            } else {
+                match b.mem.get(ms as usize) {
+                    Some(Some(m)) => *m,
+                    _ => return Err(self.err(Some(r), Some(s), format!("unknown mem_space {:?}", sym(MEM, ms)))),
+                }
+            };
+            let cs = copies[i];
+            let copy = if cs < 0 {
+                CopyKind::None
+            } else {
+                match b.copy.get(cs as usize) {
+                    Some(Some(k)) => *k,
+                    _ => return Err(self.err(Some(r), Some(s), format!("unknown copy_kind {:?}", sym(COPY, cs)))),
+                }
+            };
+            let d = dur[i];
+            if d < 0 {
+                return Err(self.err(Some(r), Some(s), format!("negative dur_ns {d}")));
+            }
+            let lists = if reqs_p[i] || counts_p[i] || rcounts_p[i] {
+                let list = |l: &ListBuf| -> Vec<u64> {
+                    if l.present[i] { l.vals[l.off[i] as usize..l.off[i + 1] as usize].to_vec() } else { Vec::new() }
+                };
+                Some(Box::new(OpLists { reqs: list(reqs), counts: list(counts), recv_counts: list(rcounts) }))
+            } else {
+                None
+            };
+            let o = Op {
+                kind,
+                mem,
+                copy,
+                contiguous: contig[i] != 0,
+                peer: peer[i] as i32,
+                tag: tag[i] as i32,
+                recv_peer: recv_peer[i] as i32,
+                recv_tag: recv_tag[i] as i32,
+                comm: comm[i] as u32,
+                root: root[i] as i32,
+                stream: stream[i] as i32,
+                priority: prio[i] as i32,
+                seq: s,
+                bytes: bytes[i] as u64,
+                recv_bytes: recv_bytes[i] as u64,
+                dur_ns: d as u64,
+                req: req[i] as u64,
+                lists,
+            };
+            queues[r as usize].push_back(o);
+        }
+        Ok(())
+    }
+
+    /// Decodes row group `rg` through Arrow.
+    fn fill_arrow(&mut self, rg: usize, queues: &mut [VecDeque<Op>]) -> Result<(), TraceError> {
+        let f = self.file.try_clone().map_err(|e| self.err(None, None, e.to_string()))?;
+        let b = ParquetRecordBatchReaderBuilder::new_with_metadata(f, self.meta.clone());
+        // only the columns the replay reads: timestamps and call sites are for reports
+        let skip = ["t_start_ns", "t_end_ns", "callsite"];
+        let roots: Vec<usize> = b.schema().fields().iter().enumerate()
+            .filter(|(_, f)| !skip.contains(&f.name().as_str()))
+            .map(|(i, _)| i)
+            .collect();
+        let mask = ProjectionMask::roots(b.parquet_schema(), roots);
+        let reader = b.with_row_groups(vec![rg]).with_projection(mask).with_batch_size(8192).build()
+            .map_err(|e| self.err(None, None, format!("row group {rg}: {e}")))?;
+        for batch in reader {
+            let batch = batch.map_err(|e| self.err(None, None, format!("row group {rg} unreadable (truncated file?): {e}")))?;
+            self.decode_arrow(&batch, queues)?;
+        }
+        Ok(())
+    }
+}
+
 impl TraceSource for ParquetTrace {
     fn name(&self) -> &str {
         &self.path
@@ -243,22 +602,12 @@ impl TraceSource for ParquetTrace {
         if self.next_rg >= self.row_groups {
             return Ok(false);
         }
-        let f = self.file.try_clone().map_err(|e| self.err(None, None, e.to_string()))?;
-        let reader = ParquetRecordBatchReaderBuilder::try_new(f)
-            .and_then(|b| {
-                // only the columns the replay reads: timestamps and call sites are for reports
-                let skip = ["t_start_ns", "t_end_ns", "callsite"];
-                let roots: Vec<usize> = b.schema().fields().iter().enumerate()
-                    .filter(|(_, f)| !skip.contains(&f.name().as_str()))
-                    .map(|(i, _)| i)
-                    .collect();
-                let mask = ProjectionMask::roots(b.parquet_schema(), roots);
-                b.with_row_groups(vec![self.next_rg]).with_projection(mask).with_batch_size(65536).build()
-            })
-            .map_err(|e| self.err(None, None, format!("row group {}: {e}", self.next_rg)))?;
-        for batch in reader {
-            let batch = batch.map_err(|e| self.err(None, None, format!("row group {} unreadable (truncated file?): {e}", self.next_rg)))?;
-            self.decode(&batch, queues)?;
+        let rg = self.next_rg;
+        if self.fast_ok(rg) {
+            self.fill_fast(rg, queues)?;
+            self.page_decoded_row_groups += 1;
+        } else {
+            self.fill_arrow(rg, queues)?;
         }
         self.next_rg += 1;
         Ok(true)

@@ -1,0 +1,712 @@
+//! Page-level decoding of the trace's column chunks, without Arrow.
+//!
+//! The replay needs ~18 columns of every row once, as plain integers.  Building Arrow arrays for
+//! a whole row group (and the list and all-null columns) costs more than the rest of the decode
+//! and allocates tens of MB of fresh memory per row group; this decoder instead walks each column
+//! chunk's pages itself (page headers, decompression with one shared zstd context, values), a
+//! few thousand rows at a time, into small buffers that are reused from row group to row group.
+//!
+//! It handles the encodings Parquet writers use for these columns: PLAIN, dictionary
+//! (PLAIN_DICTIONARY / RLE_DICTIONARY, including a chunk that falls back from dictionary to PLAIN
+//! pages), RLE booleans, RLE definition/repetition levels, data pages v1 and v2.  Anything else
+//! (e.g. DELTA_* encodings) is refused up front by [`supported_encodings`], and the reader then
+//! decodes that row group through Arrow instead.
+use std::collections::HashMap;
+
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+
+use parquet::basic::{Compression, Encoding, Type as Phys};
+use parquet::file::metadata::ColumnChunkMetaData;
+use parquet::format::{PageHeader, PageType};
+use parquet::thrift::TSerializable;
+use thrift::protocol::TCompactInputProtocol;
+
+pub(crate) type Res<T> = Result<T, String>;
+
+/// Encodings this module decodes (values and levels).
+pub(crate) fn supported_encodings(encs: &[Encoding]) -> bool {
+    encs.iter().all(|e| {
+        matches!(e, Encoding::PLAIN | Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY | Encoding::RLE)
+    })
+}
+
+// ------------------------------------------------------------------ RLE / bit-packed hybrid
+/// Decoder of Parquet's RLE / bit-packed hybrid encoding (levels, dictionary keys, RLE booleans)
+/// over the bytes `start..end` of a page buffer, which each call passes in.
+pub(crate) struct Hybrid {
+    end: usize,
+    /// byte position of the next run header
+    pos: usize,
+    width: usize,
+    rle_left: usize,
+    rle_val: u32,
+    /// values left in the current bit-packed run, and the bit position of the next one
+    bp_left: usize,
+    bp_bit: usize,
+}
+
+impl Hybrid {
+    pub(crate) fn new(start: usize, end: usize, width: usize) -> Res<Hybrid> {
+        if width > 32 {
+            return Err(format!("bit width {width} is too large"));
+        }
+        Ok(Hybrid { end, pos: start, width, rle_left: 0, rle_val: 0, bp_left: 0, bp_bit: 0 })
+    }
+
+    fn header(&mut self, d: &[u8]) -> Res<bool> {
+        if self.pos >= d.len() {
+            return Ok(false);
+        }
+        let h = uleb128(d, &mut self.pos)?;
+        if h & 1 == 1 {
+            let groups = (h >> 1) as usize;
+            let avail = d.len() - self.pos;
+            let nbytes = groups.saturating_mul(self.width).min(avail);
+            // a writer may cut the last run short: only whole values that are there count
+            self.bp_left = if self.width == 0 { groups.saturating_mul(8) } else { groups.saturating_mul(8).min(nbytes * 8 / self.width) };
+            self.bp_bit = self.pos * 8;
+            self.pos += nbytes;
+        } else {
+            self.rle_left = (h >> 1) as usize;
+            let vb = self.width.div_ceil(8);
+            if self.pos + vb > d.len() {
+                return Err("RLE run truncated".into());
+            }
+            let mut v = 0u32;
+            for (k, b) in d[self.pos..self.pos + vb].iter().enumerate() {
+                v |= (*b as u32) << (8 * k);
+            }
+            self.rle_val = v;
+            self.pos += vb;
+        }
+        Ok(true)
+    }
+
+    /// Decodes up to `out.len()` values from `page`; returns how many there were.
+    pub(crate) fn get(&mut self, page: &[u8], out: &mut [u32]) -> Res<usize> {
+        let d = &page[..self.end];
+        let mut i = 0;
+        while i < out.len() {
+            if self.rle_left > 0 {
+                let k = self.rle_left.min(out.len() - i);
+                out[i..i + k].fill(self.rle_val);
+                self.rle_left -= k;
+                i += k;
+            } else if self.bp_left > 0 {
+                let k = self.bp_left.min(out.len() - i);
+                unpack(d, self.bp_bit, self.width, &mut out[i..i + k]);
+                self.bp_bit += k * self.width;
+                self.bp_left -= k;
+                i += k;
+            } else if !self.header(d)? {
+                break;
+            }
+        }
+        Ok(i)
+    }
+
+    /// If the next `k` values are one RLE run, consumes them and returns the run's value.
+    fn take_run(&mut self, page: &[u8], k: usize) -> Res<Option<u32>> {
+        if self.rle_left == 0 && self.bp_left == 0 {
+            self.header(&page[..self.end])?;
+        }
+        if self.rle_left >= k {
+            self.rle_left -= k;
+            return Ok(Some(self.rle_val));
+        }
+        Ok(None)
+    }
+
+    /// Decodes exactly `out.len()` dictionary keys and looks them up in `dict`.
+    fn get_mapped(&mut self, page: &[u8], out: &mut [i64], dict: &[i64]) -> Res<()> {
+        let d = &page[..self.end];
+        let oob = |k: u32| format!("dictionary key {k} out of range ({} entries)", dict.len());
+        let mut i = 0;
+        while i < out.len() {
+            if self.rle_left > 0 {
+                let k = self.rle_left.min(out.len() - i);
+                let v = *dict.get(self.rle_val as usize).ok_or_else(|| oob(self.rle_val))?;
+                out[i..i + k].fill(v);
+                self.rle_left -= k;
+                i += k;
+            } else if self.bp_left > 0 {
+                let k = self.bp_left.min(out.len() - i);
+                let mut keys = [0u32; 256];
+                let mut done = 0;
+                while done < k {
+                    let m = (k - done).min(256);
+                    unpack(d, self.bp_bit, self.width, &mut keys[..m]);
+                    self.bp_bit += m * self.width;
+                    for (o, &key) in out[i + done..i + done + m].iter_mut().zip(&keys[..m]) {
+                        *o = *dict.get(key as usize).ok_or_else(|| oob(key))?;
+                    }
+                    done += m;
+                }
+                self.bp_left -= k;
+                i += k;
+            } else if !self.header(d)? {
+                return Err(format!("dictionary keys: page holds {i} of {} values", out.len()));
+            }
+        }
+        Ok(())
+    }
+
+    /// Decodes exactly `out.len()` values.
+    fn get_exact(&mut self, page: &[u8], out: &mut [u32], what: &str) -> Res<()> {
+        let got = self.get(page, out)?;
+        if got < out.len() {
+            return Err(format!("{what}: page holds {got} of {} values", out.len()));
+        }
+        Ok(())
+    }
+}
+
+fn uleb128(d: &[u8], pos: &mut usize) -> Res<u64> {
+    let mut v = 0u64;
+    let mut shift = 0;
+    loop {
+        let b = *d.get(*pos).ok_or("run header truncated")?;
+        *pos += 1;
+        v |= ((b & 0x7f) as u64) << shift;
+        if b & 0x80 == 0 {
+            return Ok(v);
+        }
+        shift += 7;
+        if shift > 63 {
+            return Err("run header too long".into());
+        }
+    }
+}
+
+#[inline]
+fn load_u64(d: &[u8], byte: usize) -> u64 {
+    if byte + 8 <= d.len() {
+        u64::from_le_bytes(d[byte..byte + 8].try_into().unwrap())
+    } else {
+        let mut t = [0u8; 8];
+        let n = d.len().saturating_sub(byte);
+        if n > 0 {
+            t[..n].copy_from_slice(&d[byte..byte + n]);
+        }
+        u64::from_le_bytes(t)
+    }
+}
+
+/// Unpacks `out.len()` little-endian `width`-bit values starting at bit `bit` of `d`.
+fn unpack(d: &[u8], bit: usize, width: usize, out: &mut [u32]) {
+    if width == 0 {
+        out.fill(0);
+        return;
+    }
+    let mask = (1u64 << width) - 1;
+    let mut b = bit;
+    // whole 8-byte loads while they stay inside `d`, then the careful tail
+    let fast_end = if d.len() >= 8 { (d.len() - 8) * 8 } else { 0 };
+    let mut i = 0;
+    while i < out.len() && b < fast_end {
+        let byte = b >> 3;
+        let w = u64::from_le_bytes(d[byte..byte + 8].try_into().unwrap());
+        out[i] = ((w >> (b & 7)) & mask) as u32;
+        b += width;
+        i += 1;
+    }
+    for o in out[i..].iter_mut() {
+        *o = ((load_u64(d, b >> 3) >> (b & 7)) & mask) as u32;
+        b += width;
+    }
+}
+
+fn bit_width(max_level: i16) -> usize {
+    (16 - (max_level as u16).leading_zeros()) as usize
+}
+
+// ------------------------------------------------------------------ pages
+/// Decompressors shared by all columns (a zstd context is costly to create).
+#[derive(Default)]
+pub(crate) struct Decomp {
+    zstd: Option<zstd::bulk::Decompressor<'static>>,
+    snappy: Option<snap::raw::Decoder>,
+}
+
+/// Codecs the page decoder handles.
+pub(crate) fn supported_codec(c: Compression) -> bool {
+    matches!(c, Compression::UNCOMPRESSED | Compression::ZSTD(_) | Compression::SNAPPY)
+}
+
+impl Decomp {
+    fn run(&mut self, codec: Compression, src: &[u8], out: &mut Vec<u8>, n: usize) -> Res<()> {
+        match codec {
+            Compression::UNCOMPRESSED => {
+                if src.len() != n {
+                    return Err(format!("page is {} bytes, its header says {n}", src.len()));
+                }
+                out.extend_from_slice(src);
+            }
+            Compression::ZSTD(_) => {
+                if self.zstd.is_none() {
+                    self.zstd = Some(zstd::bulk::Decompressor::new().map_err(|e| e.to_string())?);
+                }
+                let at = out.len();
+                out.resize(at + n, 0);
+                let got = self.zstd.as_mut().unwrap().decompress_to_buffer(src, &mut out[at..]).map_err(|e| format!("zstd: {e}"))?;
+                if got != n {
+                    return Err(format!("page decompresses to {got} bytes, its header says {n}"));
+                }
+            }
+            Compression::SNAPPY => {
+                let at = out.len();
+                out.resize(at + n, 0);
+                let got = self.snappy.get_or_insert_with(snap::raw::Decoder::new)
+                    .decompress(src, &mut out[at..]).map_err(|e| format!("snappy: {e}"))?;
+                if got != n {
+                    return Err(format!("page decompresses to {got} bytes, its header says {n}"));
+                }
+            }
+            c => return Err(format!("compression {c} is not supported")),
+        }
+        Ok(())
+    }
+}
+
+// ------------------------------------------------------------------ one column chunk
+enum Vals {
+    None,
+    /// PLAIN values from byte `pos` (booleans: from bit `pos`) up to byte `end` of the page
+    Plain { pos: usize, end: usize },
+    /// dictionary keys
+    Dict(Hybrid),
+    /// RLE booleans
+    Rle(Hybrid),
+}
+
+/// Strings a string column has held, interned: values of string columns decode to indices into it.
+#[derive(Default)]
+pub(crate) struct Symbols {
+    pub(crate) names: Vec<Box<[u8]>>,
+    index: HashMap<Box<[u8]>, u32>,
+}
+
+impl Symbols {
+    fn intern(&mut self, s: &[u8]) -> u32 {
+        if let Some(&i) = self.index.get(s) {
+            return i;
+        }
+        let i = self.names.len() as u32;
+        self.names.push(s.into());
+        self.index.insert(s.into(), i);
+        i
+    }
+    fn clear(&mut self) {
+        self.names.clear();
+        self.index.clear();
+    }
+}
+
+/// Levels and values of a list column, a block at a time.
+#[derive(Default)]
+struct LevelBlock {
+    rep: Vec<u32>,
+    def: Vec<u32>,
+    vals: Vec<i64>,
+    pos: usize,
+    vpos: usize,
+}
+
+/// The lists of a few rows: `present[i]` (false = null list), elements `vals[off[i]..off[i+1]]`.
+#[derive(Default)]
+pub(crate) struct ListBuf {
+    pub(crate) present: Vec<bool>,
+    pub(crate) off: Vec<u32>,
+    pub(crate) vals: Vec<u64>,
+}
+
+/// Decoder of one column, a column chunk (one row group) at a time; its buffers are reused.
+pub(crate) struct Column {
+    phys: Phys,
+    max_def: i16,
+    max_rep: i16,
+    codec: Compression,
+    /// the column chunk as stored, and the position of the next page header in it
+    chunk: Vec<u8>,
+    cpos: usize,
+    /// the current page, decompressed
+    page: Vec<u8>,
+    def: Option<Hybrid>,
+    rep: Option<Hybrid>,
+    vals: Vals,
+    /// levels left in the current page
+    left: usize,
+    /// the dictionary: numbers, or for strings indices into `syms`
+    dict: Vec<i64>,
+    pub(crate) syms: Symbols,
+    lv: Vec<u32>,
+    keys: Vec<u32>,
+    block: LevelBlock,
+}
+
+impl Column {
+    pub(crate) fn new(phys: Phys, max_def: i16, max_rep: i16) -> Column {
+        Column {
+            phys, max_def, max_rep, codec: Compression::UNCOMPRESSED, chunk: Vec::new(), cpos: 0,
+            page: Vec::new(), def: None, rep: None, vals: Vals::None, left: 0, dict: Vec::new(),
+            syms: Symbols::default(), lv: Vec::new(), keys: Vec::new(), block: LevelBlock::default(),
+        }
+    }
+
+    /// Starts on a column chunk: reads it from `file` (all of it: a few MB at most).
+    pub(crate) fn start(&mut self, file: &File, meta: &ColumnChunkMetaData) -> Res<()> {
+        let (start, len) = meta.byte_range();
+        self.chunk.clear();
+        self.chunk.resize(len as usize, 0);
+        file.read_exact_at(&mut self.chunk, start).map_err(|e| format!("cannot read {len} bytes at offset {start}: {e}"))?;
+        self.codec = meta.compression();
+        self.cpos = 0;
+        self.def = None;
+        self.rep = None;
+        self.vals = Vals::None;
+        self.left = 0;
+        self.dict.clear();
+        self.syms.clear();
+        self.block.rep.clear();
+        self.block.def.clear();
+        self.block.pos = 0;
+        Ok(())
+    }
+
+    /// Moves to the next data page (reading a dictionary page on the way); false at the end.
+    fn next_page(&mut self, z: &mut Decomp) -> Res<bool> {
+        loop {
+            if self.cpos >= self.chunk.len() {
+                return Ok(false);
+            }
+            let mut rd: &[u8] = &self.chunk[self.cpos..];
+            let before = rd.len();
+            let h = {
+                let mut prot = TCompactInputProtocol::new(&mut rd);
+                PageHeader::read_from_in_protocol(&mut prot).map_err(|e| format!("bad page header: {e}"))?
+            };
+            let body = self.cpos + (before - rd.len());
+            let clen = h.compressed_page_size.max(0) as usize;
+            let ulen = h.uncompressed_page_size.max(0) as usize;
+            if body + clen > self.chunk.len() {
+                return Err("page truncated".into());
+            }
+            self.cpos = body + clen;
+            let src = &self.chunk[body..body + clen];
+            self.page.clear();
+            let enc = |e: parquet::format::Encoding| Encoding::try_from(e).map_err(|e| e.to_string());
+            match h.type_ {
+                PageType::DICTIONARY_PAGE => {
+                    let dh = h.dictionary_page_header.ok_or("dictionary page without its header")?;
+                    let e = enc(dh.encoding)?;
+                    if !matches!(e, Encoding::PLAIN | Encoding::PLAIN_DICTIONARY) {
+                        return Err(format!("dictionary page encoding {e} is not supported"));
+                    }
+                    z.run(self.codec, src, &mut self.page, ulen)?;
+                    let n = dh.num_values.max(0) as usize;
+                    let mut d = std::mem::take(&mut self.dict);
+                    d.clear();
+                    d.resize(n, 0);
+                    let mut v = Vals::Plain { pos: 0, end: self.page.len() };
+                    let r = plain_values(self.phys, &mut v, &self.page, &mut d, &mut self.syms);
+                    self.dict = d;
+                    r?;
+                }
+                PageType::DATA_PAGE => {
+                    let dh = h.data_page_header.ok_or("data page without its header")?;
+                    z.run(self.codec, src, &mut self.page, ulen)?;
+                    let mut pos = 0;
+                    self.rep = None;
+                    self.def = None;
+                    if self.max_rep > 0 {
+                        self.rep = Some(v1_levels(&self.page, &mut pos, enc(dh.repetition_level_encoding)?, bit_width(self.max_rep))?);
+                    }
+                    if self.max_def > 0 {
+                        self.def = Some(v1_levels(&self.page, &mut pos, enc(dh.definition_level_encoding)?, bit_width(self.max_def))?);
+                    }
+                    self.set_values(enc(dh.encoding)?, pos)?;
+                    self.left = dh.num_values.max(0) as usize;
+                    if self.left > 0 {
+                        return Ok(true);
+                    }
+                }
+                PageType::DATA_PAGE_V2 => {
+                    let dh = h.data_page_header_v2.ok_or("data page without its header")?;
+                    let (r, d) = (dh.repetition_levels_byte_length.max(0) as usize, dh.definition_levels_byte_length.max(0) as usize);
+                    if r + d > clen || r + d > ulen {
+                        return Err("data page levels truncated".into());
+                    }
+                    // the levels are never compressed
+                    self.page.extend_from_slice(&src[..r + d]);
+                    if dh.is_compressed.unwrap_or(true) {
+                        z.run(self.codec, &src[r + d..], &mut self.page, ulen - r - d)?;
+                    } else {
+                        self.page.extend_from_slice(&src[r + d..]);
+                    }
+                    self.rep = None;
+                    self.def = None;
+                    if self.max_rep > 0 {
+                        self.rep = Some(Hybrid::new(0, r, bit_width(self.max_rep))?);
+                    }
+                    if self.max_def > 0 {
+                        self.def = Some(Hybrid::new(r, r + d, bit_width(self.max_def))?);
+                    }
+                    self.set_values(enc(dh.encoding)?, r + d)?;
+                    self.left = dh.num_values.max(0) as usize;
+                    if self.left > 0 {
+                        return Ok(true);
+                    }
+                }
+                _ => {} // index pages: nothing for us
+            }
+        }
+    }
+
+    fn set_values(&mut self, encoding: Encoding, pos: usize) -> Res<()> {
+        let end = self.page.len();
+        self.vals = match encoding {
+            // booleans are bit-packed: their position counts bits
+            Encoding::PLAIN if self.phys == Phys::BOOLEAN => Vals::Plain { pos: pos * 8, end },
+            Encoding::PLAIN => Vals::Plain { pos, end },
+            Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY => {
+                let w = *self.page.get(pos).unwrap_or(&0) as usize;
+                Vals::Dict(Hybrid::new((pos + 1).min(end), end, w)?)
+            }
+            Encoding::RLE if self.phys == Phys::BOOLEAN => {
+                if pos + 4 > end {
+                    return Err("RLE boolean page truncated".into());
+                }
+                let n = u32::from_le_bytes(self.page[pos..pos + 4].try_into().unwrap()) as usize;
+                Vals::Rle(Hybrid::new(pos + 4, (pos + 4 + n).min(end), 1)?)
+            }
+            e => return Err(format!("value encoding {e} is not supported")),
+        };
+        Ok(())
+    }
+
+    /// Decodes `out.len()` values (no levels) of the current page.
+    fn values(&mut self, out: &mut [i64]) -> Res<()> {
+        match &mut self.vals {
+            Vals::None => Err("no data page".into()),
+            v @ Vals::Plain { .. } => plain_values(self.phys, v, &self.page, out, &mut self.syms),
+            Vals::Dict(h) => h.get_mapped(&self.page, out, &self.dict),
+            Vals::Rle(h) => {
+                self.keys.resize(out.len(), 0);
+                h.get_exact(&self.page, &mut self.keys, "booleans")?;
+                for (o, &k) in out.iter_mut().zip(&self.keys) {
+                    *o = k as i64;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Decodes the next `out.len()` rows of a flat column; nulls become `null`, or are an error
+    /// when `null` is `None`.
+    pub(crate) fn read(&mut self, z: &mut Decomp, out: &mut [i64], null: Option<i64>) -> Res<()> {
+        let n = out.len();
+        let mut done = 0;
+        while done < n {
+            if self.left == 0 {
+                if !self.next_page(z)? {
+                    return Err(format!("column chunk ends early (after {done} of {n} rows)"));
+                }
+                continue;
+            }
+            let k = (n - done).min(self.left);
+            let dst = &mut out[done..done + k];
+            if let Some(d) = &mut self.def {
+                let max = self.max_def as u32;
+                // the usual cases: all of them there, or all null (one RLE run of levels)
+                match d.take_run(&self.page, k)? {
+                    Some(l) if l == max => {
+                        self.values(dst)?;
+                        self.left -= k;
+                        done += k;
+                        continue;
+                    }
+                    Some(_) => {
+                        dst.fill(null.ok_or("holds nulls")?);
+                        self.left -= k;
+                        done += k;
+                        continue;
+                    }
+                    None => {}
+                }
+                self.lv.resize(k, 0);
+                d.get_exact(&self.page, &mut self.lv, "definition levels")?;
+                let valid = self.lv.iter().filter(|&&l| l == max).count();
+                if valid == k {
+                    self.values(dst)?;
+                } else {
+                    let Some(nv) = null else { return Err("holds nulls".into()) };
+                    self.values(&mut dst[..valid])?;
+                    // spread the values out to their rows, from the back
+                    let mut j = valid;
+                    for i in (0..k).rev() {
+                        if self.lv[i] == max {
+                            j -= 1;
+                            dst[i] = dst[j];
+                        } else {
+                            dst[i] = nv;
+                        }
+                    }
+                }
+            } else {
+                self.values(dst)?;
+            }
+            self.left -= k;
+            done += k;
+        }
+        Ok(())
+    }
+
+    /// Refills the level block from the current page (or the next ones); false at the end.
+    fn refill(&mut self, z: &mut Decomp) -> Res<bool> {
+        while self.left == 0 {
+            if !self.next_page(z)? {
+                return Ok(false);
+            }
+        }
+        let k = self.left.min(4096);
+        let b = &mut self.block;
+        b.rep.resize(k, 0);
+        b.def.resize(k, 0);
+        self.rep.as_mut().ok_or("no repetition levels")?.get_exact(&self.page, &mut b.rep, "repetition levels")?;
+        self.def.as_mut().ok_or("no definition levels")?.get_exact(&self.page, &mut b.def, "definition levels")?;
+        let max = self.max_def as u32;
+        let nv = b.def.iter().filter(|&&d| d == max).count();
+        let mut vals = std::mem::take(&mut self.block.vals);
+        vals.resize(nv, 0);
+        let r = self.values(&mut vals);
+        self.block.vals = vals;
+        r?;
+        self.block.pos = 0;
+        self.block.vpos = 0;
+        self.left -= k;
+        Ok(true)
+    }
+
+    /// Decodes the next `n` rows of a list column (optional list of optional elements:
+    /// definition level 0 = null list, 1 = empty list, 2 = null element, 3 = element).
+    pub(crate) fn read_lists(&mut self, z: &mut Decomp, n: usize, out: &mut ListBuf) -> Res<()> {
+        out.present.clear();
+        out.off.clear();
+        out.vals.clear();
+        out.off.push(0);
+        let max = self.max_def as u32;
+        let mut row = 0;
+        while row < n {
+            if self.block.pos == self.block.rep.len() && !self.refill(z)? {
+                return Err(format!("column chunk ends early (after {row} of {n} rows)"));
+            }
+            let b = &mut self.block;
+            // the common case: a run of null lists
+            let nulls = b.def[b.pos..].iter().zip(&b.rep[b.pos..]).take(n - row).take_while(|(&d, &r)| d == 0 && r == 0).count();
+            if nulls > 0 {
+                out.present.resize(out.present.len() + nulls, false);
+                let at = out.vals.len() as u32;
+                out.off.resize(out.off.len() + nulls, at);
+                b.pos += nulls;
+                row += nulls;
+                continue;
+            }
+            if b.rep[b.pos] != 0 {
+                return Err("list levels out of step (a row starts inside a list)".into());
+            }
+            // one row: its first level, then those that continue its list (repetition level 1)
+            out.present.push(true);
+            let mut first = true;
+            loop {
+                let b = &mut self.block;
+                if b.pos == b.rep.len() {
+                    if !self.refill(z)? {
+                        break;
+                    }
+                    continue;
+                }
+                if !first && b.rep[b.pos] == 0 {
+                    break;
+                }
+                let d = b.def[b.pos];
+                if first && d == 0 {
+                    *out.present.last_mut().unwrap() = false;
+                }
+                if d == max {
+                    out.vals.push(b.vals[b.vpos] as u64);
+                    b.vpos += 1;
+                } else if d + 1 == max {
+                    out.vals.push(0); // null element
+                }
+                b.pos += 1;
+                first = false;
+            }
+            out.off.push(out.vals.len() as u32);
+            row += 1;
+        }
+        Ok(())
+    }
+}
+
+fn v1_levels(page: &[u8], pos: &mut usize, enc: Encoding, width: usize) -> Res<Hybrid> {
+    if enc != Encoding::RLE {
+        return Err(format!("level encoding {enc} is not supported"));
+    }
+    if *pos + 4 > page.len() {
+        return Err("data page levels truncated".into());
+    }
+    let n = u32::from_le_bytes(page[*pos..*pos + 4].try_into().unwrap()) as usize;
+    let start = *pos + 4;
+    if start + n > page.len() {
+        return Err("data page levels truncated".into());
+    }
+    *pos = start + n;
+    Hybrid::new(start, start + n, width)
+}
+
+/// PLAIN-decodes `out.len()` values from `page` (strings: interned into `syms`).
+fn plain_values(phys: Phys, v: &mut Vals, page: &[u8], out: &mut [i64], syms: &mut Symbols) -> Res<()> {
+    let Vals::Plain { pos, end } = v else { unreachable!() };
+    let d: &[u8] = &page[..*end];
+    let trunc = || "PLAIN values truncated".to_string();
+    match phys {
+        Phys::INT32 => {
+            let stop = *pos + 4 * out.len();
+            let src = d.get(*pos..stop).ok_or_else(trunc)?;
+            for (o, c) in out.iter_mut().zip(src.chunks_exact(4)) {
+                *o = i32::from_le_bytes(c.try_into().unwrap()) as i64;
+            }
+            *pos = stop;
+        }
+        Phys::INT64 => {
+            let stop = *pos + 8 * out.len();
+            let src = d.get(*pos..stop).ok_or_else(trunc)?;
+            for (o, c) in out.iter_mut().zip(src.chunks_exact(8)) {
+                *o = i64::from_le_bytes(c.try_into().unwrap());
+            }
+            *pos = stop;
+        }
+        Phys::BOOLEAN => {
+            // bit-packed, least significant bit first; `pos` counts bits from the page start
+            if (*pos + out.len()).div_ceil(8) > d.len() {
+                return Err(trunc());
+            }
+            for o in out.iter_mut() {
+                *o = ((d[*pos >> 3] >> (*pos & 7)) & 1) as i64;
+                *pos += 1;
+            }
+        }
+        Phys::BYTE_ARRAY => {
+            for o in out.iter_mut() {
+                let l = d.get(*pos..*pos + 4).ok_or_else(trunc)?;
+                let l = u32::from_le_bytes(l.try_into().unwrap()) as usize;
+                let s = d.get(*pos + 4..*pos + 4 + l).ok_or_else(trunc)?;
+                *o = syms.intern(s) as i64;
+                *pos += 4 + l;
+            }
+        }
+        p => return Err(format!("physical type {p} is not supported")),
+    }
+    Ok(())
+}
