@@ -94,6 +94,8 @@ pub struct EventQueue<E> {
     now: Time,
     popped: u64,
     len: usize,
+    /// the last future time pushed to and its slot: bursts of pushes at one time skip the index
+    last: (Time, u32),
 }
 
 impl<E> Default for EventQueue<E> {
@@ -114,6 +116,7 @@ impl<E> EventQueue<E> {
             now: 0,
             popped: 0,
             len: 0,
+            last: (0, 0),
         }
     }
 
@@ -128,6 +131,11 @@ impl<E> EventQueue<E> {
         if t == self.now {
             // no bucket exists for `now` (it was moved into `cur` when time reached it)
             self.cur.push_back(ev);
+            return;
+        }
+        if t == self.last.0 {
+            let slot = self.last.1;
+            self.buckets[slot as usize].push(ev);
             return;
         }
         let slot = match self.index.get(&t) {
@@ -145,6 +153,7 @@ impl<E> EventQueue<E> {
                 s
             }
         };
+        self.last = (t, slot);
         self.buckets[slot as usize].push(ev);
     }
 

@@ -74,12 +74,21 @@ impl Report {
 }
 
 /// Size class label of a message: "<=1KiB", "<=64KiB", "<=1MiB", ">1MiB" and finer.
+#[allow(dead_code)]
 pub fn size_class(bytes: u64) -> &'static str {
+    SIZE_CLASSES[size_class_index(bytes)]
+}
+
+/// The point-to-point size classes of the report, in order.
+pub const SIZE_CLASSES: [&str; 5] = ["a: <=1KiB", "b: 1KiB-64KiB", "c: 64KiB-1MiB", "d: 1MiB-16MiB", "e: >16MiB"];
+
+/// Index of `bytes`' class in [`SIZE_CLASSES`].
+pub fn size_class_index(bytes: u64) -> usize {
     match bytes {
-        0..=1024 => "a: <=1KiB",
-        1025..=65536 => "b: 1KiB-64KiB",
-        65537..=1048576 => "c: 64KiB-1MiB",
-        1048577..=16777216 => "d: 1MiB-16MiB",
-        _ => "e: >16MiB",
+        0..=1024 => 0,
+        1025..=65536 => 1,
+        65537..=1048576 => 2,
+        1048577..=16777216 => 3,
+        _ => 4,
     }
 }

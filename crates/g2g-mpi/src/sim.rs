@@ -19,7 +19,7 @@ use g2g_net::paths::{self, DataPath, Endpoint, Plan, StagedPath};
 use g2g_net::MachineConfig;
 use g2g_trace::{CommDef, CopyKind, MemSpace, Op, OpKind, TraceError, TraceSource, ANY_SOURCE, ANY_TAG, PROC_NULL};
 
-use crate::report::{size_class, EngineStat, OpStat, PathStat, RankStat, Report};
+use crate::report::{size_class_index, EngineStat, OpStat, PathStat, RankStat, Report};
 
 /// How device-buffer messages travel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -380,8 +380,13 @@ struct Sim<'a> {
     th: Thresholds,
     ov: AlgoOverrides,
     stats: Vec<OpStat>,
-    paths: HashMap<&'static str, PathStat>,
-    sizes: HashMap<&'static str, PathStat>,
+    /// bytes and messages per data path (a handful of entries: a short list beats hashing a name)
+    paths: Vec<(&'static str, PathStat)>,
+    /// point-to-point bytes and messages per size class (`report::SIZE_CLASSES`)
+    sizes: [PathStat; crate::report::SIZE_CLASSES.len()],
+    /// plans and control latencies by endpoints (direct-mapped; a miss recomputes)
+    plan_cache: Vec<Option<(PlanKey, Plan)>>,
+    ctl_cache: Vec<(u64, u64)>,
     p2p_msgs: u64,
     coll_msgs: u64,
     ops_total: u64,
@@ -405,6 +410,40 @@ struct Sim<'a> {
     /// set around post_send_ex by a blocking point-to-point send (Send, Ssend, Bsend, Rsend, the
     /// send half of Sendrecv): the message's bin adds its `blocking_send_overhead`
     blocking_hint: bool,
+}
+
+/// Slots of the plan and control-latency caches (a power of two).
+const CACHE_SLOTS: usize = 1 << 15;
+
+/// (endpoints key, model id) of a cached plan.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct PlanKey(u64, u8);
+
+/// The two endpoints packed in 64 bits (nodes below 2^24, GPUs below 2^8), or u64::MAX when
+/// they do not fit (the caches are then bypassed).
+#[inline]
+fn ep_key(a: Endpoint, b: Endpoint) -> u64 {
+    if a.node >= 1 << 24 || b.node >= 1 << 24 || a.gpu >= 1 << 8 || b.gpu >= 1 << 8 {
+        return u64::MAX;
+    }
+    ((a.node as u64) << 40) | ((a.gpu as u64) << 32) | ((b.node as u64) << 8) | b.gpu as u64
+}
+
+#[inline]
+fn cache_slot(key: u64) -> usize {
+    (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - CACHE_SLOTS.trailing_zeros())) as usize
+}
+
+/// Models whose plans are one chunk whatever the size (cacheable); u8::MAX for the others.
+#[inline]
+fn path_id(name: &str) -> u8 {
+    match name {
+        "host" => 0,
+        "hostcopy" => 1,
+        "gpudirect-p2p" => 2,
+        "gpudirect-rdma" => 3,
+        _ => u8::MAX,
+    }
 }
 
 /// HostCopy staging of a collective: (bytes copied device-to-host before, host-to-device after) on
@@ -545,8 +584,10 @@ pub fn simulate(
         th,
         ov,
         stats: vec![OpStat::default(); OpKind::COUNT],
-        paths: HashMap::default(),
-        sizes: HashMap::default(),
+        paths: Vec::new(),
+        sizes: Default::default(),
+        plan_cache: Vec::new(),
+        ctl_cache: Vec::new(),
         p2p_msgs: 0,
         coll_msgs: 0,
         ops_total: total_ops_hint,
@@ -1248,7 +1289,7 @@ impl<'a> Sim<'a> {
             let c = &self.m.cfg;
             paths::Pipelined::plan_chunked(&self.m, self.ep(src), self.ep(dst), bytes, c.collective_chunk, c.collective_depth)
         } else {
-            path.plan(&self.m, self.ep(src), self.ep(dst), bytes)
+            self.plan_for(path, src, dst, bytes)
         };
         let gpu_direct = path.name() != "host";
         // size-dependent factors of the path (host messages of staged buffers: `hostcopy`)
@@ -1284,7 +1325,14 @@ impl<'a> Sim<'a> {
         // envelopes, RTS and CTS are small CPU-to-CPU control messages: host-path latency
         let ctl_latency = self.ctl_latency(src, dst);
         {
-            let ps = self.paths.entry(if stage_src || stage_dst { "hostcopy" } else { path.name() }).or_default();
+            let name = if stage_src || stage_dst { "hostcopy" } else { path.name() };
+            let ps = match self.paths.iter().position(|(k, _)| std::ptr::eq(k.as_ptr(), name.as_ptr()) || *k == name) {
+                Some(i) => &mut self.paths[i].1,
+                None => {
+                    self.paths.push((name, PathStat::default()));
+                    &mut self.paths.last_mut().unwrap().1
+                }
+            };
             ps.messages += 1;
             ps.bytes += bytes;
         }
@@ -1292,7 +1340,7 @@ impl<'a> Sim<'a> {
             self.coll_msgs += 1;
         } else {
             self.p2p_msgs += 1;
-            let s = self.sizes.entry(size_class(bytes)).or_default();
+            let s = &mut self.sizes[size_class_index(bytes)];
             s.messages += 1;
             s.bytes += bytes;
         }
@@ -1323,10 +1371,54 @@ impl<'a> Sim<'a> {
         req
     }
 
-    fn ctl_latency(&self, src: u32, dst: u32) -> u64 {
+    /// Latency of a control message (envelope, RTS, CTS) between two ranks: the host path's.
+    /// Cached by endpoints in a direct-mapped table (routes cost divisions and a virtual call).
+    fn ctl_latency(&mut self, src: u32, dst: u32) -> u64 {
         let (a, b) = (self.ep(src), self.ep(dst));
+        let key = ep_key(a, b);
+        if key != u64::MAX {
+            if self.ctl_cache.is_empty() {
+                self.ctl_cache = vec![(u64::MAX, 0); CACHE_SLOTS];
+            }
+            let slot = cache_slot(key);
+            if self.ctl_cache[slot].0 == key {
+                return self.ctl_cache[slot].1;
+            }
+            let (links, extra) = paths::HostPath::links(&self.m, a, b);
+            let lat = self.m.path_latency(&links) + extra;
+            self.ctl_cache[slot] = (key, lat);
+            return lat;
+        }
         let (links, extra) = paths::HostPath::links(&self.m, a, b);
         self.m.path_latency(&links) + extra
+    }
+
+    /// `path.plan(..)` for a message of `bytes` between two ranks.  One-chunk plans depend on the
+    /// bytes only through their chunk size, so they are cached by (model, endpoints) in a
+    /// direct-mapped table and copied; chunked (pipelined) plans are always built.
+    fn plan_for(&mut self, path: &'static dyn DataPath, src: u32, dst: u32, bytes: u64) -> Plan {
+        let (a, b) = (self.ep(src), self.ep(dst));
+        let id = path_id(path.name());
+        let key = ep_key(a, b);
+        if id == u8::MAX || key == u64::MAX {
+            return path.plan(&self.m, a, b, bytes);
+        }
+        if self.plan_cache.is_empty() {
+            self.plan_cache = vec![None; CACHE_SLOTS];
+        }
+        let slot = cache_slot(key ^ ((id as u64) << 61) ^ (id as u64).wrapping_mul(0x9e37_79b9));
+        if let Some((k, p)) = &self.plan_cache[slot] {
+            if k.0 == key && k.1 == id {
+                let mut p = p.clone();
+                p.chunk_bytes = bytes;
+                p.last_chunk_bytes = bytes;
+                return p;
+            }
+        }
+        let p = path.plan(&self.m, a, b, bytes);
+        debug_assert!(p.chunks == 1);
+        self.plan_cache[slot] = Some((PlanKey(key, id), p.clone()));
+        p
     }
 
     /// Counts rank `r` as passing messages on its node (for `[[mpi.factors]]` bins by
@@ -1995,8 +2087,10 @@ impl<'a> Sim<'a> {
         for (k, v) in &self.paths {
             rep.paths.insert(k.to_string(), v.clone());
         }
-        for (k, v) in &self.sizes {
-            rep.p2p_size_classes.insert(k.to_string(), v.clone());
+        for (i, v) in self.sizes.iter().enumerate() {
+            if v.messages > 0 {
+                rep.p2p_size_classes.insert(crate::report::SIZE_CLASSES[i].to_string(), v.clone());
+            }
         }
         rep.p2p_messages = self.p2p_msgs;
         rep.collective_messages = self.coll_msgs;
