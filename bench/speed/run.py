@@ -229,7 +229,7 @@ def main(argv=None) -> int:
     ap.add_argument("--iterations", type=int, help="iterations of every workload")
     ap.add_argument("-m", "--machine", default="lassen", help="preset name or machine TOML (default lassen)")
     ap.add_argument("--mode", default="gpudirect", choices=["as-traced", "hostcopy", "gpudirect"])
-    ap.add_argument("--sharing", choices=["max-min", "bottleneck"],
+    ap.add_argument("--sharing", choices=["max-min", "max-min-full", "bottleneck"],
                     help="override the machine's network.sharing (how flows share links; the presets use "
                          "exact max-min); the run uses a derived machine file named MACHINE+sharing=...")
     ap.add_argument("--runner", default="core", choices=["core", "python"],

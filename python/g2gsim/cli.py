@@ -127,7 +127,7 @@ def sim_options(f):
         click.option("--gpudirect-collectives-only", is_flag=True, help="mixed what-if: GPU-direct for collectives only"),
         click.option("--network-scale", type=float, default=1.0, help="multiply NIC and network bandwidth"),
         click.option("--no-overlap", is_flag=True, help="what-if: GPU work waits for completion (no compute/communication overlap)"),
-        click.option("--sharing", type=click.Choice(["max-min", "bottleneck"]), default=None, help="link sharing model (default: the machine file's, max-min)"),
+        click.option("--sharing", type=click.Choice(["max-min", "max-min-full", "bottleneck"]), default=None, help="link sharing model (default: the machine file's, max-min)"),
         click.option("--assume-buffers", type=click.Choice(["traced", "host", "device", "infer"]), default=None, help="buffer spaces for imported traces that lack them"),
         click.option("--no-progress", is_flag=True, help="no progress bar"),
     ]

@@ -534,7 +534,7 @@ impl MachineConfig {
         let _ = net.get("nodes");
         let sharing = match net.str_("sharing")? {
             None => crate::lmm::Sharing::MaxMin,
-            Some(v) => crate::lmm::Sharing::parse(&v).ok_or_else(|| ctx.err("network.sharing", format!("unknown sharing {v:?} (max-min, bottleneck)")))?,
+            Some(v) => crate::lmm::Sharing::parse(&v).ok_or_else(|| ctx.err("network.sharing", format!("unknown sharing {v:?} (max-min, max-min-full, bottleneck)")))?,
         };
         let network = match topo.as_str() {
             "crossbar" => TopologySpec::Crossbar { link_bw_bytes_per_s: nic_bw.min(link_bw), hop_latency_ns, rails },

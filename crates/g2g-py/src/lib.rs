@@ -47,7 +47,7 @@ fn opts_from(d: Option<&Bound<'_, PyDict>>) -> PyResult<SimOptions> {
             "no_overlap" => o.no_overlap = v.extract()?,
             "sharing" => {
                 let s: String = v.extract()?;
-                o.sharing = Some(g2g_net::lmm::Sharing::parse(&s).ok_or_else(|| PyValueError::new_err(format!("sharing must be max-min or bottleneck, not {s:?}")))?);
+                o.sharing = Some(g2g_net::lmm::Sharing::parse(&s).ok_or_else(|| PyValueError::new_err(format!("sharing must be max-min, max-min-full or bottleneck, not {s:?}")))?);
             }
             "timeline_max_events" => o.timeline_max_events = v.extract()?,
             _ => return Err(PyValueError::new_err(format!("unknown simulation option {k:?}"))),
