@@ -2104,6 +2104,7 @@ impl<'a> Sim<'a> {
             ops_per_s: self.ops_done as f64 / wall_s.max(1e-9),
             messages: self.p2p_msgs + self.coll_msgs,
             flow_solves: self.m.net.solves,
+            flow_solves_component: self.m.net.component_solves,
             peak_flows: self.peak_flows,
             links: self.m.num_links() as u64,
         };
