@@ -84,6 +84,8 @@ pub struct FlowNet {
     /// per link: (tick, sum of rates, largest rate) cached during one check
     link_stat: Vec<(u32, f64, f64)>,
     tick: u32,
+    /// bottleneck sharing: each link's fair share when its flows were last re-rated
+    last_share: Vec<f64>,
 }
 
 impl FlowNet {
@@ -97,6 +99,7 @@ impl FlowNet {
         self.link_rem.push(0.0);
         self.link_n.push(0);
         self.link_stat.push((0, 0.0, 0.0));
+        self.last_share.push(f64::INFINITY);
 
         (self.links.len() - 1) as LinkId
     }
@@ -452,20 +455,27 @@ impl FlowNet {
                 continue;
             }
             self.links[l as usize].mark = mark;
-            for k in 0..self.links[l as usize].flows.len() {
+            let n = self.links[l as usize].flows.len();
+            if n == 0 {
+                self.last_share[l as usize] = f64::INFINITY;
+                continue;
+            }
+            let share = self.links[l as usize].cap / n as f64;
+            let old_share = self.last_share[l as usize];
+            self.last_share[l as usize] = share;
+            for k in 0..n {
                 let f = self.links[l as usize].flows[k];
-                if self.flows[f as usize].mark == mark {
+                let fl = &self.flows[f as usize];
+                if fl.mark == mark {
+                    continue;
+                }
+                // a flow whose rate came from another link and stays below this link's new share
+                // keeps it (its other links are unchanged, or dirty and visited on their own)
+                if fl.rate > 0.0 && fl.rate <= share && fl.rate != old_share {
                     continue;
                 }
                 self.flows[f as usize].mark = mark;
-                let mut r = f64::INFINITY;
-                for &l2 in &self.flows[f as usize].links {
-                    let lk = &self.links[l2 as usize];
-                    let sh = lk.cap / lk.flows.len() as f64;
-                    if sh < r {
-                        r = sh;
-                    }
-                }
+                let r = self.bottleneck_share(f);
                 let fl = &mut self.flows[f as usize];
                 if (fl.rate - r).abs() > r * 1e-12 || fl.rate == 0.0 {
                     let dt = (now - fl.last) as f64;
@@ -480,6 +490,20 @@ impl FlowNet {
             }
         }
         self.epoch = mark;
+    }
+
+    /// Smallest fair share `cap / flows` among the links of flow `f`.
+    #[inline]
+    fn bottleneck_share(&self, f: FlowId) -> f64 {
+        let mut r = f64::INFINITY;
+        for &l in &self.flows[f as usize].links {
+            let lk = &self.links[l as usize];
+            let sh = lk.cap / lk.flows.len() as f64;
+            if sh < r {
+                r = sh;
+            }
+        }
+        r
     }
 
     fn solve_component(&mut self, seed: LinkId, now: Time, out: &mut Vec<Reschedule>) {
@@ -790,5 +814,53 @@ mod tests {
         }
         // the incremental solve really ran (it is not the fallback every time)
         assert!(total_incremental > 1000, "only {total_incremental} incremental solves");
+    }
+
+    /// Bottleneck sharing re-rates only the flows a change can affect; after every change each
+    /// flow's rate is still the smallest `capacity / flows` of its links (computed here from
+    /// scratch), over random networks and random starts and ends.
+    #[test]
+    fn bottleneck_rerating_equals_recomputing_every_flow() {
+        for seed in 1..=60u64 {
+            let mut rng = Xs(seed.wrapping_mul(0x2545_f491_4f6c_dd1d) | 1);
+            let nlinks = 4 + rng.below(30) as usize;
+            let mut n = FlowNet::new();
+            n.sharing = Sharing::Bottleneck;
+            for _ in 0..nlinks {
+                n.add_link([1e9, 2e9, 2.5e9, 5e9, 12.5e9][rng.below(5) as usize]);
+            }
+            let mut live: Vec<FlowId> = vec![];
+            let mut now = 0;
+            for _ in 0..400 {
+                now += rng.below(3);
+                for _ in 0..rng.below(4) {
+                    let len = 1 + rng.below(4) as usize;
+                    let mut links: Vec<LinkId> = vec![];
+                    while links.len() < len {
+                        let l = rng.below(nlinks as u64) as LinkId;
+                        if !links.contains(&l) {
+                            links.push(l);
+                        }
+                    }
+                    live.push(n.start(now, &links, 1000.0 + rng.below(100_000) as f64, 0));
+                }
+                for _ in 0..rng.below(3) {
+                    if !live.is_empty() {
+                        let i = rng.below(live.len() as u64) as usize;
+                        n.finish(live.swap_remove(i));
+                    }
+                }
+                let _ = run(&mut n, now);
+                for &f in &live {
+                    let want = n.flows[f as usize]
+                        .links
+                        .iter()
+                        .map(|&l| n.links[l as usize].cap / n.links[l as usize].flows.len() as f64)
+                        .fold(f64::INFINITY, f64::min);
+                    let got = n.flows[f as usize].rate;
+                    assert!((got - want).abs() <= 1e-12 * want, "seed {seed}: rate {got} want {want}");
+                }
+            }
+        }
     }
 }
