@@ -333,7 +333,13 @@ impl FlowNet {
         u.clear();
         rl.clear();
         for i in 0..self.dirty.len() {
+            // a link is dirty once per flow started or ended on it: visit it once
             let l = self.dirty[i];
+            if self.links[l as usize].mark == mark {
+                continue;
+            }
+            self.links[l as usize].mark = mark;
+            rl.push(l);
             for k in 0..self.links[l as usize].flows.len() {
                 let f = self.links[l as usize].flows[k];
                 if self.flows[f as usize].mark != mark {
@@ -342,10 +348,13 @@ impl FlowNet {
                 }
             }
         }
+        // a change that touches more than an eighth of the flows directly (all-to-all traffic on
+        // shared links) is left to the whole-component solve at once; U may grow to a quarter
         let limit = (self.active_flows / 4).max(64);
+        let first = (self.active_flows / 8).max(64);
         let mut linked = 0;
         let ok = loop {
-            if u.len() > limit {
+            if u.len() > limit || (linked == 0 && u.len() > first) {
                 break false;
             }
             // the links of U's new flows join R
