@@ -384,8 +384,8 @@ struct Sim<'a> {
     paths: Vec<(&'static str, PathStat)>,
     /// point-to-point bytes and messages per size class (`report::SIZE_CLASSES`)
     sizes: [PathStat; crate::report::SIZE_CLASSES.len()],
-    /// plans and control latencies by endpoints (direct-mapped; a miss recomputes)
-    plan_cache: Vec<Option<(PlanKey, Plan)>>,
+    /// control latencies by endpoints (direct-mapped; a miss recomputes).  Plans are not cached:
+    /// a table of whole plans cost more in memory traffic than building them (measured)
     ctl_cache: Vec<(u64, u64)>,
     p2p_msgs: u64,
     coll_msgs: u64,
@@ -412,12 +412,9 @@ struct Sim<'a> {
     blocking_hint: bool,
 }
 
-/// Slots of the plan and control-latency caches (a power of two).
+/// Most slots of the control-latency cache (a power of two); a run gets 16 per rank
+/// (at least 1,024), so that small runs do not pay for a large table.
 const CACHE_SLOTS: usize = 1 << 15;
-
-/// (endpoints key, model id) of a cached plan.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct PlanKey(u64, u8);
 
 /// The two endpoints packed in 64 bits (nodes below 2^24, GPUs below 2^8), or u64::MAX when
 /// they do not fit (the caches are then bypassed).
@@ -430,20 +427,12 @@ fn ep_key(a: Endpoint, b: Endpoint) -> u64 {
 }
 
 #[inline]
-fn cache_slot(key: u64) -> usize {
-    (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - CACHE_SLOTS.trailing_zeros())) as usize
+fn cache_slot(key: u64, slots: usize) -> usize {
+    (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - slots.trailing_zeros())) as usize
 }
 
-/// Models whose plans are one chunk whatever the size (cacheable); u8::MAX for the others.
-#[inline]
-fn path_id(name: &str) -> u8 {
-    match name {
-        "host" => 0,
-        "hostcopy" => 1,
-        "gpudirect-p2p" => 2,
-        "gpudirect-rdma" => 3,
-        _ => u8::MAX,
-    }
+fn cache_slots(nranks: u32) -> usize {
+    (nranks as usize * 16).next_power_of_two().clamp(1 << 10, CACHE_SLOTS)
 }
 
 /// HostCopy staging of a collective: (bytes copied device-to-host before, host-to-device after) on
@@ -586,7 +575,6 @@ pub fn simulate(
         stats: vec![OpStat::default(); OpKind::COUNT],
         paths: Vec::new(),
         sizes: Default::default(),
-        plan_cache: Vec::new(),
         ctl_cache: Vec::new(),
         p2p_msgs: 0,
         coll_msgs: 0,
@@ -1289,7 +1277,7 @@ impl<'a> Sim<'a> {
             let c = &self.m.cfg;
             paths::Pipelined::plan_chunked(&self.m, self.ep(src), self.ep(dst), bytes, c.collective_chunk, c.collective_depth)
         } else {
-            self.plan_for(path, src, dst, bytes)
+            path.plan(&self.m, self.ep(src), self.ep(dst), bytes)
         };
         let gpu_direct = path.name() != "host";
         // size-dependent factors of the path (host messages of staged buffers: `hostcopy`)
@@ -1378,9 +1366,9 @@ impl<'a> Sim<'a> {
         let key = ep_key(a, b);
         if key != u64::MAX {
             if self.ctl_cache.is_empty() {
-                self.ctl_cache = vec![(u64::MAX, 0); CACHE_SLOTS];
+                self.ctl_cache = vec![(u64::MAX, 0); cache_slots(self.nranks)];
             }
-            let slot = cache_slot(key);
+            let slot = cache_slot(key, self.ctl_cache.len());
             if self.ctl_cache[slot].0 == key {
                 return self.ctl_cache[slot].1;
             }
@@ -1391,34 +1379,6 @@ impl<'a> Sim<'a> {
         }
         let (links, extra) = paths::HostPath::links(&self.m, a, b);
         self.m.path_latency(&links) + extra
-    }
-
-    /// `path.plan(..)` for a message of `bytes` between two ranks.  One-chunk plans depend on the
-    /// bytes only through their chunk size, so they are cached by (model, endpoints) in a
-    /// direct-mapped table and copied; chunked (pipelined) plans are always built.
-    fn plan_for(&mut self, path: &'static dyn DataPath, src: u32, dst: u32, bytes: u64) -> Plan {
-        let (a, b) = (self.ep(src), self.ep(dst));
-        let id = path_id(path.name());
-        let key = ep_key(a, b);
-        if id == u8::MAX || key == u64::MAX {
-            return path.plan(&self.m, a, b, bytes);
-        }
-        if self.plan_cache.is_empty() {
-            self.plan_cache = vec![None; CACHE_SLOTS];
-        }
-        let slot = cache_slot(key ^ ((id as u64) << 61) ^ (id as u64).wrapping_mul(0x9e37_79b9));
-        if let Some((k, p)) = &self.plan_cache[slot] {
-            if k.0 == key && k.1 == id {
-                let mut p = p.clone();
-                p.chunk_bytes = bytes;
-                p.last_chunk_bytes = bytes;
-                return p;
-            }
-        }
-        let p = path.plan(&self.m, a, b, bytes);
-        debug_assert!(p.chunks == 1);
-        self.plan_cache[slot] = Some((PlanKey(key, id), p.clone()));
-        p
     }
 
     /// Counts rank `r` as passing messages on its node (for `[[mpi.factors]]` bins by
