@@ -209,18 +209,69 @@ const MAX_STAGES: usize = 4;
 
 struct Xfer {
     t0: Time,
-    plan: Plan,
+    /// boxed (from `Sim::plan_pool`): a rendezvous hands its plan over without copying it
+    plan: Box<Plan>,
     owner: XferOwner,
     busy: [bool; MAX_STAGES],
     started: [u32; MAX_STAGES],
     done: [u32; MAX_STAGES],
 }
 
+/// A rank's trace request ids -> live requests.  A rank has few requests outstanding at once
+/// (a halo's dozen): a short list scanned in place beats hashing; past `SMALL` it moves to a map.
+#[derive(Default)]
+struct ReqMap {
+    small: Vec<(u64, ReqId)>,
+    big: HashMap<u64, ReqId>,
+}
+impl ReqMap {
+    const SMALL: usize = 32;
+    fn insert(&mut self, k: u64, v: ReqId) -> Option<ReqId> {
+        if !self.big.is_empty() {
+            return self.big.insert(k, v);
+        }
+        if let Some(e) = self.small.iter_mut().find(|e| e.0 == k) {
+            return Some(std::mem::replace(&mut e.1, v));
+        }
+        if self.small.len() < Self::SMALL {
+            self.small.push((k, v));
+        } else {
+            self.big.extend(self.small.drain(..));
+            self.big.insert(k, v);
+        }
+        None
+    }
+    fn remove(&mut self, k: &u64) -> Option<ReqId> {
+        if !self.big.is_empty() {
+            let v = self.big.remove(k);
+            if self.big.is_empty() {
+                self.big = HashMap::default(); // back to the list (frees the table)
+            }
+            return v;
+        }
+        let p = self.small.iter().position(|e| e.0 == *k)?;
+        Some(self.small.swap_remove(p).1)
+    }
+}
+
+/// A flow's completion event, set lazily: a flow slowed down keeps its pending event, which
+/// re-arms itself at the new finish when it fires; a flow sped up gets a new event (`gen` tells
+/// the live one).  Fewer events than one per re-rating, same completion times.
+#[derive(Clone, Copy, Debug)]
+struct FlowEv {
+    /// time of the live pending event, or NO_EVENT
+    pend: Time,
+    gen: u32,
+    /// the flow's latest finish time and the version it belongs to
+    finish: Time,
+    version: u32,
+}
+const NO_EVENT: Time = Time::MAX;
+
 #[derive(Clone, Copy, Debug)]
 enum Ev {
     Wake(u32),
     Envelope(MsgId),
-    Cts(MsgId),
     StageFlow(XferId, u8),
     StageDone(XferId, u8),
     FlowDone(u32, u32),
@@ -283,7 +334,7 @@ struct Rank {
     phase: u8,
     block: Block,
     call_start: Time,
-    reqmap: HashMap<u64, ReqId>,
+    reqmap: ReqMap,
     coll_seq: HashMap<u32, u32>,
     posted: Vec<Posted>,
     unexpected: Vec<MsgId>,
@@ -313,7 +364,7 @@ impl Rank {
             phase: 0,
             block: Block::None,
             call_start: 0,
-            reqmap: HashMap::default(),
+            reqmap: ReqMap::default(),
             coll_seq: HashMap::default(),
             posted: Vec::new(),
             unexpected: Vec::new(),
@@ -377,6 +428,12 @@ struct Sim<'a> {
     read_s: f64,
     resolve_pending: bool,
     resched: Vec<Reschedule>,
+    /// per flow: its pending completion event (see `FlowEv`)
+    flow_ev: Vec<FlowEv>,
+    /// emptied wait lists, kept for their allocations
+    wait_lists: Vec<Vec<ReqId>>,
+    /// boxes of finished transfers' plans, for reuse
+    plan_pool: Vec<Box<Plan>>,
     th: Thresholds,
     ov: AlgoOverrides,
     stats: Vec<OpStat>,
@@ -428,7 +485,13 @@ fn ep_key(a: Endpoint, b: Endpoint) -> u64 {
 
 #[inline]
 fn cache_slot(key: u64, slots: usize) -> usize {
-    (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - slots.trailing_zeros())) as usize
+    // a full 64-bit mix (splitmix64's finaliser): the key's fields sit in separate bit ranges, and
+    // one multiply leaves whole groups of endpoint pairs on the same slots
+    let mut h = key;
+    h = (h ^ (h >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    h = (h ^ (h >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    h ^= h >> 31;
+    (h >> (64 - slots.trailing_zeros())) as usize
 }
 
 fn cache_slots(nranks: u32) -> usize {
@@ -570,6 +633,9 @@ pub fn simulate(
         by_load: false,
         blocking_hint: false,
         resched: Vec::new(),
+        flow_ev: Vec::new(),
+        wait_lists: Vec::new(),
+        plan_pool: Vec::new(),
         th,
         ov,
         stats: vec![OpStat::default(); OpKind::COUNT],
@@ -676,18 +742,32 @@ impl<'a> Sim<'a> {
                 }
             }
             Ev::Envelope(m) => self.envelope(m),
-            Ev::Cts(m) => self.start_data(m),
             Ev::StageFlow(x, s) => self.stage_flow(x, s as usize),
             Ev::StageDone(x, s) => self.stage_done(x, s as usize)?,
-            Ev::FlowDone(f, v) => {
-                if self.m.net.is_current(f, v) {
-                    let token = self.m.net.finish(f);
-                    self.need_resolve();
-                    let x = (token >> 8) as XferId;
-                    let s = (token & 0xff) as usize;
-                    let lat = self.xfers[x as usize].as_ref().map(|t| t.plan.stages[s].latency_ns).unwrap_or(0);
-                    self.q.push_in(lat, Ev::StageDone(x, s as u8));
+            Ev::FlowDone(f, g) => {
+                let now = self.q.now();
+                let e = &mut self.flow_ev[f as usize];
+                if g != e.gen || e.pend == NO_EVENT {
+                    return Ok(()); // superseded by an earlier one
                 }
+                e.pend = NO_EVENT;
+                if !self.m.net.is_current(f, e.version) {
+                    return Ok(());
+                }
+                if e.finish > now {
+                    // the flow was slowed down since this event was set: one event at its new finish
+                    e.gen = e.gen.wrapping_add(1);
+                    e.pend = e.finish;
+                    let (t, g) = (e.finish, e.gen);
+                    self.q.push(t, Ev::FlowDone(f, g));
+                    return Ok(());
+                }
+                let token = self.m.net.finish(f);
+                self.need_resolve();
+                let x = (token >> 8) as XferId;
+                let s = (token & 0xff) as usize;
+                let lat = self.xfers[x as usize].as_ref().map(|t| t.plan.stages[s].latency_ns).unwrap_or(0);
+                self.q.push_in(lat, Ev::StageDone(x, s as u8));
             }
             Ev::Resolve => {
                 self.resolve_pending = false;
@@ -696,7 +776,21 @@ impl<'a> Sim<'a> {
                 let mut out = std::mem::take(&mut self.resched);
                 self.m.net.resolve(now, &mut out);
                 for r in &out {
-                    self.q.push(r.finish, Ev::FlowDone(r.flow, r.version));
+                    let f = r.flow as usize;
+                    if f >= self.flow_ev.len() {
+                        self.flow_ev.resize(f + 1, FlowEv { pend: NO_EVENT, gen: 0, finish: 0, version: 0 });
+                    }
+                    let e = &mut self.flow_ev[f];
+                    e.finish = r.finish;
+                    e.version = r.version;
+                    // a later finish keeps the pending event (it re-arms itself when it fires); an
+                    // earlier one (or none pending) needs a new event, the old one goes stale
+                    if e.pend == NO_EVENT || r.finish < e.pend {
+                        e.gen = e.gen.wrapping_add(1);
+                        e.pend = r.finish;
+                        let g = e.gen;
+                        self.q.push(r.finish, Ev::FlowDone(r.flow, g));
+                    }
                 }
                 self.resched = out;
                 self.peak_flows = self.peak_flows.max(self.m.net.active_flows as u64);
@@ -1173,9 +1267,11 @@ impl<'a> Sim<'a> {
         if phase > 0 {
             return Ok(true);
         }
-        let ids: Vec<u64> = if op.reqs().is_empty() { vec![op.req] } else { op.reqs().to_vec() };
-        let mut reqs = Vec::with_capacity(ids.len());
-        for id in ids {
+        let single = [op.req];
+        let ids: &[u64] = if op.reqs().is_empty() { &single } else { op.reqs() };
+        let mut reqs = self.wait_lists.pop().unwrap_or_default();
+        reqs.clear();
+        for &id in ids {
             if id == 0 {
                 continue; // MPI_REQUEST_NULL
             }
@@ -1214,7 +1310,7 @@ impl<'a> Sim<'a> {
             return false;
         };
         let mut retired_one = false;
-        for q in reqs {
+        for &q in &reqs {
             let rq = &self.reqs[q as usize];
             if rq.done && !(any && retired_one) {
                 if rq.post_copy > 0 {
@@ -1229,6 +1325,7 @@ impl<'a> Sim<'a> {
                 self.ranks[r as usize].reqmap.insert(key, q);
             }
         }
+        self.wait_lists.push(reqs); // its allocation serves the next wait
         true
     }
 
@@ -1353,7 +1450,8 @@ impl<'a> Sim<'a> {
             self.start_xfer(plan, XferOwner::Msg(id), o_send);
             self.q.push_in(o_send, Ev::ReqDone(req));
         } else {
-            self.msgs[id as usize].plan = Some(Box::new(plan));
+            let b = self.boxed(plan);
+            self.msgs[id as usize].plan = Some(b);
             self.q.push_in(o_send + ctl_latency, Ev::Envelope(id));
         }
         req
@@ -1368,12 +1466,17 @@ impl<'a> Sim<'a> {
             if self.ctl_cache.is_empty() {
                 self.ctl_cache = vec![(u64::MAX, 0); cache_slots(self.nranks)];
             }
+            // two-way: a key lives in slot s or its neighbour s ^ 1 (the newest in s)
             let slot = cache_slot(key, self.ctl_cache.len());
             if self.ctl_cache[slot].0 == key {
                 return self.ctl_cache[slot].1;
             }
+            if self.ctl_cache[slot ^ 1].0 == key {
+                return self.ctl_cache[slot ^ 1].1;
+            }
             let (links, extra) = paths::HostPath::links(&self.m, a, b);
             let lat = self.m.path_latency(&links) + extra;
+            self.ctl_cache[slot ^ 1] = self.ctl_cache[slot];
             self.ctl_cache[slot] = (key, lat);
             return lat;
         }
@@ -1455,17 +1558,15 @@ impl<'a> Sim<'a> {
                 self.free_msg(m);
             }
         } else {
+            // the CTS reaches the sender after the control latency and the data leaves then: the
+            // transfer is set up now, its first chunk due after that latency (one event less)
             let lat = msg.ctl_latency;
-            self.q.push(now + lat, Ev::Cts(m));
+            let plan = msg.plan.take().expect("rendezvous plan");
+            self.start_xfer_at(plan, XferOwner::Msg(m), lat, now + lat);
         }
     }
 
-    fn start_data(&mut self, m: MsgId) {
-        let plan = *self.msgs[m as usize].plan.take().expect("rendezvous plan");
-        self.start_xfer(plan, XferOwner::Msg(m), 0);
-    }
-
-    fn data_arrived(&mut self, m: MsgId) {
+    fn data_arrived(&mut self, m: MsgId) -> Result<(), SimError> {
         let msg = &mut self.msgs[m as usize];
         let o = msg.recv_o_ns + msg.unpack_ns;
         msg.data_arrived = true;
@@ -1476,10 +1577,13 @@ impl<'a> Sim<'a> {
             }
         } else {
             let (sq, rq) = (msg.send_req, msg.recv_req.expect("rendezvous data before match"));
-            self.q.push_in(0, Ev::ReqDone(sq));
-            self.q.push_in(o, Ev::ReqDone(rq));
             self.free_msg(m);
+            self.q.push_in(o, Ev::ReqDone(rq));
+            // the send completes now (no event: only event handlers get here, no rank is executing)
+            debug_assert!(self.executing.is_none());
+            return self.complete_req(sq);
         }
+        Ok(())
     }
 
     fn free_msg(&mut self, m: MsgId) {
@@ -1488,10 +1592,28 @@ impl<'a> Sim<'a> {
 
     // ------------------------------------------------------------------ transfers (pipelines)
     fn start_xfer(&mut self, plan: Plan, owner: XferOwner, extra_delay: u64) {
+        let now = self.q.now();
+        let plan = self.boxed(plan);
+        self.start_xfer_at(plan, owner, extra_delay, now)
+    }
+
+    /// A plan in a box from the pool (no allocation once the pool has warmed up).
+    fn boxed(&mut self, plan: Plan) -> Box<Plan> {
+        match self.plan_pool.pop() {
+            Some(mut b) => {
+                *b = plan;
+                b
+            }
+            None => Box::new(plan),
+        }
+    }
+
+    /// `t0`: when the transfer counts as started (timeline), at most `extra_delay` after now.
+    fn start_xfer_at(&mut self, plan: Box<Plan>, owner: XferOwner, extra_delay: u64, t0: Time) {
         let ns = plan.stages.len();
         let setup = plan.setup_ns + extra_delay;
         debug_assert!(ns <= MAX_STAGES);
-        let x = Xfer { t0: self.q.now(), plan, owner, busy: [false; MAX_STAGES], started: [0; MAX_STAGES], done: [0; MAX_STAGES] };
+        let x = Xfer { t0, plan, owner, busy: [false; MAX_STAGES], started: [0; MAX_STAGES], done: [0; MAX_STAGES] };
         let id = if let Some(id) = self.free_xfers.pop() {
             self.xfers[id as usize] = Some(x);
             id
@@ -1583,8 +1705,10 @@ impl<'a> Sim<'a> {
                     XferOwner::RankCopy(r) | XferOwner::Stream(r, _) => tl.copy(r, t.plan.model, t.plan.chunk_bytes, t.t0, now),
                 }
             }
-            match t.owner {
-                XferOwner::Msg(m) => self.data_arrived(m),
+            let owner = t.owner;
+            self.plan_pool.push(t.plan);
+            match owner {
+                XferOwner::Msg(m) => self.data_arrived(m)?,
                 XferOwner::Stream(r, st) => self.stream_item_done(r, st)?,
                 XferOwner::RankCopy(r) => {
                     let now = self.q.now();

@@ -91,6 +91,34 @@ fn two_gpus_sharing_one_nic_each_get_half() {
 }
 
 #[test]
+fn flow_slowed_then_sped_up_finishes_on_time() {
+    // one shared NIC (1 B/ns): a long transfer A (rank 0 -> 2) meets a short one B (rank 1 -> 3).
+    // While both move each gets 1/2 B/ns, so B's c bytes take 2c and A loses c ns in all.  The
+    // finish events are set lazily (a slowed flow keeps its event, which re-arms itself; a sped-up
+    // flow gets a new one): both orders of events must give these exact times.
+    let t = two_gpu_node();
+    let (b, c) = (1_000_000u64, 200_000u64);
+    let pair = |d: u64, bytes_b: u64| {
+        let r1 = if d > 0 { vec![compute(d), dev(send(3, 0, bytes_b))] } else { vec![dev(send(3, 0, bytes_b))] };
+        run(vec![vec![dev(send(2, 0, b))], r1, vec![dev(recv(0, 0, b))], vec![dev(recv(1, 0, bytes_b))]], &t, gd()).unwrap()
+    };
+    let alone = |bytes: u64| end_ns(&run(vec![vec![dev(send(2, 0, bytes))], vec![], vec![dev(recv(0, 0, bytes))], vec![]], &t, gd()).unwrap(), 2);
+    let (ta, tc) = (alone(b), alone(c));
+    // B starts 100 us after A (A is slowed, then sped up past its first finish time)
+    let d = 100_000;
+    let r = pair(d, c);
+    assert_eq!(end_ns(&r, 2), ta + c);
+    assert_eq!(end_ns(&r, 3), d + tc + c);
+    // both start together (A's first finish is at half rate, then it speeds up: an earlier finish)
+    let r = pair(0, c);
+    assert_eq!(end_ns(&r, 2), ta + c);
+    assert_eq!(end_ns(&r, 3), tc + c);
+    // B longer than what is left of A: A finishes first, at the shared rate throughout
+    let r = pair(d, 2 * b);
+    assert_eq!(end_ns(&r, 2), ta + (b - d));
+}
+
+#[test]
 fn nic_per_gpu_removes_the_contention() {
     let t = two_gpu_node().replace("affinity = \"shared\"", "count = 2\naffinity = \"per-gpu\"");
     let b = 1_000_000;
