@@ -271,6 +271,20 @@ impl FlowNet {
         false
     }
 
+    /// Progressive filling's next level: drops the links with no unfrozen flow left from `live` and
+    /// returns the smallest fair share of the capacity left among the others (infinite if none).
+    fn smallest_share(&self, live: &mut Vec<LinkId>) -> f64 {
+        live.retain(|&l| self.link_n[l as usize] > 0);
+        let mut share = f64::INFINITY;
+        for &l in live.iter() {
+            let sh = self.link_rem[l as usize] / self.link_n[l as usize] as f64;
+            if sh < share {
+                share = sh;
+            }
+        }
+        share
+    }
+
     /// Progressive filling of the U flows (marked `mark`) over the links `r_links`, whose
     /// `link_rem` / `link_n` hold the capacity left by the other flows and the count of U flows.
     fn fill_u(&mut self, mark: u32) {
@@ -280,14 +294,7 @@ impl FlowNet {
         live.extend(self.r_links.iter().copied().filter(|&l| self.link_n[l as usize] > 0));
         let mut left = self.u_flows.len();
         while left > 0 {
-            live.retain(|&l| self.link_n[l as usize] > 0);
-            let mut share = f64::INFINITY;
-            for &l in &live {
-                let sh = self.link_rem[l as usize] / self.link_n[l as usize] as f64;
-                if sh < share {
-                    share = sh;
-                }
-            }
+            let share = self.smallest_share(&mut live);
             if !share.is_finite() {
                 break;
             }
@@ -568,14 +575,7 @@ impl FlowNet {
         live.clear();
         live.extend_from_slice(&self.comp_links);
         while left > 0 {
-            let mut share = f64::INFINITY;
-            live.retain(|&l| self.link_n[l as usize] > 0);
-            for &l in &live {
-                let sh = self.link_rem[l as usize] / self.link_n[l as usize] as f64;
-                if sh < share {
-                    share = sh;
-                }
-            }
+            let share = self.smallest_share(&mut live);
             if !share.is_finite() {
                 break;
             }
