@@ -469,9 +469,9 @@ struct Sim<'a> {
     blocking_hint: bool,
 }
 
-/// Most slots of the control-latency cache (a power of two); a run gets 16 per rank
+/// Most slots of the control-latency cache (a power of two); a run gets 32 per rank
 /// (at least 1,024), so that small runs do not pay for a large table.
-const CACHE_SLOTS: usize = 1 << 15;
+const CACHE_SLOTS: usize = 1 << 17;
 
 /// The two endpoints packed in 64 bits (nodes below 2^24, GPUs below 2^8), or u64::MAX when
 /// they do not fit (the caches are then bypassed).
@@ -495,7 +495,7 @@ fn cache_slot(key: u64, slots: usize) -> usize {
 }
 
 fn cache_slots(nranks: u32) -> usize {
-    (nranks as usize * 16).next_power_of_two().clamp(1 << 10, CACHE_SLOTS)
+    (nranks as usize * 32).next_power_of_two().clamp(1 << 10, CACHE_SLOTS)
 }
 
 /// HostCopy staging of a collective: (bytes copied device-to-host before, host-to-device after) on
@@ -1466,18 +1466,18 @@ impl<'a> Sim<'a> {
             if self.ctl_cache.is_empty() {
                 self.ctl_cache = vec![(u64::MAX, 0); cache_slots(self.nranks)];
             }
-            // two-way: a key lives in slot s or its neighbour s ^ 1 (the newest in s)
-            let slot = cache_slot(key, self.ctl_cache.len());
-            if self.ctl_cache[slot].0 == key {
-                return self.ctl_cache[slot].1;
+            // two-way sets: a key lives in slot s or s + 1 of its set (s even; the newest in s)
+            let set = cache_slot(key, self.ctl_cache.len()) & !1;
+            if self.ctl_cache[set].0 == key {
+                return self.ctl_cache[set].1;
             }
-            if self.ctl_cache[slot ^ 1].0 == key {
-                return self.ctl_cache[slot ^ 1].1;
+            if self.ctl_cache[set + 1].0 == key {
+                return self.ctl_cache[set + 1].1;
             }
             let (links, extra) = paths::HostPath::links(&self.m, a, b);
             let lat = self.m.path_latency(&links) + extra;
-            self.ctl_cache[slot ^ 1] = self.ctl_cache[slot];
-            self.ctl_cache[slot] = (key, lat);
+            self.ctl_cache[set + 1] = self.ctl_cache[set];
+            self.ctl_cache[set] = (key, lat);
             return lat;
         }
         let (links, extra) = paths::HostPath::links(&self.m, a, b);
