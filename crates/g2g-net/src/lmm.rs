@@ -285,16 +285,14 @@ impl FlowNet {
         share
     }
 
-    /// Progressive filling of the U flows (marked `mark`) over the links `r_links`, whose
-    /// `link_rem` / `link_n` hold the capacity left by the other flows and the count of U flows.
-    fn fill_u(&mut self, mark: u32) {
-        let tick = self.next_tick();
-        let mut live = std::mem::take(&mut self.live);
-        live.clear();
-        live.extend(self.r_links.iter().copied().filter(|&l| self.link_n[l as usize] > 0));
-        let mut left = self.u_flows.len();
+    /// Progressive filling over the links in `live` (`link_rem` / `link_n`: the capacity left and
+    /// the count of flows still to rate): raises the rates of all unrated flows together and, at
+    /// each level, rates the flows of every link whose fair share is the smallest (within 1e-9).
+    /// `take(f, flow, share)` says whether a flow of such a link is one to rate now (and records
+    /// its rate); `left` is how many flows are to be rated.
+    fn progressive_fill(&mut self, live: &mut Vec<LinkId>, mut left: usize, mut take: impl FnMut(FlowId, &mut Flow, f64) -> bool) {
         while left > 0 {
-            let share = self.smallest_share(&mut live);
+            let share = self.smallest_share(live);
             if !share.is_finite() {
                 break;
             }
@@ -308,12 +306,9 @@ impl FlowNet {
                 }
                 for k in 0..self.links[l as usize].flows.len() {
                     let f = self.links[l as usize].flows[k];
-                    let fl = &mut self.flows[f as usize];
-                    if fl.mark != mark || fl.seen == tick {
+                    if !take(f, &mut self.flows[f as usize], share) {
                         continue;
                     }
-                    fl.seen = tick;
-                    fl.staged = share;
                     left -= 1;
                     froze = true;
                     for j in 0..self.flows[f as usize].links.len() {
@@ -327,6 +322,23 @@ impl FlowNet {
                 break;
             }
         }
+    }
+
+    /// Progressive filling of the U flows (marked `mark`) over the links `r_links`, whose
+    /// `link_rem` / `link_n` hold the capacity left by the other flows and the count of U flows.
+    fn fill_u(&mut self, mark: u32) {
+        let tick = self.next_tick();
+        let mut live = std::mem::take(&mut self.live);
+        live.clear();
+        live.extend(self.r_links.iter().copied().filter(|&l| self.link_n[l as usize] > 0));
+        self.progressive_fill(&mut live, self.u_flows.len(), |_, fl, share| {
+            if fl.mark != mark || fl.seen == tick {
+                return false;
+            }
+            fl.seen = tick;
+            fl.staged = share;
+            true
+        });
         self.live = live;
     }
 
@@ -567,46 +579,20 @@ impl FlowNet {
         }
         let unfixed_mark = mark;
         let fixed_mark = mark.wrapping_add(0x8000_0000);
-        let mut left = self.comp_flows.len();
         let mut new_rates = std::mem::take(&mut self.new_rates);
         new_rates.clear();
         // links that still carry unfrozen flows
         let mut live = std::mem::take(&mut self.live);
         live.clear();
         live.extend_from_slice(&self.comp_links);
-        while left > 0 {
-            let share = self.smallest_share(&mut live);
-            if !share.is_finite() {
-                break;
+        self.progressive_fill(&mut live, self.comp_flows.len(), |f, fl, share| {
+            if fl.mark != unfixed_mark {
+                return false;
             }
-            let tol = share * 1e-9;
-            let mut froze = false;
-            for li in 0..live.len() {
-                let l = live[li];
-                let n = self.link_n[l as usize];
-                if n == 0 || self.link_rem[l as usize] / n as f64 > share + tol {
-                    continue;
-                }
-                for k in 0..self.links[l as usize].flows.len() {
-                    let f = self.links[l as usize].flows[k];
-                    if self.flows[f as usize].mark != unfixed_mark {
-                        continue;
-                    }
-                    self.flows[f as usize].mark = fixed_mark;
-                    new_rates.push((f, share));
-                    left -= 1;
-                    froze = true;
-                    for j in 0..self.flows[f as usize].links.len() {
-                        let l2 = self.flows[f as usize].links[j] as usize;
-                        self.link_rem[l2] = (self.link_rem[l2] - share).max(0.0);
-                        self.link_n[l2] -= 1;
-                    }
-                }
-            }
-            if !froze {
-                break;
-            }
-        }
+            fl.mark = fixed_mark;
+            new_rates.push((f, share));
+            true
+        });
         self.live = live;
         for &(f, r) in &new_rates {
             let fl = &mut self.flows[f as usize];
