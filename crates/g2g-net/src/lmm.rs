@@ -49,6 +49,24 @@ struct Flow {
     seen: u32,
 }
 
+impl Flow {
+    /// Sets the rate `r` at `now` (bytes moved so far at the old rate are counted first) and, if
+    /// it changed, a new version and finish time in `out`.
+    #[inline]
+    fn rerate(&mut self, id: FlowId, now: Time, r: f64, out: &mut Vec<Reschedule>) {
+        if (self.rate - r).abs() > r * 1e-12 || self.rate == 0.0 {
+            let dt = (now - self.last) as f64;
+            self.remaining = (self.remaining - self.rate * dt).max(0.0);
+            self.last = now;
+            self.rate = r;
+            self.version = self.version.wrapping_add(1);
+            let d = if r > 0.0 { (self.remaining / r).ceil() } else { f64::MAX };
+            let finish = if d >= 1e18 { u64::MAX / 2 } else { now + d as u64 };
+            out.push(Reschedule { flow: id, finish, version: self.version });
+        }
+    }
+}
+
 /// One flow whose finish time changed: schedule its completion at `finish` with `version`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Reschedule {
@@ -456,16 +474,7 @@ impl FlowNet {
             for &f in &u {
                 let fl = &mut self.flows[f as usize];
                 let r = fl.staged;
-                if (fl.rate - r).abs() > r * 1e-12 || fl.rate == 0.0 {
-                    let dt = (now - fl.last) as f64;
-                    fl.remaining = (fl.remaining - fl.rate * dt).max(0.0);
-                    fl.last = now;
-                    fl.rate = r;
-                    fl.version = fl.version.wrapping_add(1);
-                    let d = if r > 0.0 { (fl.remaining / r).ceil() } else { f64::MAX };
-                    let finish = if d >= 1e18 { u64::MAX / 2 } else { now + d as u64 };
-                    out.push(Reschedule { flow: f, finish, version: fl.version });
-                }
+                fl.rerate(f, now, r, out);
             }
             self.dirty.clear();
             self.epoch = mark;
@@ -504,17 +513,7 @@ impl FlowNet {
                 }
                 self.flows[f as usize].mark = mark;
                 let r = self.bottleneck_share(f);
-                let fl = &mut self.flows[f as usize];
-                if (fl.rate - r).abs() > r * 1e-12 || fl.rate == 0.0 {
-                    let dt = (now - fl.last) as f64;
-                    fl.remaining = (fl.remaining - fl.rate * dt).max(0.0);
-                    fl.last = now;
-                    fl.rate = r;
-                    fl.version = fl.version.wrapping_add(1);
-                    let d = (fl.remaining / r).ceil();
-                    let finish = if d >= 1e18 { u64::MAX / 2 } else { now + d as u64 };
-                    out.push(Reschedule { flow: f, finish, version: fl.version });
-                }
+                self.flows[f as usize].rerate(f, now, r, out);
             }
         }
         self.epoch = mark;
@@ -739,6 +738,19 @@ mod tests {
         }
     }
 
+    /// 1 to 4 distinct links out of `nlinks`, in random order (a flow's path).
+    fn random_path(rng: &mut Xs, nlinks: usize) -> Vec<LinkId> {
+        let len = 1 + rng.below(4) as usize;
+        let mut links: Vec<LinkId> = vec![];
+        while links.len() < len {
+            let l = rng.below(nlinks as u64) as LinkId;
+            if !links.contains(&l) {
+                links.push(l);
+            }
+        }
+        links
+    }
+
     /// The incremental max-min solve gives the rates of the whole-component solve after every
     /// change, over random networks (shared "NIC" links, a few "spine" links, uneven capacities)
     /// and random sequences of flow starts and ends, several per instant.
@@ -763,14 +775,7 @@ mod tests {
                 now += rng.below(3);
                 let starts = rng.below(4);
                 for _ in 0..starts {
-                    let len = 1 + rng.below(4) as usize;
-                    let mut links: Vec<LinkId> = vec![];
-                    while links.len() < len {
-                        let l = rng.below(nlinks as u64) as LinkId;
-                        if !links.contains(&l) {
-                            links.push(l);
-                        }
-                    }
+                    let links = random_path(&mut rng, nlinks);
                     let bytes = 1000.0 + rng.below(100_000) as f64;
                     let a = inc.start(now, &links, bytes, 0);
                     let b = full.start(now, &links, bytes, 0);
@@ -829,14 +834,7 @@ mod tests {
             for _ in 0..400 {
                 now += rng.below(3);
                 for _ in 0..rng.below(4) {
-                    let len = 1 + rng.below(4) as usize;
-                    let mut links: Vec<LinkId> = vec![];
-                    while links.len() < len {
-                        let l = rng.below(nlinks as u64) as LinkId;
-                        if !links.contains(&l) {
-                            links.push(l);
-                        }
-                    }
+                    let links = random_path(&mut rng, nlinks);
                     live.push(n.start(now, &links, 1000.0 + rng.below(100_000) as f64, 0));
                 }
                 for _ in 0..rng.below(3) {
