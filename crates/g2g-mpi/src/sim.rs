@@ -485,12 +485,7 @@ fn ep_key(a: Endpoint, b: Endpoint) -> u64 {
 
 #[inline]
 fn cache_slot(key: u64, slots: usize) -> usize {
-    // a full 64-bit mix (splitmix64's finaliser) of the key's separate bit fields
-    let mut h = key;
-    h = (h ^ (h >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    h = (h ^ (h >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    h ^= h >> 31;
-    (h >> (64 - slots.trailing_zeros())) as usize
+    (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - slots.trailing_zeros())) as usize
 }
 
 fn cache_slots(nranks: u32) -> usize {
