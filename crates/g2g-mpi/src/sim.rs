@@ -330,7 +330,9 @@ struct Gpu {
 
 struct Rank {
     q: VecDeque<Op>,
-    cur: Option<Op>,
+    /// the operation running, in a box from `Sim::op_pool`: it moves in and out of the rank for
+    /// every step of the op, and moving a pointer is cheaper than moving an 88-byte `Op`
+    cur: Option<Box<Op>>,
     phase: u8,
     block: Block,
     call_start: Time,
@@ -434,6 +436,8 @@ struct Sim<'a> {
     wait_lists: Vec<Vec<ReqId>>,
     /// boxes of finished transfers' plans, for reuse
     plan_pool: Vec<Box<Plan>>,
+    /// boxes of finished operations, for reuse (see `Rank::cur`)
+    op_pool: Vec<Box<Op>>,
     th: Thresholds,
     ov: AlgoOverrides,
     stats: Vec<OpStat>,
@@ -630,6 +634,7 @@ pub fn simulate(
         flow_ev: Vec::new(),
         wait_lists: Vec::new(),
         plan_pool: Vec::new(),
+        op_pool: Vec::new(),
         th,
         ov,
         stats: vec![OpStat::default(); OpKind::COUNT],
@@ -695,7 +700,7 @@ impl<'a> Sim<'a> {
 
     fn describe_blocked(&self, r: u32) -> String {
         let rk = &self.ranks[r as usize];
-        let what = match &rk.cur {
+        let what = match rk.cur.as_deref() {
             Some(op) => {
                 let mut s = format!("in {} (event {})", op.kind.name(), op.seq);
                 match op.kind {
@@ -804,10 +809,13 @@ impl<'a> Sim<'a> {
     }
 
     // ------------------------------------------------------------------ trace feeding
-    fn next_op(&mut self, r: u32) -> Result<Option<Op>, SimError> {
+    /// The rank's next operation, in a box from the pool.
+    fn next_op(&mut self, r: u32) -> Result<Option<Box<Op>>, SimError> {
         loop {
-            if let Some(op) = self.ranks[r as usize].q.pop_front() {
-                return Ok(Some(op));
+            if !self.ranks[r as usize].q.is_empty() {
+                let mut b = self.op_pool.pop().unwrap_or_else(|| Box::new(Op::new(OpKind::Compute)));
+                *b = self.ranks[r as usize].q.pop_front().unwrap();
+                return Ok(Some(b));
             }
             if self.exhausted {
                 return Ok(None);
@@ -1018,6 +1026,9 @@ impl<'a> Sim<'a> {
         }
         let bytes = op.bytes.max(op.recv_bytes);
         self.op_stat(op.kind, dt, bytes);
+        let mut op = op;
+        op.lists = None; // request lists are freed now, not when the box is reused
+        self.op_pool.push(op);
     }
 
     /// Executes (or resumes) the current op; true when it is complete.
@@ -1026,6 +1037,7 @@ impl<'a> Sim<'a> {
         // the op is moved out while it runs (no clone per step) and put back afterwards
         let op = self.ranks[r as usize].cur.take().expect("current op");
         let res = self.exec_op(r, &op, phase);
+        // (moving the box back and forth costs a pointer; `op` is not otherwise touched)
         self.ranks[r as usize].cur = Some(op);
         res
     }
@@ -1364,12 +1376,14 @@ impl<'a> Sim<'a> {
             if coll_staged { (&paths::PIPELINED as &dyn DataPath, false, false) } else { self.choose_path(src, dst, src_gpu, src_gpu, bytes, collective) };
         // a staged side has its data in host memory by the time MPI moves it
         let path: &dyn DataPath = if stage_src || stage_dst { &paths::HOST } else { model };
-        let mut plan = if coll_staged {
+        // the plan is built in a pooled box (no allocation, no plan moved once the pool is warm)
+        let mut plan = self.plan_pool.pop().unwrap_or_else(|| Box::new(Plan::empty()));
+        if coll_staged {
             let c = &self.m.cfg;
-            paths::Pipelined::plan_chunked(&self.m, self.ep(src), self.ep(dst), bytes, c.collective_chunk, c.collective_depth)
+            *plan = paths::Pipelined::plan_chunked(&self.m, self.ep(src), self.ep(dst), bytes, c.collective_chunk, c.collective_depth);
         } else {
-            path.plan(&self.m, self.ep(src), self.ep(dst), bytes)
-        };
+            path.plan_into(&self.m, self.ep(src), self.ep(dst), bytes, &mut plan);
+        }
         let gpu_direct = path.name() != "host";
         // size-dependent factors of the path (host messages of staged buffers: `hostcopy`)
         let staged_msg = stage_src || stage_dst || (!gpu_direct && (self.staged_hint || (!collective && self.rank_stages(src))));
@@ -1441,11 +1455,11 @@ impl<'a> Sim<'a> {
         if eager {
             // data leaves after the send overhead; the envelope travels with it (header first)
             self.q.push_in(o_send + ctl_latency, Ev::Envelope(id));
-            self.start_xfer(plan, XferOwner::Msg(id), o_send);
+            let now = self.q.now();
+            self.start_xfer_at(plan, XferOwner::Msg(id), o_send, now);
             self.q.push_in(o_send, Ev::ReqDone(req));
         } else {
-            let b = self.boxed(plan);
-            self.msgs[id as usize].plan = Some(b);
+            self.msgs[id as usize].plan = Some(plan);
             self.q.push_in(o_send + ctl_latency, Ev::Envelope(id));
         }
         req
@@ -1468,14 +1482,12 @@ impl<'a> Sim<'a> {
             if self.ctl_cache[set + 1].0 == key {
                 return self.ctl_cache[set + 1].1;
             }
-            let (links, extra) = paths::HostPath::links(&self.m, a, b);
-            let lat = self.m.path_latency(&links) + extra;
+            let lat = paths::HostPath::links_latency(&self.m, a, b, &mut paths::Links::new());
             self.ctl_cache[set + 1] = self.ctl_cache[set];
             self.ctl_cache[set] = (key, lat);
             return lat;
         }
-        let (links, extra) = paths::HostPath::links(&self.m, a, b);
-        self.m.path_latency(&links) + extra
+        paths::HostPath::links_latency(&self.m, a, b, &mut paths::Links::new())
     }
 
     /// Counts rank `r` as passing messages on its node (for `[[mpi.factors]]` bins by

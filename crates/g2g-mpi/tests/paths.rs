@@ -570,3 +570,62 @@ fn blocking_send_overhead_parse_errors_name_key_and_line() {
     let e = g2g_net::MachineConfig::from_toml(&t, "m.toml").unwrap_err();
     assert_eq!(e.key, "mpi.factors[0].blocking_send_overhead");
 }
+
+/// The route cache and plans built in place (`DataPath::plan_into` into a reused plan) give the
+/// same links and latencies as routing afresh: random endpoint pairs, asked many times (cache
+/// hits, set conflicts and evictions: the caches hold at least 1,024 routes), on a 3-level
+/// fat-tree with two rails and on a torus whose long routes bypass the cache.
+#[test]
+fn cached_routes_and_in_place_plans_equal_fresh_ones() {
+    let fat = SIMPLE.replace(
+        "[network]\ntopology = \"crossbar\"",
+        "[network]\ntopology = \"fat-tree\"\nlevels = 3\nnodes_per_leaf = 4\nleaves_per_pod = 4\ntaper = 2\nrails = 2",
+    ).replace("gpus = 1", "gpus = 4");
+    let torus = SIMPLE.replace(
+        "[network]\ntopology = \"crossbar\"",
+        "[network]\ntopology = \"torus\"\ndims = [8, 8, 8]",
+    ).replace("gpus = 1", "gpus = 2");
+    for (text, nodes) in [(fat, 1024u32), (torus, 512u32)] {
+        let c = cfg(&text);
+        let gpn = c.gpus_per_node;
+        let m = Machine::build(c, Placement::linear(nodes * gpn, gpn)).unwrap();
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rnd = |n: u32| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % n as u64) as u32
+        };
+        let mut pooled = paths::PIPELINED.plan(&m, Endpoint { node: 0, gpu: 0 }, Endpoint { node: 1, gpu: 1 }, 1 << 20);
+        let mut long = 0;
+        for i in 0..30_000 {
+            // a few thousand distinct node pairs, each asked several times
+            let (s, d) = (rnd(nodes.min(64)) * (nodes / 64).max(1), rnd(nodes));
+            for rail in 0..3 {
+                let (mut got, mut want) = (paths::Links::new(), paths::Links::new());
+                let lat = m.net_route_latency(s, d, rail, &mut got);
+                let lat_fresh = m.net_route_fresh(s, d, rail, &mut want);
+                assert_eq!((&got, lat), (&want, lat_fresh), "route {s} -> {d} rail {rail}");
+                assert_eq!(lat, m.path_latency(&want));
+                long += (want.len() > 8) as u32;
+            }
+            if i % 10 == 0 {
+                let a = Endpoint { node: s, gpu: rnd(gpn) };
+                let b = Endpoint { node: if i % 30 == 0 { s } else { d }, gpu: rnd(gpn) };
+                for p in paths::registry() {
+                    let want = p.plan(&m, a, b, 5000);
+                    p.plan_into(&m, a, b, 5000, &mut pooled);
+                    assert_eq!(pooled, want, "{} {a:?} -> {b:?} (in place)", p.name());
+                    // every stage's latency is that of its links (plus the NIC's across nodes)
+                    for st in &want.stages {
+                        let nic = if a.node != b.node && st.links.iter().any(|&l| l >= m.topo_base()) { 1000 } else { 0 };
+                        assert_eq!(st.latency_ns, m.path_latency(&st.links) + nic, "{} {a:?} -> {b:?}", p.name());
+                    }
+                }
+            }
+        }
+        if text.contains("torus") {
+            assert!(long > 0, "the torus test should have routes too long for the cache");
+        }
+    }
+}

@@ -102,8 +102,12 @@ pub struct FlowNet {
     /// per link: (tick, sum of rates, largest rate) cached during one check
     link_stat: Vec<(u32, f64, f64)>,
     tick: u32,
-    /// bottleneck sharing: each link's fair share when its flows were last re-rated
+    /// bottleneck sharing: each link's fair share (capacity / flows) as of the last re-rating;
+    /// up to date for every link once a resolve has run (a link's flow count only changes by a
+    /// start or finish, which makes it dirty)
     last_share: Vec<f64>,
+    /// bottleneck sharing: the dirty links of one resolve with their previous share
+    changed: Vec<(LinkId, f64)>,
 }
 
 impl FlowNet {
@@ -487,20 +491,26 @@ impl FlowNet {
     fn resolve_bottleneck(&mut self, now: Time, out: &mut Vec<Reschedule>) {
         let mark = self.epoch.wrapping_add(1);
         self.solves += 1;
+        // first the new share of every dirty link (once each, in the order they are visited), so
+        // that a re-rated flow reads its links' shares instead of dividing for each
+        let mut changed = std::mem::take(&mut self.changed);
+        changed.clear();
         while let Some(l) = self.dirty.pop() {
-            if self.links[l as usize].mark == mark {
+            let lk = &mut self.links[l as usize];
+            if lk.mark == mark {
                 continue;
             }
-            self.links[l as usize].mark = mark;
-            let n = self.links[l as usize].flows.len();
-            if n == 0 {
-                self.last_share[l as usize] = f64::INFINITY;
-                continue;
+            lk.mark = mark;
+            let n = lk.flows.len();
+            let share = if n == 0 { f64::INFINITY } else { lk.cap / n as f64 };
+            let old = std::mem::replace(&mut self.last_share[l as usize], share);
+            if n > 0 {
+                changed.push((l, old));
             }
-            let share = self.links[l as usize].cap / n as f64;
-            let old_share = self.last_share[l as usize];
-            self.last_share[l as usize] = share;
-            for k in 0..n {
+        }
+        for &(l, old_share) in &changed {
+            let share = self.last_share[l as usize];
+            for k in 0..self.links[l as usize].flows.len() {
                 let f = self.links[l as usize].flows[k];
                 let fl = &self.flows[f as usize];
                 if fl.mark == mark {
@@ -516,16 +526,17 @@ impl FlowNet {
                 self.flows[f as usize].rerate(f, now, r, out);
             }
         }
+        self.changed = changed;
         self.epoch = mark;
     }
 
-    /// Smallest fair share `cap / flows` among the links of flow `f`.
+    /// Smallest fair share `cap / flows` among the links of flow `f` (bottleneck sharing: every
+    /// link's share is in `last_share` while a resolve re-rates).
     #[inline]
     fn bottleneck_share(&self, f: FlowId) -> f64 {
         let mut r = f64::INFINITY;
         for &l in &self.flows[f as usize].links {
-            let lk = &self.links[l as usize];
-            let sh = lk.cap / lk.flows.len() as f64;
+            let sh = self.last_share[l as usize];
             if sh < r {
                 r = sh;
             }

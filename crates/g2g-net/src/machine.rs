@@ -71,7 +71,36 @@ pub struct Machine {
     nv_off: u32,
     shm_off: u32,
     topo_base: LinkId,
+    /// network routes with their latency by (source node, destination node, rail)
+    routes: std::cell::RefCell<RouteCache>,
+    /// the network's rails (planes)
+    rails: u32,
 }
+
+/// Longest route the route cache keeps (fat-tree: 6 links; longer torus routes are recomputed).
+const ROUTE_MAX: usize = 8;
+/// Most slots of the route cache (a power of two).
+const ROUTE_SLOTS: usize = 1 << 16;
+
+/// One cached route: its key, length, links (as `Machine` link ids) and summed link latency.
+#[derive(Clone, Copy)]
+struct RouteEntry {
+    key: u64,
+    latency_ns: u64,
+    len: u32,
+    links: [LinkId; ROUTE_MAX],
+}
+
+/// Routes between NICs, cached: a trace sends many messages between the same nodes, and a route
+/// costs divisions, a virtual call and the latency sum.  Two-way sets indexed by a multiplicative
+/// hash of the key (the newest entry first); sized by nodes, at most `ROUTE_SLOTS`.
+#[derive(Default)]
+struct RouteCache {
+    slots: Vec<RouteEntry>,
+    scratch: Vec<LinkId>,
+}
+
+const NO_KEY: u64 = u64::MAX;
 
 impl Machine {
     pub fn build(cfg: MachineConfig, place: Placement) -> Result<Machine, String> {
@@ -143,7 +172,10 @@ impl Machine {
             net.add_link(l.bw_bytes_per_s);
             latency.push(l.latency_ns);
         }
-        Ok(Machine { cfg, place, net, latency, topo, stride, nv_off, shm_off, topo_base })
+        Ok(Machine { cfg, place, net, latency, topo, stride, nv_off, shm_off, topo_base, routes: Default::default(), rails: 0 }).map(|mut m| {
+            m.rails = m.topo.rails();
+            m
+        })
     }
 
     #[inline]
@@ -207,17 +239,68 @@ impl Machine {
     }
     /// Network links between two nodes' NICs on `rail`.
     pub fn net_route(&self, src: u32, dst: u32, rail: u32, out: &mut crate::paths::Links) {
-        thread_local! {
-            // one scratch buffer per thread: a route per message must not allocate
-            static ROUTE: std::cell::RefCell<Vec<LinkId>> = std::cell::RefCell::new(Vec::with_capacity(16));
-        }
-        ROUTE.with(|v| {
-            let mut v = v.borrow_mut();
-            v.clear();
-            self.topo.route(src, dst, rail % self.topo.rails(), &mut v);
-            out.extend(v.iter().map(|&l| l + self.topo_base));
-        });
+        self.net_route_latency(src, dst, rail, out);
     }
+
+    /// Appends the network links between two nodes' NICs on `rail` to `out` and returns the sum
+    /// of their latencies (the same as `path_latency` of those links).  Cached by node pair.
+    pub fn net_route_latency(&self, src: u32, dst: u32, rail: u32, out: &mut crate::paths::Links) -> u64 {
+        let rails = self.rails;
+        let rail = if rail < rails { rail } else { rail % rails };
+        let mut rc = self.routes.borrow_mut();
+        let rc = &mut *rc;
+        // the key: 28 bits per node, 8 of rail; a machine past that is routed without the cache
+        let cacheable = src < 1 << 28 && dst < 1 << 28 && rail < 1 << 8;
+        let key = ((src as u64) << 36) | ((dst as u64) << 8) | rail as u64;
+        let mut set = usize::MAX;
+        if cacheable {
+            if rc.slots.is_empty() {
+                let n = (self.place.nodes as usize * 16).next_power_of_two().clamp(1 << 10, ROUTE_SLOTS);
+                rc.slots = vec![RouteEntry { key: NO_KEY, latency_ns: 0, len: 0, links: [0; ROUTE_MAX] }; n];
+            }
+            let bits = rc.slots.len().trailing_zeros();
+            set = ((key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - bits)) as usize) & !1;
+            for e in &rc.slots[set..set + 2] {
+                if e.key == key {
+                    // element by element: SmallVec's extend_from_slice is a generic insert
+                    for &l in &e.links[..e.len as usize] {
+                        out.push(l);
+                    }
+                    return e.latency_ns;
+                }
+            }
+        }
+        let v = &mut rc.scratch;
+        v.clear();
+        self.topo.route(src, dst, rail, v);
+        for l in v.iter_mut() {
+            *l += self.topo_base;
+        }
+        let lat = self.path_latency(v);
+        out.extend_from_slice(v);
+        if cacheable && v.len() <= ROUTE_MAX {
+            let mut e = RouteEntry { key, latency_ns: lat, len: v.len() as u32, links: [0; ROUTE_MAX] };
+            e.links[..v.len()].copy_from_slice(v);
+            rc.slots[set + 1] = rc.slots[set];
+            rc.slots[set] = e;
+        }
+        lat
+    }
+    /// The route of `net_route_latency` computed without the cache (the reference the cache is
+    /// tested against).
+    pub fn net_route_fresh(&self, src: u32, dst: u32, rail: u32, out: &mut crate::paths::Links) -> u64 {
+        let mut v = Vec::new();
+        self.topo.route(src, dst, rail % self.topo.rails(), &mut v);
+        let at = out.len();
+        out.extend(v.iter().map(|&l| l + self.topo_base));
+        self.path_latency(&out[at..])
+    }
+
+    /// The first link id of the network (links below it are inside nodes).
+    pub fn topo_base(&self) -> LinkId {
+        self.topo_base
+    }
+
     pub fn path_latency(&self, links: &[LinkId]) -> u64 {
         links.iter().map(|&l| self.latency[l as usize]).sum()
     }

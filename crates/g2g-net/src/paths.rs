@@ -46,6 +46,32 @@ impl Plan {
     fn single(model: &'static str, setup_ns: u64, stages: Stages, bytes: u64) -> Plan {
         Plan { model, setup_ns, stages, chunks: 1, chunk_bytes: bytes, last_chunk_bytes: bytes, depth: 1, bw_factor: 1.0 }
     }
+    /// A plan with no stage (filled in place by `DataPath::plan_into`).
+    pub fn empty() -> Plan {
+        Plan::single("", 0, Stages::new(), 0)
+    }
+
+    /// Makes this plan a one-chunk plan of one stage with no delay and no links yet (its link
+    /// buffer is kept); returns that stage for the caller to fill in.
+    pub fn reset_single(&mut self, model: &'static str, setup_ns: u64, bytes: u64) -> &mut Stage {
+        self.model = model;
+        self.setup_ns = setup_ns;
+        self.chunks = 1;
+        self.chunk_bytes = bytes;
+        self.last_chunk_bytes = bytes;
+        self.depth = 1;
+        self.bw_factor = 1.0;
+        self.stages.truncate(1);
+        if self.stages.is_empty() {
+            self.stages.push(Stage { delay_ns: 0, links: Links::new(), latency_ns: 0 });
+        }
+        let s = &mut self.stages[0];
+        s.delay_ns = 0;
+        s.links.clear();
+        s.latency_ns = 0;
+        s
+    }
+
     /// One stage, one chunk (a copy, a local transfer).
     pub fn one(model: &'static str, stage: Stage, bytes: u64) -> Plan {
         Plan::single(model, 0, smallvec![stage], bytes)
@@ -86,6 +112,10 @@ pub trait DataPath: Sync {
     /// machine-file keys the model reads
     fn params(&self) -> &'static [&'static str];
     fn plan(&self, m: &Machine, src: Endpoint, dst: Endpoint, bytes: u64) -> Plan;
+    /// The same plan written into `out` (a pooled plan: no 200-byte plan moved per message).
+    fn plan_into(&self, m: &Machine, src: Endpoint, dst: Endpoint, bytes: u64, out: &mut Plan) {
+        *out = self.plan(m, src, dst, bytes);
+    }
 }
 
 pub fn stage(m: &Machine, delay_ns: u64, links: Links) -> Stage {
@@ -113,6 +143,23 @@ impl HostPath {
             (links, m.cfg.nic_latency_ns as u64)
         }
     }
+
+    /// Appends the links of the host path to `links`; returns the latency they add: the links'
+    /// latencies (computed as `Machine::path_latency` would) and the NIC's, across nodes.
+    pub fn links_latency(m: &Machine, src: Endpoint, dst: Endpoint, links: &mut Links) -> u64 {
+        if src.node == dst.node {
+            let at = links.len();
+            if m.cfg.shm_rank_bw.is_some() {
+                links.push(m.shm_out(src.node, src.gpu));
+                links.push(m.shm_in(dst.node, dst.gpu));
+            }
+            links.push(m.shm(src.node));
+            m.path_latency(&links[at..])
+        } else {
+            let rail = m.cfg.nic_of_gpu(src.gpu);
+            m.net_route_latency(src.node, dst.node, rail, links) + m.cfg.nic_latency_ns as u64
+        }
+    }
 }
 impl DataPath for HostPath {
     fn name(&self) -> &'static str {
@@ -125,10 +172,13 @@ impl DataPath for HostPath {
         &["node.host.shm_bw", "node.host.shm_latency", "node.host.shm_rank_bw", "node.host.shm_rank_out_bw", "node.nic.*", "network.*", "mpi.factors (path host / hostcopy)"]
     }
     fn plan(&self, m: &Machine, src: Endpoint, dst: Endpoint, bytes: u64) -> Plan {
-        let (links, nic) = HostPath::links(m, src, dst);
-        let mut s = stage(m, 0, links);
-        s.latency_ns += nic;
-        Plan::single("host", 0, smallvec![s], bytes)
+        let mut p = Plan::empty();
+        self.plan_into(m, src, dst, bytes, &mut p);
+        p
+    }
+    fn plan_into(&self, m: &Machine, src: Endpoint, dst: Endpoint, bytes: u64, out: &mut Plan) {
+        let s = out.reset_single("host", 0, bytes);
+        s.latency_ns = HostPath::links_latency(m, src, dst, &mut s.links);
     }
 }
 
@@ -179,15 +229,21 @@ impl DataPath for GpuP2P {
         &["node.nvlink.*", "node.pcie.*", "gpu.gpudirect_delay", "mpi.factors (path gpudirect-p2p)"]
     }
     fn plan(&self, m: &Machine, src: Endpoint, dst: Endpoint, bytes: u64) -> Plan {
-        let mut links = Links::new();
+        let mut p = Plan::empty();
+        self.plan_into(m, src, dst, bytes, &mut p);
+        p
+    }
+    fn plan_into(&self, m: &Machine, src: Endpoint, dst: Endpoint, bytes: u64, out: &mut Plan) {
+        let s = out.reset_single("gpudirect-p2p", m.cfg.gpudirect_delay_ns as u64, bytes);
+        let links = &mut s.links;
         if src.gpu == dst.gpu {
             // two ranks on one GPU: a device-local copy
             links.push(m.ce_d2h(src.node, src.gpu));
-        } else if !m.nvlink(src.node, src.gpu, dst.gpu, &mut links) {
+        } else if !m.nvlink(src.node, src.gpu, dst.gpu, links) {
             links.push(m.pcie_up(src.node, src.gpu));
             links.push(m.pcie_down(dst.node, dst.gpu));
         }
-        Plan::single("gpudirect-p2p", m.cfg.gpudirect_delay_ns as u64, smallvec![stage(m, 0, links)], bytes)
+        s.latency_ns = m.path_latency(&s.links);
     }
 }
 
@@ -204,13 +260,17 @@ impl DataPath for GpuRdma {
         &["node.nic.gpudirect_rdma", "node.pcie.*", "node.nic.*", "network.*", "gpu.gpudirect_delay", "mpi.factors (path gpudirect-rdma)"]
     }
     fn plan(&self, m: &Machine, src: Endpoint, dst: Endpoint, bytes: u64) -> Plan {
-        let mut links: Links = smallvec![m.pcie_up(src.node, src.gpu)];
-        let (net, nic) = HostPath::links(m, src, dst);
-        links.extend(net);
-        links.push(m.pcie_down(dst.node, dst.gpu));
-        let mut s = stage(m, 0, links);
-        s.latency_ns += nic;
-        Plan::single("gpudirect-rdma", m.cfg.gpudirect_delay_ns as u64, smallvec![s], bytes)
+        let mut p = Plan::empty();
+        self.plan_into(m, src, dst, bytes, &mut p);
+        p
+    }
+    fn plan_into(&self, m: &Machine, src: Endpoint, dst: Endpoint, bytes: u64, out: &mut Plan) {
+        let s = out.reset_single("gpudirect-rdma", m.cfg.gpudirect_delay_ns as u64, bytes);
+        let (up, down) = (m.pcie_up(src.node, src.gpu), m.pcie_down(dst.node, dst.gpu));
+        s.links.push(up);
+        let host = HostPath::links_latency(m, src, dst, &mut s.links);
+        s.links.push(down);
+        s.latency_ns = m.latency[up as usize] + host + m.latency[down as usize];
     }
 }
 
