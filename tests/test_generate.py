@@ -577,3 +577,26 @@ def test_large_vectorised_halo_streams_quickly(tmp_path):
 def test_workloads_reference_is_current():
     from g2gsim.generate import _docs
     assert _docs.PATH.read_text() == _docs.render(), "regenerate: python3 -m g2gsim.generate._docs"
+
+
+def test_default_windows_and_row_groups_are_small(tmp_path):
+    """Windows and row groups of about 16k rows (the core replays a row group at a time: small
+    ones keep its queues in cache and its memory bounded), from Trace.write and the streamed
+    writer alike; each row group holds whole windows."""
+    from g2gsim.trace import ROW_GROUP_ROWS, WINDOW_ROWS, auto_window_ops
+    assert auto_window_ops(4) == 4096 and auto_window_ops(1024) == 16 and auto_window_ops(1 << 20) == 1
+    assert all(n * auto_window_ops(n) <= max(WINDOW_ROWS, n) for n in (1, 3, 100, 1024, 5000, 1 << 16))
+    kw = dict(iterations=20, msg_bytes=4096, compute_ns=1000)
+    paths = [generate("halo3d", 1024, **kw).write(tmp_path / "a.parquet"),
+             generate_to_file("halo3d", 1024, tmp_path / "b.parquet", **kw)]
+    for p in paths:
+        pf = pq.ParquetFile(p)
+        assert int(pf.schema_arrow.metadata[b"g2gsim.window_ops"]) == 16
+        sizes = [pf.metadata.row_group(i).num_rows for i in range(pf.num_row_groups)]
+        assert pf.num_row_groups > 10 and all(ROW_GROUP_ROWS <= s < 2 * ROW_GROUP_ROWS for s in sizes[:-1]), sizes
+        seen = set()
+        for i in range(pf.num_row_groups):
+            wins = set((pf.read_row_group(i, columns=["seq"]).column("seq").to_numpy() // 16).tolist())
+            assert not wins & seen
+            seen |= wins
+    assert pq.read_table(paths[0]).equals(pq.read_table(paths[1]))

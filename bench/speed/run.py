@@ -76,7 +76,12 @@ def derived_machine(machine: Path, overrides: dict, out_dir: Path, name: str) ->
 
 
 def trace_path(trace_dir: Path, gen: str, ranks: int, params: dict) -> Path:
-    key = hashlib.sha1(json.dumps([gen, ranks, sorted(params.items())]).encode()).hexdigest()[:10]
+    """Where the generated trace is cached: named by generator, ranks, parameters and the file
+    layout the generator writes today (window size), so a layout change makes a new file."""
+    sys.path.insert(0, str(PYDIR))
+    from g2gsim.trace import ROW_GROUP_ROWS, auto_window_ops
+    layout = [auto_window_ops(ranks), ROW_GROUP_ROWS]
+    key = hashlib.sha1(json.dumps([gen, ranks, sorted(params.items())] + ([layout] if layout != [4096, 1 << 20] else [])).encode()).hexdigest()[:10]
     return trace_dir / f"{gen}-{ranks}-{key}.g2g.parquet"
 
 

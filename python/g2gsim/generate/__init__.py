@@ -183,9 +183,9 @@ def generate_to_file(name: str, ranks: int, path: str | Path, *, window_ops: int
     """Generate straight to a Parquet trace with bounded memory.
 
     Rows are streamed a window at a time in the documented order (window, rank, seq), each row
-    group holding whole windows.  ``window_ops`` defaults to 4096 (as ``Trace.write``) unless a
-    window of all ranks would exceed ~2M rows, then the largest power of two that stays under
-    (2 for 1,048,576 ranks).  A trace that ends up at most ~1M rows without having streamed
+    group holding whole windows.  ``window_ops`` defaults to ``auto_window_ops`` (as ``Trace.write``):
+    4096 unless a window of all ranks would exceed ~16k rows, then the largest power of two that
+    stays under (16 for 1,024 ranks, 1 from 16,384 ranks).  A trace that ends up at most ~1M rows without having streamed
     anything is written by ``Trace.write`` itself.  When ranks run different numbers of operations
     (non-periodic edges), rows of windows the slowest rank has not finished wait in memory; beyond
     ``spill_rows`` of them the furthest windows go to a temporary folder next to ``path``.

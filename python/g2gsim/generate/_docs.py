@@ -30,8 +30,9 @@ Generated from the registry (`python/g2gsim/generate/__init__.py`, `describe(nam
 * **Deterministic**: the same arguments give the identical trace; `g2gsim.source` holds the command
   that regenerates it.  Every rank starts with `Init` and ends with `Finalize`.
 * **Large traces**: `generate_to_file` streams whole windows in (window, rank, seq) order with
-  bounded memory; `window_ops` is 4096 unless a window of all ranks would exceed ~2M rows (then a
-  smaller power of two: 2 for 1,048,576 ranks).  A window is written once every rank is past it;
+  bounded memory; `window_ops` is 4096 unless a window of all ranks would exceed ~16k rows (then a
+  smaller power of two: 16 for 1,024 ranks, 1 from 16,384 ranks on), and row groups hold whole
+  windows, at least ~16k rows each.  A window is written once every rank is past it;
   where ranks run different numbers of operations (non-periodic edges of the application
   workloads) the rows ahead of the slowest rank wait, in memory up to `spill_rows` (8M) and in a
   temporary folder next to the output beyond that.

@@ -23,8 +23,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..trace import (ALL_OPS, COPY_KINDS, DEFAULT_WINDOW_OPS, FORMAT_VERSION, MEM_SPACES,
-                     NONBLOCKING_COLLECTIVES, PROC_NULL, SCHEMA, Comm, Trace)
+from ..trace import (ALL_OPS, COPY_KINDS, FORMAT_VERSION, MEM_SPACES, NONBLOCKING_COLLECTIVES,
+                     PROC_NULL, ROW_GROUP_ROWS, SCHEMA, WINDOW_ROWS, Comm, Trace, auto_window_ops)
 
 OP_NAMES = sorted(ALL_OPS)
 OP_CODE = {n: i for i, n in enumerate(OP_NAMES)}
@@ -53,8 +53,8 @@ NUM_COLS: dict[str, tuple[Any, Any]] = {
 }
 LIST_COLS = ("reqs", "counts_bytes", "recv_counts_bytes")
 
-DEFAULT_ROW_GROUP_ROWS = 1 << 20     # about what Trace.write puts in a row group
-STREAM_WINDOW_ROWS = 1 << 21         # auto window_ops keeps a window near this many rows
+DEFAULT_ROW_GROUP_ROWS = ROW_GROUP_ROWS  # what Trace.write puts in a row group (at least)
+STREAM_WINDOW_ROWS = WINDOW_ROWS         # auto window_ops keeps a window near this many rows
 SMALL_TRACE_ROWS = 1 << 20           # generate_to_file hands traces up to this size to Trace.write
 SPILL_ROWS = 1 << 23                 # unwritten rows kept in memory before spilling to disk
 
@@ -70,15 +70,6 @@ def file_metadata(nranks: int, window_ops: int, comms: list[Comm], source: str,
         "g2gsim.source": source,
         "g2gsim.buffers": buffers,
     }
-
-
-def auto_window_ops(nranks: int) -> int:
-    """``DEFAULT_WINDOW_OPS`` unless a window of all ranks would exceed ~2M rows; then the largest
-    power of two that keeps it there (at least 1)."""
-    if nranks * DEFAULT_WINDOW_OPS <= STREAM_WINDOW_ROWS:
-        return DEFAULT_WINDOW_OPS
-    w = max(1, STREAM_WINDOW_ROWS // max(nranks, 1))
-    return 1 << (int(w).bit_length() - 1)
 
 
 # --------------------------------------------------------------------------------------- rows
