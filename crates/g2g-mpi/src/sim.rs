@@ -265,6 +265,9 @@ struct FlowEv {
     /// the flow's latest finish time and the version it belongs to
     finish: Time,
     version: u32,
+    /// latency of the flow's stage, paid after its data has moved (kept here: the completion
+    /// handler then does not reach into the transfer and its plan)
+    lat: Time,
 }
 const NO_EVENT: Time = Time::MAX;
 
@@ -445,9 +448,6 @@ struct Sim<'a> {
     paths: Vec<(&'static str, PathStat)>,
     /// point-to-point bytes and messages per size class (`report::SIZE_CLASSES`)
     sizes: [PathStat; crate::report::SIZE_CLASSES.len()],
-    /// control latencies by endpoints (direct-mapped; a miss recomputes).  Plans are not cached:
-    /// a table of whole plans cost more in memory traffic than building them (measured)
-    ctl_cache: Vec<(u64, u64)>,
     p2p_msgs: u64,
     coll_msgs: u64,
     ops_total: u64,
@@ -471,29 +471,6 @@ struct Sim<'a> {
     /// set around post_send_ex by a blocking point-to-point send (Send, Ssend, Bsend, Rsend, the
     /// send half of Sendrecv): the message's bin adds its `blocking_send_overhead`
     blocking_hint: bool,
-}
-
-/// Most slots of the control-latency cache (a power of two); a run gets 32 per rank
-/// (at least 1,024), so that small runs do not pay for a large table.
-const CACHE_SLOTS: usize = 1 << 17;
-
-/// The two endpoints packed in 64 bits (nodes below 2^24, GPUs below 2^8), or u64::MAX when
-/// they do not fit (the caches are then bypassed).
-#[inline]
-fn ep_key(a: Endpoint, b: Endpoint) -> u64 {
-    if a.node >= 1 << 24 || b.node >= 1 << 24 || a.gpu >= 1 << 8 || b.gpu >= 1 << 8 {
-        return u64::MAX;
-    }
-    ((a.node as u64) << 40) | ((a.gpu as u64) << 32) | ((b.node as u64) << 8) | b.gpu as u64
-}
-
-#[inline]
-fn cache_slot(key: u64, slots: usize) -> usize {
-    (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - slots.trailing_zeros())) as usize
-}
-
-fn cache_slots(nranks: u32) -> usize {
-    (nranks as usize * 32).next_power_of_two().clamp(1 << 10, CACHE_SLOTS)
 }
 
 /// HostCopy staging of a collective: (bytes copied device-to-host before, host-to-device after) on
@@ -640,7 +617,6 @@ pub fn simulate(
         stats: vec![OpStat::default(); OpKind::COUNT],
         paths: Vec::new(),
         sizes: Default::default(),
-        ctl_cache: Vec::new(),
         p2p_msgs: 0,
         coll_msgs: 0,
         ops_total: total_ops_hint,
@@ -761,11 +737,11 @@ impl<'a> Sim<'a> {
                     self.q.push(t, Ev::FlowDone(f, g));
                     return Ok(());
                 }
+                let lat = e.lat;
                 let token = self.m.net.finish(f);
                 self.need_resolve();
                 let x = (token >> 8) as XferId;
                 let s = (token & 0xff) as usize;
-                let lat = self.xfers[x as usize].as_ref().map(|t| t.plan.stages[s].latency_ns).unwrap_or(0);
                 self.q.push_in(lat, Ev::StageDone(x, s as u8));
             }
             Ev::Resolve => {
@@ -777,7 +753,7 @@ impl<'a> Sim<'a> {
                 for r in &out {
                     let f = r.flow as usize;
                     if f >= self.flow_ev.len() {
-                        self.flow_ev.resize(f + 1, FlowEv { pend: NO_EVENT, gen: 0, finish: 0, version: 0 });
+                        self.flow_ev.resize(f + 1, FlowEv { pend: NO_EVENT, gen: 0, finish: 0, version: 0, lat: 0 });
                     }
                     let e = &mut self.flow_ev[f];
                     e.finish = r.finish;
@@ -1465,29 +1441,10 @@ impl<'a> Sim<'a> {
         req
     }
 
-    /// Latency of a control message (envelope, RTS, CTS) between two ranks: the host path's.
-    /// Cached by endpoints in a direct-mapped table (routes cost divisions and a virtual call).
+    /// Latency of a control message (envelope, RTS, CTS) between two ranks: the host path's, from
+    /// the machine's route cache (a separate table by endpoints cost a cache miss per message).
     fn ctl_latency(&mut self, src: u32, dst: u32) -> u64 {
-        let (a, b) = (self.ep(src), self.ep(dst));
-        let key = ep_key(a, b);
-        if key != u64::MAX {
-            if self.ctl_cache.is_empty() {
-                self.ctl_cache = vec![(u64::MAX, 0); cache_slots(self.nranks)];
-            }
-            // two-way sets: a key lives in slot s or s + 1 of its set (s even; the newest in s)
-            let set = cache_slot(key, self.ctl_cache.len()) & !1;
-            if self.ctl_cache[set].0 == key {
-                return self.ctl_cache[set].1;
-            }
-            if self.ctl_cache[set + 1].0 == key {
-                return self.ctl_cache[set + 1].1;
-            }
-            let lat = paths::HostPath::links_latency(&self.m, a, b, &mut paths::Links::new());
-            self.ctl_cache[set + 1] = self.ctl_cache[set];
-            self.ctl_cache[set] = (key, lat);
-            return lat;
-        }
-        paths::HostPath::links_latency(&self.m, a, b, &mut paths::Links::new())
+        paths::HostPath::latency(&self.m, self.ep(src), self.ep(dst))
     }
 
     /// Counts rank `r` as passing messages on its node (for `[[mpi.factors]]` bins by
@@ -1671,9 +1628,14 @@ impl<'a> Sim<'a> {
         self.scratch.clear();
         self.scratch.extend_from_slice(&st.links);
         let token = ((x as u64) << 8) | s as u64;
+        let lat = st.latency_ns;
         let links = std::mem::take(&mut self.scratch);
-        self.m.net.start(now, &links, flow_bytes, token);
+        let f = self.m.net.start(now, &links, flow_bytes, token) as usize;
         self.scratch = links;
+        if f >= self.flow_ev.len() {
+            self.flow_ev.resize(f + 1, FlowEv { pend: NO_EVENT, gen: 0, finish: 0, version: 0, lat: 0 });
+        }
+        self.flow_ev[f].lat = lat;
         self.need_resolve();
     }
 

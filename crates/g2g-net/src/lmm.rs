@@ -24,17 +24,23 @@ use crate::topology::LinkId;
 pub type FlowId = u32;
 type Time = u64;
 
+/// A link's flows: inline up to 6 (most links carry a handful; a starting or finishing flow then
+/// touches one cache line per link instead of the link and a separate list).
+type LinkFlows = smallvec::SmallVec<[FlowId; 6]>;
+/// A flow's links: inline up to 8 (a 3-level fat-tree route plus two PCIe links).
+type FlowLinks = smallvec::SmallVec<[LinkId; 8]>;
+
 #[derive(Clone, Debug)]
 struct Link {
     /// bytes per ns
     cap: f64,
-    flows: Vec<FlowId>,
+    flows: LinkFlows,
     mark: u32,
 }
 
 #[derive(Clone, Debug)]
 struct Flow {
-    links: Vec<LinkId>,
+    links: FlowLinks,
     remaining: f64,
     /// bytes per ns
     rate: f64,
@@ -117,7 +123,7 @@ impl FlowNet {
 
     /// Adds a link of `bw_bytes_per_s`; returns its id (ids are dense from 0).
     pub fn add_link(&mut self, bw_bytes_per_s: f64) -> LinkId {
-        self.links.push(Link { cap: bw_bytes_per_s * 1e-9, flows: Vec::new(), mark: 0 });
+        self.links.push(Link { cap: bw_bytes_per_s * 1e-9, flows: LinkFlows::new(), mark: 0 });
         self.link_rem.push(0.0);
         self.link_n.push(0);
         self.link_stat.push((0, 0.0, 0.0));
@@ -157,7 +163,7 @@ impl FlowNet {
             id
         } else {
             self.flows.push(Flow {
-                links: links.to_vec(),
+                links: FlowLinks::from_slice(links),
                 remaining: bytes.max(0.0),
                 rate: 0.0,
                 last: now,

@@ -245,6 +245,16 @@ impl Machine {
     /// Appends the network links between two nodes' NICs on `rail` to `out` and returns the sum
     /// of their latencies (the same as `path_latency` of those links).  Cached by node pair.
     pub fn net_route_latency(&self, src: u32, dst: u32, rail: u32, out: &mut crate::paths::Links) -> u64 {
+        self.route_cached(src, dst, rail, Some(out))
+    }
+
+    /// The summed latency of the network links between two nodes' NICs on `rail` (the route of
+    /// `net_route_latency`, from the same cache).
+    pub fn net_latency(&self, src: u32, dst: u32, rail: u32) -> u64 {
+        self.route_cached(src, dst, rail, None)
+    }
+
+    fn route_cached(&self, src: u32, dst: u32, rail: u32, out: Option<&mut crate::paths::Links>) -> u64 {
         let rails = self.rails;
         let rail = if rail < rails { rail } else { rail % rails };
         let mut rc = self.routes.borrow_mut();
@@ -262,9 +272,11 @@ impl Machine {
             set = ((key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - bits)) as usize) & !1;
             for e in &rc.slots[set..set + 2] {
                 if e.key == key {
-                    // element by element: SmallVec's extend_from_slice is a generic insert
-                    for &l in &e.links[..e.len as usize] {
-                        out.push(l);
+                    if let Some(out) = out {
+                        // element by element: SmallVec's extend_from_slice is a generic insert
+                        for &l in &e.links[..e.len as usize] {
+                            out.push(l);
+                        }
                     }
                     return e.latency_ns;
                 }
@@ -277,7 +289,9 @@ impl Machine {
             *l += self.topo_base;
         }
         let lat = self.path_latency(v);
-        out.extend_from_slice(v);
+        if let Some(out) = out {
+            out.extend_from_slice(v);
+        }
         if cacheable && v.len() <= ROUTE_MAX {
             let mut e = RouteEntry { key, latency_ns: lat, len: v.len() as u32, links: [0; ROUTE_MAX] };
             e.links[..v.len()].copy_from_slice(v);
@@ -286,6 +300,7 @@ impl Machine {
         }
         lat
     }
+
     /// The route of `net_route_latency` computed without the cache (the reference the cache is
     /// tested against).
     pub fn net_route_fresh(&self, src: u32, dst: u32, rail: u32, out: &mut crate::paths::Links) -> u64 {

@@ -144,6 +144,18 @@ impl HostPath {
         }
     }
 
+    /// The latency of the host path (that of `links_latency`): control messages (envelope, RTS,
+    /// CTS) between two ranks.  Across nodes, from the route cache (the message's own plan has
+    /// usually just looked up the same route).
+    pub fn latency(m: &Machine, src: Endpoint, dst: Endpoint) -> u64 {
+        if src.node == dst.node {
+            let mut links = Links::new();
+            HostPath::links_latency(m, src, dst, &mut links)
+        } else {
+            m.net_latency(src.node, dst.node, m.cfg.nic_of_gpu(src.gpu)) + m.cfg.nic_latency_ns as u64
+        }
+    }
+
     /// Appends the links of the host path to `links`; returns the latency they add: the links'
     /// latencies (computed as `Machine::path_latency` would) and the NIC's, across nodes.
     pub fn links_latency(m: &Machine, src: Endpoint, dst: Endpoint, links: &mut Links) -> u64 {
