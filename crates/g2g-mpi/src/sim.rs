@@ -165,6 +165,8 @@ struct Req {
     /// H2D copy the rank performs after waiting on this receive (HostCopy staging)
     post_copy: u64,
     live: bool,
+    /// counted in its rank's `wait_pending` (a Wait/Waitall on it is under way)
+    waited: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -359,6 +361,8 @@ struct Rank {
     /// the rank has staged MPI buffers through host memory (a D2H or H2D copy ran): its host
     /// messages are `hostcopy` ones for `[[mpi.factors]]`
     stages: bool,
+    /// requests of the current wait for all (`Block::Wait { any: false }`) not done yet
+    wait_pending: u32,
 }
 
 impl Rank {
@@ -381,6 +385,7 @@ impl Rank {
             copy: 0,
             copy_start: 0,
             stages: false,
+            wait_pending: 0,
             ops_done: 0,
             gpu: None,
             coll_h2d: 0,
@@ -875,7 +880,7 @@ impl<'a> Sim<'a> {
     }
 
     fn new_req(&mut self, owner: Owner) -> ReqId {
-        let rq = Req { owner, done: false, post_copy: 0, live: true };
+        let rq = Req { owner, done: false, post_copy: 0, live: true, waited: false };
         if let Some(id) = self.free_reqs.pop() {
             self.reqs[id as usize] = rq;
             id
@@ -1272,6 +1277,19 @@ impl<'a> Sim<'a> {
 
     /// Blocks rank r until all (or any) of `reqs` are done; retires them when satisfied.
     fn wait_on(&mut self, r: u32, reqs: Vec<ReqId>, any: bool) {
+        if !any {
+            // a wait for all: count the distinct requests not done yet, so that each completion
+            // checks a counter instead of rescanning the list (a Waitall of n: n, not n^2, loads)
+            let mut pending = 0;
+            for &q in &reqs {
+                let rq = &mut self.reqs[q as usize];
+                if !rq.done && !rq.waited {
+                    rq.waited = true;
+                    pending += 1;
+                }
+            }
+            self.ranks[r as usize].wait_pending = pending;
+        }
         self.ranks[r as usize].block = Block::Wait { reqs, any };
         self.check_wait(r);
     }
@@ -1281,7 +1299,7 @@ impl<'a> Sim<'a> {
     fn check_wait(&mut self, r: u32) -> bool {
         let sat = match &self.ranks[r as usize].block {
             Block::Wait { reqs, any: true } => reqs.is_empty() || reqs.iter().any(|&q| self.reqs[q as usize].done),
-            Block::Wait { reqs, any: false } => reqs.iter().all(|&q| self.reqs[q as usize].done),
+            Block::Wait { any: false, .. } => self.ranks[r as usize].wait_pending == 0,
             _ => return false,
         };
         if !sat {
@@ -1317,8 +1335,12 @@ impl<'a> Sim<'a> {
             return Ok(());
         }
         rq.done = true;
+        let waited = std::mem::replace(&mut rq.waited, false);
         match rq.owner {
             Owner::Rank(r) => {
+                if waited {
+                    self.ranks[r as usize].wait_pending -= 1;
+                }
                 if matches!(self.ranks[r as usize].block, Block::Wait { .. }) && self.check_wait(r) {
                     self.step(r)?;
                 }

@@ -38,21 +38,24 @@ struct Link {
     mark: u32,
 }
 
+/// Field order fixed (`repr(C)`, 64-byte aligned): what a scan of a link's flows reads (`rate`,
+/// `mark`) and what a re-rating reads next (`links`) share the first cache line.
 #[derive(Clone, Debug)]
+#[repr(C, align(64))]
 struct Flow {
-    links: FlowLinks,
-    remaining: f64,
     /// bytes per ns
     rate: f64,
-    last: Time,
-    version: u32,
-    active: bool,
     mark: u32,
+    version: u32,
+    links: FlowLinks,
+    active: bool,
+    /// visit mark of the incremental solve (`FlowNet::tick`)
+    seen: u32,
+    remaining: f64,
+    last: Time,
     token: u64,
     /// rate staged by the incremental solve, valid while `mark` is the current epoch's
     staged: f64,
-    /// visit mark of the incremental solve (`FlowNet::tick`)
-    seen: u32,
 }
 
 impl Flow {
