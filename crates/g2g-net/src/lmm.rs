@@ -517,11 +517,12 @@ impl FlowNet {
                 changed.push((l, old));
             }
         }
+        // split borrows: the scan walks each link's flow list as one slice
+        let (links, flows, last_share) = (&self.links, &mut self.flows, &self.last_share);
         for &(l, old_share) in &changed {
-            let share = self.last_share[l as usize];
-            for k in 0..self.links[l as usize].flows.len() {
-                let f = self.links[l as usize].flows[k];
-                let fl = &self.flows[f as usize];
+            let share = last_share[l as usize];
+            for &f in links[l as usize].flows.iter() {
+                let fl = &mut flows[f as usize];
                 if fl.mark == mark {
                     continue;
                 }
@@ -530,27 +531,20 @@ impl FlowNet {
                 if fl.rate > 0.0 && fl.rate <= share && fl.rate != old_share {
                     continue;
                 }
-                self.flows[f as usize].mark = mark;
-                let r = self.bottleneck_share(f);
-                self.flows[f as usize].rerate(f, now, r, out);
+                fl.mark = mark;
+                // its smallest fair share (capacity / flows) among its links
+                let mut r = f64::INFINITY;
+                for &l2 in fl.links.iter() {
+                    let sh = last_share[l2 as usize];
+                    if sh < r {
+                        r = sh;
+                    }
+                }
+                fl.rerate(f, now, r, out);
             }
         }
         self.changed = changed;
         self.epoch = mark;
-    }
-
-    /// Smallest fair share `cap / flows` among the links of flow `f` (bottleneck sharing: every
-    /// link's share is in `last_share` while a resolve re-rates).
-    #[inline]
-    fn bottleneck_share(&self, f: FlowId) -> f64 {
-        let mut r = f64::INFINITY;
-        for &l in &self.flows[f as usize].links {
-            let sh = self.last_share[l as usize];
-            if sh < r {
-                r = sh;
-            }
-        }
-        r
     }
 
     fn solve_component(&mut self, seed: LinkId, now: Time, out: &mut Vec<Reschedule>) {
