@@ -95,7 +95,8 @@ impl Hybrid {
                 i += k;
             } else if self.bp_left > 0 {
                 let k = self.bp_left.min(out.len() - i);
-                unpack(d, self.bp_bit, self.width, &mut out[i..i + k]);
+                let (dst, bit) = (&mut out[i..i + k], self.bp_bit);
+                let _ = with_width!(self.width, W => unpack_map::<W, u32>(d, bit, dst, Ok));
                 self.bp_bit += k * self.width;
                 self.bp_left -= k;
                 i += k;
@@ -132,17 +133,18 @@ impl Hybrid {
                 i += k;
             } else if self.bp_left > 0 {
                 let k = self.bp_left.min(out.len() - i);
-                let mut keys = [0u32; 256];
-                let mut done = 0;
-                while done < k {
-                    let m = (k - done).min(256);
-                    unpack(d, self.bp_bit, self.width, &mut keys[..m]);
-                    self.bp_bit += m * self.width;
-                    for (o, &key) in out[i + done..i + done + m].iter_mut().zip(&keys[..m]) {
-                        *o = *dict.get(key as usize).ok_or_else(|| oob(key))?;
-                    }
-                    done += m;
-                }
+                let (dst, bit) = (&mut out[i..i + k], self.bp_bit);
+                // a dictionary of 2^width entries or more takes any key: no check per key
+                let r = if dict.len() >> self.width > 0 {
+                    with_width!(self.width, W => {
+                        let dict = &dict[..1 << W];
+                        unpack_map::<W, i64>(d, bit, dst, |key| Ok(dict[key as usize]))
+                    })
+                } else {
+                    with_width!(self.width, W => unpack_map::<W, i64>(d, bit, dst, |key| dict.get(key as usize).copied().ok_or(key)))
+                };
+                r.map_err(oob)?;
+                self.bp_bit += k * self.width;
                 self.bp_left -= k;
                 i += k;
             } else if !self.header(d)? {
@@ -193,28 +195,60 @@ fn load_u64(d: &[u8], byte: usize) -> u64 {
     }
 }
 
-/// Unpacks `out.len()` little-endian `width`-bit values starting at bit `bit` of `d`.
-fn unpack(d: &[u8], bit: usize, width: usize, out: &mut [u32]) {
-    if width == 0 {
-        out.fill(0);
-        return;
-    }
-    let mask = (1u64 << width) - 1;
+/// Runs `$body` with `$W` a constant equal to the bit width `$w` (0..=32, as [`Hybrid::new`]
+/// checks), so that [`unpack_map`] gets constant offsets, shifts and masks.
+macro_rules! with_width {
+    ($w:expr, $W:ident => $body:expr) => {
+        with_width!(@arms $w, $W, $body; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32)
+    };
+    (@arms $w:expr, $W:ident, $body:expr; $($n:literal)*) => {
+        match $w {
+            $( $n => {
+                const $W: usize = $n;
+                $body
+            } )*
+            w => unreachable!("bit width {w}"),
+        }
+    };
+}
+use with_width;
+
+/// Unpacks the `out.len()` little-endian `W`-bit values from bit `bit` of `d` through `f` (a
+/// dictionary lookup, or none); stops at the first value `f` refuses and returns it.
+///
+/// Eight values take `W` whole bytes: from a byte boundary on, each group of eight is read from
+/// one bounds-checked slice with constant offsets and shifts (a handful of instructions a value,
+/// against a dozen with a variable width).
+#[inline(always)]
+fn unpack_map<const W: usize, T>(d: &[u8], bit: usize, out: &mut [T], mut f: impl FnMut(u32) -> Result<T, u32>) -> Result<(), u32> {
+    let mask = (1u64 << W) - 1;
+    let one = |b: usize| ((load_u64(d, b >> 3) >> (b & 7)) & mask) as u32;
+    let n = out.len();
     let mut b = bit;
-    // whole 8-byte loads while they stay inside `d`, then the careful tail
-    let fast_end = if d.len() >= 8 { (d.len() - 8) * 8 } else { 0 };
     let mut i = 0;
-    while i < out.len() && b < fast_end {
-        let byte = b >> 3;
-        let w = u64::from_le_bytes(d[byte..byte + 8].try_into().unwrap());
-        out[i] = ((w >> (b & 7)) & mask) as u32;
-        b += width;
+    // one at a time up to a byte boundary (at most 7 values: run starts are byte-aligned)
+    while i < n && b & 7 != 0 {
+        out[i] = f(one(b))?;
+        b += W;
         i += 1;
     }
-    for o in out[i..].iter_mut() {
-        *o = ((load_u64(d, b >> 3) >> (b & 7)) & mask) as u32;
-        b += width;
+    while i + 8 <= n && (b >> 3) + W + 8 <= d.len() {
+        let s = &d[b >> 3..(b >> 3) + W + 8];
+        let o = &mut out[i..i + 8];
+        for (j, o) in o.iter_mut().enumerate() {
+            let at = j * W;
+            let w = u64::from_le_bytes(s[at / 8..at / 8 + 8].try_into().unwrap());
+            *o = f(((w >> (at % 8)) & mask) as u32)?;
+        }
+        b += 8 * W;
+        i += 8;
     }
+    // the careful tail, near the end of the page
+    for o in out[i..].iter_mut() {
+        *o = f(one(b))?;
+        b += W;
+    }
+    Ok(())
 }
 
 fn bit_width(max_level: i16) -> usize {
