@@ -54,11 +54,16 @@ impl Hybrid {
         Ok(Hybrid { end, pos: start, width, rle_left: 0, rle_val: 0, bp_left: 0, bp_bit: 0 })
     }
 
+    #[inline]
     fn header(&mut self, d: &[u8]) -> Res<bool> {
-        if self.pos >= d.len() {
-            return Ok(false);
-        }
-        let h = uleb128(d, &mut self.pos)?;
+        let Some(&b0) = d.get(self.pos) else { return Ok(false) };
+        // runs of up to 63 values (or 8 * 63 bit-packed) have a one-byte header
+        let h = if b0 < 0x80 {
+            self.pos += 1;
+            b0 as u64
+        } else {
+            uleb128(d, &mut self.pos)?
+        };
         if h & 1 == 1 {
             let groups = (h >> 1) as usize;
             let avail = d.len() - self.pos;
@@ -73,11 +78,16 @@ impl Hybrid {
             if self.pos + vb > d.len() {
                 return Err("RLE run truncated".into());
             }
-            let mut v = 0u32;
-            for (k, b) in d[self.pos..self.pos + vb].iter().enumerate() {
-                v |= (*b as u32) << (8 * k);
-            }
-            self.rle_val = v;
+            // levels and small dictionaries: one byte
+            self.rle_val = if vb == 1 {
+                d[self.pos] as u32
+            } else {
+                let mut v = 0u32;
+                for (k, b) in d[self.pos..self.pos + vb].iter().enumerate() {
+                    v |= (*b as u32) << (8 * k);
+                }
+                v
+            };
             self.pos += vb;
         }
         Ok(true)
@@ -117,6 +127,14 @@ impl Hybrid {
             return Ok(Some(self.rle_val));
         }
         Ok(None)
+    }
+
+    /// The length of the RLE run of `0`s the next values are in (0 if they are not).
+    fn zero_run(&mut self, page: &[u8]) -> Res<usize> {
+        if self.rle_left == 0 && self.bp_left == 0 {
+            self.header(&page[..self.end])?;
+        }
+        Ok(if self.rle_val == 0 { self.rle_left } else { 0 })
     }
 
     /// Decodes exactly `out.len()` dictionary keys and looks them up in `dict`.
@@ -340,19 +358,33 @@ impl Symbols {
 /// Levels and values of a list column, a block at a time.
 #[derive(Default)]
 struct LevelBlock {
+    /// the levels are `rep[..len]`, `def[..len]` (the buffers only grow: no zeroing per block)
     rep: Vec<u32>,
     def: Vec<u32>,
+    len: usize,
     vals: Vec<i64>,
     pos: usize,
     vpos: usize,
+    /// null lists to give before the levels: a run of them read off the RLE runs of both level
+    /// streams at once (all-null list columns are one such run a page), no level materialised
+    nulls: usize,
 }
 
-/// The lists of a few rows: `present[i]` (false = null list), elements `vals[off[i]..off[i+1]]`.
+/// The lists of a few rows, only those that are not null (most rows have none, and a run of null
+/// lists then costs nothing): row `rows[j]` (ascending) has the elements `vals[off[j]..off[j+1]]`.
 #[derive(Default)]
 pub(crate) struct ListBuf {
-    pub(crate) present: Vec<bool>,
+    pub(crate) rows: Vec<u32>,
     pub(crate) off: Vec<u32>,
     pub(crate) vals: Vec<u64>,
+}
+
+/// The first `k` elements of a scratch buffer, grown (zeroed) only when it is too short.
+fn scratch<T: Copy + Default>(v: &mut Vec<T>, k: usize) -> &mut [T] {
+    if v.len() < k {
+        v.resize(k, T::default());
+    }
+    &mut v[..k]
 }
 
 /// Decoder of one column, a column chunk (one row group) at a time; its buffers are reused.
@@ -402,9 +434,9 @@ impl Column {
         self.left = 0;
         self.dict.clear();
         self.syms.clear();
-        self.block.rep.clear();
-        self.block.def.clear();
+        self.block.len = 0;
         self.block.pos = 0;
+        self.block.nulls = 0;
         Ok(())
     }
 
@@ -526,9 +558,9 @@ impl Column {
             v @ Vals::Plain { .. } => plain_values(self.phys, v, &self.page, out, &mut self.syms),
             Vals::Dict(h) => h.get_mapped(&self.page, out, &self.dict),
             Vals::Rle(h) => {
-                self.keys.resize(out.len(), 0);
-                h.get_exact(&self.page, &mut self.keys, "booleans")?;
-                for (o, &k) in out.iter_mut().zip(&self.keys) {
+                let keys = scratch(&mut self.keys, out.len());
+                h.get_exact(&self.page, keys, "booleans")?;
+                for (o, &k) in out.iter_mut().zip(keys.iter()) {
                     *o = k as i64;
                 }
                 Ok(())
@@ -568,9 +600,9 @@ impl Column {
                     }
                     None => {}
                 }
-                self.lv.resize(k, 0);
-                d.get_exact(&self.page, &mut self.lv, "definition levels")?;
-                let valid = self.lv.iter().filter(|&&l| l == max).count();
+                let lv = scratch(&mut self.lv, k);
+                d.get_exact(&self.page, lv, "definition levels")?;
+                let valid = lv.iter().filter(|&&l| l == max).count();
                 if valid == k {
                     self.values(dst)?;
                 } else {
@@ -603,21 +635,31 @@ impl Column {
                 return Ok(false);
             }
         }
-        let k = self.left.min(4096);
         let b = &mut self.block;
-        b.rep.resize(k, 0);
-        b.def.resize(k, 0);
-        self.rep.as_mut().ok_or("no repetition levels")?.get_exact(&self.page, &mut b.rep, "repetition levels")?;
-        self.def.as_mut().ok_or("no definition levels")?.get_exact(&self.page, &mut b.def, "definition levels")?;
+        b.pos = 0;
+        b.vpos = 0;
+        let rep = self.rep.as_mut().ok_or("no repetition levels")?;
+        let def = self.def.as_mut().ok_or("no definition levels")?;
+        // null lists (levels 0 and 0) as long as both streams are in an RLE run of 0
+        let nulls = rep.zero_run(&self.page)?.min(def.zero_run(&self.page)?).min(self.left);
+        if nulls > 0 {
+            rep.rle_left -= nulls;
+            def.rle_left -= nulls;
+            b.len = 0;
+            b.nulls = nulls;
+            self.left -= nulls;
+            return Ok(true);
+        }
+        let k = self.left.min(4096);
+        rep.get_exact(&self.page, scratch(&mut b.rep, k), "repetition levels")?;
+        def.get_exact(&self.page, scratch(&mut b.def, k), "definition levels")?;
+        b.len = k;
         let max = self.max_def as u32;
-        let nv = b.def.iter().filter(|&&d| d == max).count();
+        let nv = b.def[..k].iter().filter(|&&d| d == max).count();
         let mut vals = std::mem::take(&mut self.block.vals);
-        vals.resize(nv, 0);
-        let r = self.values(&mut vals);
+        let r = self.values(scratch(&mut vals, nv));
         self.block.vals = vals;
         r?;
-        self.block.pos = 0;
-        self.block.vpos = 0;
         self.left -= k;
         Ok(true)
     }
@@ -625,60 +667,69 @@ impl Column {
     /// Decodes the next `n` rows of a list column (optional list of optional elements:
     /// definition level 0 = null list, 1 = empty list, 2 = null element, 3 = element).
     pub(crate) fn read_lists(&mut self, z: &mut Decomp, n: usize, out: &mut ListBuf) -> Res<()> {
-        out.present.clear();
+        out.rows.clear();
         out.off.clear();
         out.vals.clear();
-        out.off.push(0);
         let max = self.max_def as u32;
         let mut row = 0;
-        while row < n {
-            if self.block.pos == self.block.rep.len() && !self.refill(z)? {
-                return Err(format!("column chunk ends early (after {row} of {n} rows)"));
-            }
+        // whether the last row started is a list (not null): repetition level 1 continues it
+        let mut open = false;
+        loop {
             let b = &mut self.block;
-            // the common case: a run of null lists
-            let nulls = b.def[b.pos..].iter().zip(&b.rep[b.pos..]).take(n - row).take_while(|(&d, &r)| d == 0 && r == 0).count();
-            if nulls > 0 {
-                out.present.resize(out.present.len() + nulls, false);
-                let at = out.vals.len() as u32;
-                out.off.resize(out.off.len() + nulls, at);
-                b.pos += nulls;
-                row += nulls;
-                continue;
-            }
-            if b.rep[b.pos] != 0 {
-                return Err("list levels out of step (a row starts inside a list)".into());
-            }
-            // one row: its first level, then those that continue its list (repetition level 1)
-            out.present.push(true);
-            let mut first = true;
-            loop {
-                let b = &mut self.block;
-                if b.pos == b.rep.len() {
-                    if !self.refill(z)? {
-                        break;
-                    }
-                    continue;
-                }
-                if !first && b.rep[b.pos] == 0 {
+            if b.nulls > 0 {
+                if row == n {
                     break;
                 }
-                let d = b.def[b.pos];
-                if first && d == 0 {
-                    *out.present.last_mut().unwrap() = false;
+                let k = b.nulls.min(n - row);
+                b.nulls -= k;
+                row += k;
+                open = false;
+                continue;
+            }
+            if b.pos == b.len {
+                // the next page may hold the rest of the last row's list
+                if !self.refill(z)? {
+                    if row < n {
+                        return Err(format!("column chunk ends early (after {row} of {n} rows)"));
+                    }
+                    break;
+                }
+                continue;
+            }
+            // repetition level 0 starts a row, 1 continues its list
+            let (rep, def, vals) = (&b.rep[..b.len], &b.def[..b.len], &b.vals[..]);
+            let mut p = b.pos;
+            let mut vp = b.vpos;
+            while p < rep.len() {
+                let d = def[p];
+                if rep[p] == 0 {
+                    if row == n {
+                        break;
+                    }
+                    open = d != 0;
+                    if open {
+                        out.rows.push(row as u32);
+                        out.off.push(out.vals.len() as u32);
+                    }
+                    row += 1;
+                } else if !open {
+                    return Err("list levels out of step (a row starts inside a list)".into());
                 }
                 if d == max {
-                    out.vals.push(b.vals[b.vpos] as u64);
-                    b.vpos += 1;
+                    out.vals.push(vals[vp] as u64);
+                    vp += 1;
                 } else if d + 1 == max {
                     out.vals.push(0); // null element
                 }
-                b.pos += 1;
-                first = false;
+                p += 1;
             }
-            out.off.push(out.vals.len() as u32);
-            row += 1;
+            b.pos = p;
+            b.vpos = vp;
+            if p < rep.len() {
+                break; // row n + 1 starts here
+            }
         }
+        out.off.push(out.vals.len() as u32);
         Ok(())
     }
 }

@@ -490,8 +490,11 @@ impl ParquetTrace {
         let (recv_bytes, recv_peer, recv_tag, root, req) = (col(RECV_BYTES), col(RECV_PEER), col(RECV_TAG), col(ROOT), col(REQ));
         let (mems, copies, stream, contig, prio) = (col(MEM), col(COPY), col(STREAM), col(CONTIG), col(PRIO));
         let ranks = &b.ranks[at..at + n];
-        let [reqs, counts, rcounts] = &b.lists;
-        let (reqs_p, counts_p, rcounts_p) = (&reqs.present[..n], &counts.present[..n], &rcounts.present[..n]);
+        // the list columns hold their non-null rows only: a cursor into each, and the next row
+        // that has any list
+        let next_of = |j: usize, c: usize| b.lists[j].rows.get(c).map_or(usize::MAX, |&r| r as usize);
+        let mut cur = [0usize; 3];
+        let mut next = (0..3).map(|j| next_of(j, 0)).min().unwrap();
         for i in 0..n {
             let r = ranks[i];
             let s = seq[i] as u32;
@@ -534,11 +537,18 @@ impl ParquetTrace {
             if d < 0 {
                 return Err(self.err(Some(r), Some(s), format!("negative dur_ns {d}")));
             }
-            let lists = if reqs_p[i] || counts_p[i] || rcounts_p[i] {
-                let list = |l: &ListBuf| -> Vec<u64> {
-                    if l.present[i] { l.vals[l.off[i] as usize..l.off[i + 1] as usize].to_vec() } else { Vec::new() }
+            let lists = if i == next {
+                let mut list = |j: usize| -> Vec<u64> {
+                    if next_of(j, cur[j]) != i {
+                        return Vec::new(); // null
+                    }
+                    let (l, c) = (&b.lists[j], cur[j]);
+                    cur[j] += 1;
+                    l.vals[l.off[c] as usize..l.off[c + 1] as usize].to_vec()
                 };
-                Some(Box::new(OpLists { reqs: list(reqs), counts: list(counts), recv_counts: list(rcounts) }))
+                let lists = OpLists { reqs: list(0), counts: list(1), recv_counts: list(2) };
+                next = (0..3).map(|j| next_of(j, cur[j])).min().unwrap();
+                Some(Box::new(lists))
             } else {
                 None
             };
