@@ -54,8 +54,23 @@ impl Hybrid {
         Ok(Hybrid { end, pos: start, width, rle_left: 0, rle_val: 0, bp_left: 0, bp_bit: 0 })
     }
 
-    #[inline]
+    /// Reads the next run's header; false at the end of the data.
+    #[inline(always)]
     fn header(&mut self, d: &[u8]) -> Res<bool> {
+        // the usual one, inline: an RLE run of up to 63 values of width 1..=8 (levels, small
+        // dictionaries), a one-byte header and a one-byte value
+        let p = self.pos;
+        if p + 2 <= d.len() && d[p] & 0x81 == 0 && self.width.wrapping_sub(1) < 8 {
+            self.rle_left = (d[p] >> 1) as usize;
+            self.rle_val = d[p + 1] as u32;
+            self.pos = p + 2;
+            return Ok(true);
+        }
+        self.header_any(d)
+    }
+
+    #[inline(never)]
+    fn header_any(&mut self, d: &[u8]) -> Res<bool> {
         let Some(&b0) = d.get(self.pos) else { return Ok(false) };
         // runs of up to 63 values (or 8 * 63 bit-packed) have a one-byte header
         let h = if b0 < 0x80 {
@@ -129,12 +144,21 @@ impl Hybrid {
         Ok(None)
     }
 
-    /// The length of the RLE run of `0`s the next values are in (0 if they are not).
-    fn zero_run(&mut self, page: &[u8]) -> Res<usize> {
+    /// The RLE run the next values are in, as (value, values left in it); `None` if they are
+    /// bit-packed (or there are none: [`Hybrid::get`] then says so).
+    fn rle_run(&mut self, page: &[u8]) -> Res<Option<(u32, usize)>> {
         if self.rle_left == 0 && self.bp_left == 0 {
             self.header(&page[..self.end])?;
         }
-        Ok(if self.rle_val == 0 { self.rle_left } else { 0 })
+        Ok((self.rle_left > 0).then_some((self.rle_val, self.rle_left)))
+    }
+
+    /// Values left in the current run (RLE or bit-packed), reading its header if need be.
+    fn run_left(&mut self, page: &[u8]) -> Res<usize> {
+        if self.rle_left == 0 && self.bp_left == 0 {
+            self.header(&page[..self.end])?;
+        }
+        Ok(self.rle_left + self.bp_left)
     }
 
     /// Decodes exactly `out.len()` dictionary keys and looks them up in `dict`.
@@ -355,7 +379,7 @@ impl Symbols {
     }
 }
 
-/// Levels and values of a list column, a block at a time.
+/// Levels of a list column decoded into arrays, where they are bit-packed, and their values.
 #[derive(Default)]
 struct LevelBlock {
     /// the levels are `rep[..len]`, `def[..len]` (the buffers only grow: no zeroing per block)
@@ -365,9 +389,6 @@ struct LevelBlock {
     vals: Vec<i64>,
     pos: usize,
     vpos: usize,
-    /// null lists to give before the levels: a run of them read off the RLE runs of both level
-    /// streams at once (all-null list columns are one such run a page), no level materialised
-    nulls: usize,
 }
 
 /// The lists of a few rows, only those that are not null (most rows have none, and a run of null
@@ -436,7 +457,6 @@ impl Column {
         self.syms.clear();
         self.block.len = 0;
         self.block.pos = 0;
-        self.block.nulls = 0;
         Ok(())
     }
 
@@ -628,29 +648,14 @@ impl Column {
         Ok(())
     }
 
-    /// Refills the level block from the current page (or the next ones); false at the end.
-    fn refill(&mut self, z: &mut Decomp) -> Res<bool> {
-        while self.left == 0 {
-            if !self.next_page(z)? {
-                return Ok(false);
-            }
-        }
+    /// Decodes the next `k` levels of the current page (and their values) into the level block.
+    fn fill_block(&mut self, k: usize) -> Res<()> {
         let b = &mut self.block;
         b.pos = 0;
         b.vpos = 0;
+        b.len = 0;
         let rep = self.rep.as_mut().ok_or("no repetition levels")?;
         let def = self.def.as_mut().ok_or("no definition levels")?;
-        // null lists (levels 0 and 0) as long as both streams are in an RLE run of 0
-        let nulls = rep.zero_run(&self.page)?.min(def.zero_run(&self.page)?).min(self.left);
-        if nulls > 0 {
-            rep.rle_left -= nulls;
-            def.rle_left -= nulls;
-            b.len = 0;
-            b.nulls = nulls;
-            self.left -= nulls;
-            return Ok(true);
-        }
-        let k = self.left.min(4096);
         rep.get_exact(&self.page, scratch(&mut b.rep, k), "repetition levels")?;
         def.get_exact(&self.page, scratch(&mut b.def, k), "definition levels")?;
         b.len = k;
@@ -661,11 +666,15 @@ impl Column {
         self.block.vals = vals;
         r?;
         self.left -= k;
-        Ok(true)
+        Ok(())
     }
 
     /// Decodes the next `n` rows of a list column (optional list of optional elements:
     /// definition level 0 = null list, 1 = empty list, 2 = null element, 3 = element).
+    ///
+    /// Where both level streams are in RLE runs (runs of null lists, and the elements of a list,
+    /// as writers encode sparse list columns), the runs are taken whole; elsewhere the levels are
+    /// decoded into the level block and taken one by one.
     pub(crate) fn read_lists(&mut self, z: &mut Decomp, n: usize, out: &mut ListBuf) -> Res<()> {
         out.rows.clear();
         out.off.clear();
@@ -676,19 +685,44 @@ impl Column {
         let mut open = false;
         loop {
             let b = &mut self.block;
-            if b.nulls > 0 {
-                if row == n {
-                    break;
+            if b.pos < b.len {
+                // repetition level 0 starts a row, 1 continues its list
+                let (rep, def, vals) = (&b.rep[..b.len], &b.def[..b.len], &b.vals[..]);
+                let mut p = b.pos;
+                let mut vp = b.vpos;
+                while p < rep.len() {
+                    let d = def[p];
+                    if rep[p] == 0 {
+                        if row == n {
+                            break;
+                        }
+                        open = d != 0;
+                        if open {
+                            out.rows.push(row as u32);
+                            out.off.push(out.vals.len() as u32);
+                        }
+                        row += 1;
+                    } else if !open {
+                        return Err("list levels out of step (a row starts inside a list)".into());
+                    }
+                    if d == max {
+                        out.vals.push(vals[vp] as u64);
+                        vp += 1;
+                    } else if d + 1 == max {
+                        out.vals.push(0); // null element
+                    }
+                    p += 1;
                 }
-                let k = b.nulls.min(n - row);
-                b.nulls -= k;
-                row += k;
-                open = false;
+                b.pos = p;
+                b.vpos = vp;
+                if p < rep.len() {
+                    break; // row n + 1 starts here
+                }
                 continue;
             }
-            if b.pos == b.len {
+            if self.left == 0 {
                 // the next page may hold the rest of the last row's list
-                if !self.refill(z)? {
+                if !self.next_page(z)? {
                     if row < n {
                         return Err(format!("column chunk ends early (after {row} of {n} rows)"));
                     }
@@ -696,37 +730,44 @@ impl Column {
                 }
                 continue;
             }
-            // repetition level 0 starts a row, 1 continues its list
-            let (rep, def, vals) = (&b.rep[..b.len], &b.def[..b.len], &b.vals[..]);
-            let mut p = b.pos;
-            let mut vp = b.vpos;
-            while p < rep.len() {
-                let d = def[p];
-                if rep[p] == 0 {
-                    if row == n {
-                        break;
-                    }
-                    open = d != 0;
-                    if open {
-                        out.rows.push(row as u32);
-                        out.off.push(out.vals.len() as u32);
-                    }
-                    row += 1;
-                } else if !open {
-                    return Err("list levels out of step (a row starts inside a list)".into());
+            let rep = self.rep.as_mut().ok_or("no repetition levels")?;
+            let def = self.def.as_mut().ok_or("no definition levels")?;
+            let (Some((r, rn)), Some((d, dn))) = (rep.rle_run(&self.page)?, def.rle_run(&self.page)?) else {
+                // bit-packed levels: decode them up to the end of the shorter run
+                let k = rep.run_left(&self.page)?.min(def.run_left(&self.page)?).clamp(1, 4096).min(self.left);
+                self.fill_block(k)?;
+                continue;
+            };
+            let mut k = rn.min(dn).min(self.left);
+            // elements per level: a value, a null element, or none (null or empty list)
+            let elem = d == max || d + 1 == max;
+            if r == 0 {
+                // k rows of one level each
+                if row == n {
+                    break;
                 }
-                if d == max {
-                    out.vals.push(vals[vp] as u64);
-                    vp += 1;
-                } else if d + 1 == max {
-                    out.vals.push(0); // null element
+                k = k.min(n - row);
+                open = d != 0;
+                if open {
+                    let at = out.vals.len();
+                    out.rows.extend(row as u32..(row + k) as u32);
+                    out.off.extend((0..k).map(|j| (at + if elem { j } else { 0 }) as u32));
                 }
-                p += 1;
+                row += k;
+            } else if !open {
+                return Err("list levels out of step (a row starts inside a list)".into());
             }
-            b.pos = p;
-            b.vpos = vp;
-            if p < rep.len() {
-                break; // row n + 1 starts here
+            rep.rle_left -= k;
+            def.rle_left -= k;
+            self.left -= k;
+            if d == max {
+                let mut v = std::mem::take(&mut self.block.vals);
+                let r = self.values(scratch(&mut v, k));
+                out.vals.extend(v[..k].iter().map(|&x| x as u64));
+                self.block.vals = v;
+                r?;
+            } else if elem {
+                out.vals.resize(out.vals.len() + k, 0); // null elements
             }
         }
         out.off.push(out.vals.len() as u32);
@@ -777,10 +818,25 @@ fn plain_values(phys: Phys, v: &mut Vals, page: &[u8], out: &mut [i64], syms: &m
             if (*pos + out.len()).div_ceil(8) > d.len() {
                 return Err(trunc());
             }
-            for o in out.iter_mut() {
+            let bit = |o: &mut i64, pos: &mut usize| {
                 *o = ((d[*pos >> 3] >> (*pos & 7)) & 1) as i64;
                 *pos += 1;
+            };
+            // to a byte boundary, then eight at a time (all true or all false: a plain fill)
+            let head = ((8 - (*pos & 7)) & 7).min(out.len());
+            let (first, rest) = out.split_at_mut(head);
+            first.iter_mut().for_each(|o| bit(o, pos));
+            let whole = (rest.len() / 8) * 8;
+            let mut groups = rest.chunks_exact_mut(8);
+            for (o8, &byte) in (&mut groups).zip(&d[*pos >> 3..]) {
+                match byte {
+                    0xff => o8.fill(1),
+                    0 => o8.fill(0),
+                    _ => o8.iter_mut().enumerate().for_each(|(j, o)| *o = ((byte >> j) & 1) as i64),
+                }
             }
+            *pos += whole;
+            groups.into_remainder().iter_mut().for_each(|o| bit(o, pos));
         }
         Phys::BYTE_ARRAY => {
             for o in out.iter_mut() {

@@ -72,7 +72,9 @@ struct Bufs {
     lcols: Vec<Column>,
     z: Decomp,
     ranks: Vec<u32>,
-    cols: Vec<Vec<i64>>,
+    /// the decoded flat columns, column `k` at `cols[k * CHUNK..]`: one buffer, so that
+    /// `assemble` reaches every column from one pointer (not 18 of them, spilled)
+    cols: Vec<i64>,
     lists: [ListBuf; 3],
     op: Vec<Option<OpKind>>,
     mem: Vec<Option<MemSpace>>,
@@ -395,7 +397,7 @@ impl ParquetTrace {
         if bufs.flat.is_empty() {
             bufs.flat = layout.flat.iter().map(|f| f.map(|(_, phys, def)| Column::new(phys, def, 0))).collect();
             bufs.lcols = layout.lists.iter().map(|&(_, def)| Column::new(Phys::INT64, def, 1)).collect();
-            bufs.cols = (0..FLAT.len()).map(|_| vec![0; CHUNK]).collect();
+            bufs.cols = vec![0; FLAT.len() * CHUNK];
         }
         let r = (|| -> Result<(), TraceError> {
             for (k, (c, f)) in bufs.flat.iter_mut().zip(&layout.flat).enumerate() {
@@ -412,7 +414,7 @@ impl ParquetTrace {
             let mut at = 0;
             while at < nrows {
                 let n = CHUNK.min(nrows - at);
-                let b = &mut bufs.cols[RANK][..n];
+                let b = &mut bufs.cols[RANK * CHUNK..RANK * CHUNK + n];
                 bufs.flat[RANK].as_mut().unwrap().read(&mut bufs.z, b, NULLS[RANK]).map_err(|e| col_err(self, FLAT[RANK], e))?;
                 bufs.ranks.extend(b.iter().map(|&r| r as u32));
                 at += n;
@@ -438,8 +440,8 @@ impl ParquetTrace {
                 for (k, c) in bufs.flat.iter_mut().enumerate() {
                     match c {
                         Some(_) if k == RANK => {}
-                        Some(c) => c.read(&mut bufs.z, &mut bufs.cols[k][..n], NULLS[k]).map_err(|e| col_err(self, FLAT[k], e))?,
-                        None => bufs.cols[k][..n].fill(NULLS[k].unwrap_or(0)),
+                        Some(c) => c.read(&mut bufs.z, &mut bufs.cols[k * CHUNK..k * CHUNK + n], NULLS[k]).map_err(|e| col_err(self, FLAT[k], e))?,
+                        None => bufs.cols[k * CHUNK..k * CHUNK + n].fill(NULLS[k].unwrap_or(0)),
                     }
                 }
                 for (j, c) in bufs.lcols.iter_mut().enumerate() {
@@ -485,7 +487,7 @@ impl ParquetTrace {
         let sym = |k: usize, i: i64| -> String {
             b.flat[k].as_ref().map(|c| String::from_utf8_lossy(&c.syms.names[i as usize]).into_owned()).unwrap_or_default()
         };
-        let col = |k: usize| &b.cols[k][..n];
+        let col = |k: usize| &b.cols[k * CHUNK..k * CHUNK + n];
         let (seq, op, dur, peer, tag, comm, bytes) = (col(SEQ), col(OP), col(DUR), col(PEER), col(TAG), col(COMM), col(BYTES));
         let (recv_bytes, recv_peer, recv_tag, root, req) = (col(RECV_BYTES), col(RECV_PEER), col(RECV_TAG), col(ROOT), col(REQ));
         let (mems, copies, stream, contig, prio) = (col(MEM), col(COPY), col(STREAM), col(CONTIG), col(PRIO));
