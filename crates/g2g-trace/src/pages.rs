@@ -851,3 +851,120 @@ fn plain_values(phys: Phys, v: &mut Vals, page: &[u8], out: &mut [i64], syms: &m
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A reference encoder: `runs` of (RLE?, values); bit-packed runs are padded to groups of 8.
+    fn encode(width: usize, runs: &[(bool, Vec<u32>)]) -> Vec<u8> {
+        let mut d = Vec::new();
+        let uleb = |d: &mut Vec<u8>, mut v: u64| loop {
+            let b = (v & 0x7f) as u8;
+            v >>= 7;
+            if v == 0 {
+                d.push(b);
+                break;
+            }
+            d.push(b | 0x80);
+        };
+        for (rle, vals) in runs {
+            if *rle {
+                uleb(&mut d, (vals.len() as u64) << 1);
+                d.extend_from_slice(&vals[0].to_le_bytes()[..width.div_ceil(8)]);
+            } else {
+                let groups = vals.len().div_ceil(8);
+                uleb(&mut d, ((groups as u64) << 1) | 1);
+                let mut bits = vec![0u8; groups * width];
+                for (i, &v) in vals.iter().enumerate() {
+                    for k in 0..width {
+                        if (v >> k) & 1 == 1 {
+                            let b = i * width + k;
+                            bits[b / 8] |= 1 << (b % 8);
+                        }
+                    }
+                }
+                d.extend_from_slice(&bits);
+            }
+        }
+        d
+    }
+
+    /// Runs of every kind for `width`: short and long RLE runs, bit-packed runs of odd lengths.
+    fn runs(width: usize) -> (Vec<(bool, Vec<u32>)>, Vec<u32>) {
+        let max = if width == 0 { 0 } else { ((1u64 << width) - 1) as u32 };
+        let mut x = 0x9e3779b9u32.wrapping_mul(width as u32 + 1);
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x & max
+        };
+        let mut runs = Vec::new();
+        for (rle, len) in [(false, 8), (true, 3), (false, 24), (false, 200), (true, 1000), (false, 8 * 63), (true, 1), (false, 16)] {
+            let vals: Vec<u32> = if rle { vec![next(); len] } else { (0..len).map(|_| next()).collect() };
+            runs.push((rle, vals));
+        }
+        let all = runs.iter().flat_map(|r| r.1.clone()).collect();
+        (runs, all)
+    }
+
+    #[test]
+    fn hybrid_decodes_every_width_in_any_steps() {
+        for width in 0..=32 {
+            let (r, want) = runs(width);
+            let page = encode(width, &r);
+            for step in [1, 3, 7, 8, 13, 64, 4096] {
+                let mut h = Hybrid::new(0, page.len(), width).unwrap();
+                let mut got = Vec::new();
+                while got.len() < want.len() {
+                    let mut out = vec![0u32; step.min(want.len() - got.len())];
+                    h.get_exact(&page, &mut out, "test").unwrap();
+                    got.extend(out);
+                }
+                assert_eq!(got, want, "width {width} step {step}");
+                // the dictionary path, a dictionary of 2^width entries (no check per key) ...
+                if width <= 12 {
+                    let dict: Vec<i64> = (0..1i64 << width).map(|k| k * 10 - 3).collect();
+                    let mut h = Hybrid::new(0, page.len(), width).unwrap();
+                    let mut got = Vec::new();
+                    while got.len() < want.len() {
+                        let mut out = vec![0i64; step.min(want.len() - got.len())];
+                        h.get_mapped(&page, &mut out, &dict).unwrap();
+                        got.extend(out);
+                    }
+                    assert!(got.iter().zip(&want).all(|(&g, &w)| g == w as i64 * 10 - 3), "width {width} step {step}");
+                    // ... and one entry short of it (checked keys): the largest key is then out of range
+                    let short = &dict[..dict.len() - 1];
+                    let mut h = Hybrid::new(0, page.len(), width).unwrap();
+                    let mut out = vec![0i64; want.len()];
+                    let r = h.get_mapped(&page, &mut out, short);
+                    if want.iter().any(|&k| k as usize >= short.len()) {
+                        let e = r.unwrap_err();
+                        assert!(e.contains(&format!("out of range ({} entries)", short.len())), "width {width}: {e}");
+                    } else {
+                        r.unwrap();
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn out_of_range_dictionary_keys_are_errors() {
+        // width 3, five entries: keys 5..7 are out of range, bit-packed and in an RLE run
+        let dict = [10i64, 11, 12, 13, 14];
+        for (runs, bad) in [
+            (vec![(false, vec![0, 1, 2, 3, 4, 0, 1, 2]), (false, vec![1, 2, 6, 0])], 6),
+            (vec![(true, vec![4; 20]), (true, vec![7; 9])], 7),
+            (vec![(false, (0..200).map(|i| i % 5).collect::<Vec<u32>>()), (false, vec![3, 5])], 5),
+        ] {
+            let page = encode(3, &runs);
+            let n: usize = runs.iter().map(|r| r.1.len()).sum();
+            let mut h = Hybrid::new(0, page.len(), 3).unwrap();
+            let mut out = vec![0i64; n];
+            let e = h.get_mapped(&page, &mut out, &dict).unwrap_err();
+            assert_eq!(e, format!("dictionary key {bad} out of range (5 entries)"));
+        }
+    }
+}
