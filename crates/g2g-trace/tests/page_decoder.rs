@@ -310,3 +310,27 @@ fn list_runs_match_arrow() {
         }
     }
 }
+
+/// A bad row stops the read there: the rows before it are queued, as by the Arrow path.
+#[test]
+fn rows_before_a_bad_row_are_queued() {
+    for bad in [0, 1, 37, 79] {
+        let mut r = rows(4, 20, 8);
+        r.dur[bad] = -5;
+        let p = tmp(&format!("bad-queued-{bad}.g2g.parquet"));
+        write(&p, 4, &r, WriterProperties::builder().build(), true, usize::MAX);
+        let queued = |arrow: bool| {
+            let mut tr = ParquetTrace::open(&p).unwrap();
+            tr.force_arrow = arrow;
+            let mut qs: Vec<VecDeque<Op>> = (0..4).map(|_| VecDeque::new()).collect();
+            let e = tr.fill(&mut qs).unwrap_err();
+            assert_eq!((e.rank, e.seq), (Some(r.rank[bad]), Some(r.seq[bad])));
+            // the Arrow path leaves a null peer undefined: compare the rest
+            qs.into_iter().map(|q| q.into_iter().map(|o| (o.seq, o.kind, o.bytes, o.dur_ns, o.lists)).collect::<Vec<_>>()).collect::<Vec<_>>()
+        };
+        let (fast, slow) = (queued(false), queued(true));
+        assert_eq!(fast.iter().map(|q| q.len()).sum::<usize>(), bad);
+        assert_eq!(fast, slow, "bad row {bad}");
+        std::fs::remove_file(&p).ok();
+    }
+}
