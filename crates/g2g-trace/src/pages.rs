@@ -146,6 +146,7 @@ impl Hybrid {
 
     /// The RLE run the next values are in, as (value, values left in it); `None` if they are
     /// bit-packed (or there are none: [`Hybrid::get`] then says so).
+    #[inline(always)]
     fn rle_run(&mut self, page: &[u8]) -> Res<Option<(u32, usize)>> {
         if self.rle_left == 0 && self.bp_left == 0 {
             self.header(&page[..self.end])?;
