@@ -764,7 +764,9 @@ impl Column {
             if d == max {
                 let mut v = std::mem::take(&mut self.block.vals);
                 let r = self.values(scratch(&mut v, k));
-                out.vals.extend(v[..k].iter().map(|&x| x as u64));
+                if r.is_ok() {
+                    out.vals.extend(v[..k].iter().map(|&x| x as u64));
+                }
                 self.block.vals = v;
                 r?;
             } else if elem {

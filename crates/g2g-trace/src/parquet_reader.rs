@@ -502,6 +502,12 @@ impl ParquetTrace {
         let next_of = |j: usize, c: usize| lists[j].rows.get(c).map_or(usize::MAX, |&r| r as usize);
         let mut cur = [0usize; 3];
         let mut next = (0..3).map(|j| next_of(j, 0)).min().unwrap();
+        // arrays of CHUNK rows, indexed by rows below `j.min(CHUNK)`: no bounds check per row
+        let col = |k: usize| &b.cols[k];
+        let (seq, dur, peer, tag, comm, bytes) = (col(SEQ), col(DUR), col(PEER), col(TAG), col(COMM), col(BYTES));
+        let (recv_bytes, recv_peer, recv_tag, root, req) = (col(RECV_BYTES), col(RECV_PEER), col(RECV_TAG), col(ROOT), col(REQ));
+        let (stream, contig, prio) = (col(STREAM), col(CONTIG), col(PRIO));
+        let syms: &[_; CHUNK] = kinds[..CHUNK].try_into().unwrap();
         let mut i = 0;
         while i < end {
             let r = ranks[i];
@@ -509,12 +515,6 @@ impl ParquetTrace {
             while j < end && ranks[j] == r {
                 j += 1;
             }
-            // the run's rows of each column: slices of one length, so no bounds check per row
-            let col = |k: usize| &b.cols[k];
-            let (seq, dur, peer, tag, comm, bytes) = (col(SEQ), col(DUR), col(PEER), col(TAG), col(COMM), col(BYTES));
-            let (recv_bytes, recv_peer, recv_tag, root, req) = (col(RECV_BYTES), col(RECV_PEER), col(RECV_TAG), col(ROOT), col(REQ));
-            let (stream, contig, prio) = (col(STREAM), col(CONTIG), col(PRIO));
-            let syms: &[_; CHUNK] = kinds[..CHUNK].try_into().unwrap();
             let q = &mut queues[r as usize];
             q.extend((i..j.min(CHUNK)).map(#[inline(always)] |i| {
                 let (kind, mem, copy) = syms[i];
@@ -570,9 +570,10 @@ impl ParquetTrace {
         let sym = |k: usize, i: i64| -> String {
             b.flat[k].as_ref().map(|c| String::from_utf8_lossy(&c.syms.names[i as usize]).into_owned()).unwrap_or_default()
         };
-        let n = n.min(CHUNK);
+        let n = n.min(CHUNK); // (it is): no bounds checks on the CHUNK-row arrays
         let col = |k: usize| &b.cols[k];
         let (seq, op, dur, mems, copies) = (col(SEQ), col(OP), col(DUR), col(MEM), col(COPY));
+        // CHUNK long, as `assemble` reads it
         kinds.resize(CHUNK, (OpKind::Compute, MemSpace::Host, CopyKind::None));
         let kinds = &mut kinds[..n];
         for i in 0..n {
