@@ -54,11 +54,31 @@ impl Hybrid {
         Ok(Hybrid { end, pos: start, width, rle_left: 0, rle_val: 0, bp_left: 0, bp_bit: 0 })
     }
 
+    /// Reads the next run's header; false at the end of the data.
+    #[inline(always)]
     fn header(&mut self, d: &[u8]) -> Res<bool> {
-        if self.pos >= d.len() {
-            return Ok(false);
+        // the usual one, inline: an RLE run of up to 63 values of width 1..=8 (levels, small
+        // dictionaries), a one-byte header and a one-byte value
+        let p = self.pos;
+        if p + 2 <= d.len() && d[p] & 0x81 == 0 && self.width.wrapping_sub(1) < 8 {
+            self.rle_left = (d[p] >> 1) as usize;
+            self.rle_val = d[p + 1] as u32;
+            self.pos = p + 2;
+            return Ok(true);
         }
-        let h = uleb128(d, &mut self.pos)?;
+        self.header_any(d)
+    }
+
+    #[inline(never)]
+    fn header_any(&mut self, d: &[u8]) -> Res<bool> {
+        let Some(&b0) = d.get(self.pos) else { return Ok(false) };
+        // runs of up to 63 values (or 8 * 63 bit-packed) have a one-byte header
+        let h = if b0 < 0x80 {
+            self.pos += 1;
+            b0 as u64
+        } else {
+            uleb128(d, &mut self.pos)?
+        };
         if h & 1 == 1 {
             let groups = (h >> 1) as usize;
             let avail = d.len() - self.pos;
@@ -73,11 +93,16 @@ impl Hybrid {
             if self.pos + vb > d.len() {
                 return Err("RLE run truncated".into());
             }
-            let mut v = 0u32;
-            for (k, b) in d[self.pos..self.pos + vb].iter().enumerate() {
-                v |= (*b as u32) << (8 * k);
-            }
-            self.rle_val = v;
+            // levels and small dictionaries: one byte
+            self.rle_val = if vb == 1 {
+                d[self.pos] as u32
+            } else {
+                let mut v = 0u32;
+                for (k, b) in d[self.pos..self.pos + vb].iter().enumerate() {
+                    v |= (*b as u32) << (8 * k);
+                }
+                v
+            };
             self.pos += vb;
         }
         Ok(true)
@@ -95,7 +120,8 @@ impl Hybrid {
                 i += k;
             } else if self.bp_left > 0 {
                 let k = self.bp_left.min(out.len() - i);
-                unpack(d, self.bp_bit, self.width, &mut out[i..i + k]);
+                let (dst, bit) = (&mut out[i..i + k], self.bp_bit);
+                let _ = with_width!(self.width, W => unpack_map::<W, u32>(d, bit, dst, Ok));
                 self.bp_bit += k * self.width;
                 self.bp_left -= k;
                 i += k;
@@ -118,6 +144,24 @@ impl Hybrid {
         Ok(None)
     }
 
+    /// The RLE run the next values are in, as (value, values left in it); `None` if they are
+    /// bit-packed (or there are none: [`Hybrid::get`] then says so).
+    #[inline(always)]
+    fn rle_run(&mut self, page: &[u8]) -> Res<Option<(u32, usize)>> {
+        if self.rle_left == 0 && self.bp_left == 0 {
+            self.header(&page[..self.end])?;
+        }
+        Ok((self.rle_left > 0).then_some((self.rle_val, self.rle_left)))
+    }
+
+    /// Values left in the current run (RLE or bit-packed), reading its header if need be.
+    fn run_left(&mut self, page: &[u8]) -> Res<usize> {
+        if self.rle_left == 0 && self.bp_left == 0 {
+            self.header(&page[..self.end])?;
+        }
+        Ok(self.rle_left + self.bp_left)
+    }
+
     /// Decodes exactly `out.len()` dictionary keys and looks them up in `dict`.
     fn get_mapped(&mut self, page: &[u8], out: &mut [i64], dict: &[i64]) -> Res<()> {
         let d = &page[..self.end];
@@ -132,17 +176,18 @@ impl Hybrid {
                 i += k;
             } else if self.bp_left > 0 {
                 let k = self.bp_left.min(out.len() - i);
-                let mut keys = [0u32; 256];
-                let mut done = 0;
-                while done < k {
-                    let m = (k - done).min(256);
-                    unpack(d, self.bp_bit, self.width, &mut keys[..m]);
-                    self.bp_bit += m * self.width;
-                    for (o, &key) in out[i + done..i + done + m].iter_mut().zip(&keys[..m]) {
-                        *o = *dict.get(key as usize).ok_or_else(|| oob(key))?;
-                    }
-                    done += m;
-                }
+                let (dst, bit) = (&mut out[i..i + k], self.bp_bit);
+                // a dictionary of 2^width entries or more takes any key: no check per key
+                let r = if dict.len() >> self.width > 0 {
+                    with_width!(self.width, W => {
+                        let dict = &dict[..1 << W];
+                        unpack_map::<W, i64>(d, bit, dst, |key| Ok(dict[key as usize]))
+                    })
+                } else {
+                    with_width!(self.width, W => unpack_map::<W, i64>(d, bit, dst, |key| dict.get(key as usize).copied().ok_or(key)))
+                };
+                r.map_err(oob)?;
+                self.bp_bit += k * self.width;
                 self.bp_left -= k;
                 i += k;
             } else if !self.header(d)? {
@@ -193,28 +238,60 @@ fn load_u64(d: &[u8], byte: usize) -> u64 {
     }
 }
 
-/// Unpacks `out.len()` little-endian `width`-bit values starting at bit `bit` of `d`.
-fn unpack(d: &[u8], bit: usize, width: usize, out: &mut [u32]) {
-    if width == 0 {
-        out.fill(0);
-        return;
-    }
-    let mask = (1u64 << width) - 1;
+/// Runs `$body` with `$W` a constant equal to the bit width `$w` (0..=32, as [`Hybrid::new`]
+/// checks), so that [`unpack_map`] gets constant offsets, shifts and masks.
+macro_rules! with_width {
+    ($w:expr, $W:ident => $body:expr) => {
+        with_width!(@arms $w, $W, $body; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32)
+    };
+    (@arms $w:expr, $W:ident, $body:expr; $($n:literal)*) => {
+        match $w {
+            $( $n => {
+                const $W: usize = $n;
+                $body
+            } )*
+            w => unreachable!("bit width {w}"),
+        }
+    };
+}
+use with_width;
+
+/// Unpacks the `out.len()` little-endian `W`-bit values from bit `bit` of `d` through `f` (a
+/// dictionary lookup, or none); stops at the first value `f` refuses and returns it.
+///
+/// Eight values take `W` whole bytes: from a byte boundary on, each group of eight is read from
+/// one bounds-checked slice with constant offsets and shifts (a handful of instructions a value,
+/// against a dozen with a variable width).
+#[inline(always)]
+fn unpack_map<const W: usize, T>(d: &[u8], bit: usize, out: &mut [T], mut f: impl FnMut(u32) -> Result<T, u32>) -> Result<(), u32> {
+    let mask = (1u64 << W) - 1;
+    let one = |b: usize| ((load_u64(d, b >> 3) >> (b & 7)) & mask) as u32;
+    let n = out.len();
     let mut b = bit;
-    // whole 8-byte loads while they stay inside `d`, then the careful tail
-    let fast_end = if d.len() >= 8 { (d.len() - 8) * 8 } else { 0 };
     let mut i = 0;
-    while i < out.len() && b < fast_end {
-        let byte = b >> 3;
-        let w = u64::from_le_bytes(d[byte..byte + 8].try_into().unwrap());
-        out[i] = ((w >> (b & 7)) & mask) as u32;
-        b += width;
+    // one at a time up to a byte boundary (at most 7 values: run starts are byte-aligned)
+    while i < n && b & 7 != 0 {
+        out[i] = f(one(b))?;
+        b += W;
         i += 1;
     }
-    for o in out[i..].iter_mut() {
-        *o = ((load_u64(d, b >> 3) >> (b & 7)) & mask) as u32;
-        b += width;
+    while i + 8 <= n && (b >> 3) + W + 8 <= d.len() {
+        let s = &d[b >> 3..(b >> 3) + W + 8];
+        let o = &mut out[i..i + 8];
+        for (j, o) in o.iter_mut().enumerate() {
+            let at = j * W;
+            let w = u64::from_le_bytes(s[at / 8..at / 8 + 8].try_into().unwrap());
+            *o = f(((w >> (at % 8)) & mask) as u32)?;
+        }
+        b += 8 * W;
+        i += 8;
     }
+    // the careful tail, near the end of the page
+    for o in out[i..].iter_mut() {
+        *o = f(one(b))?;
+        b += W;
+    }
+    Ok(())
 }
 
 fn bit_width(max_level: i16) -> usize {
@@ -303,22 +380,33 @@ impl Symbols {
     }
 }
 
-/// Levels and values of a list column, a block at a time.
+/// Levels of a list column decoded into arrays, where they are bit-packed, and their values.
 #[derive(Default)]
 struct LevelBlock {
+    /// the levels are `rep[..len]`, `def[..len]` (the buffers only grow: no zeroing per block)
     rep: Vec<u32>,
     def: Vec<u32>,
+    len: usize,
     vals: Vec<i64>,
     pos: usize,
     vpos: usize,
 }
 
-/// The lists of a few rows: `present[i]` (false = null list), elements `vals[off[i]..off[i+1]]`.
+/// The lists of a few rows, only those that are not null (most rows have none, and a run of null
+/// lists then costs nothing): row `rows[j]` (ascending) has the elements `vals[off[j]..off[j+1]]`.
 #[derive(Default)]
 pub(crate) struct ListBuf {
-    pub(crate) present: Vec<bool>,
+    pub(crate) rows: Vec<u32>,
     pub(crate) off: Vec<u32>,
     pub(crate) vals: Vec<u64>,
+}
+
+/// The first `k` elements of a scratch buffer, grown (zeroed) only when it is too short.
+fn scratch<T: Copy + Default>(v: &mut Vec<T>, k: usize) -> &mut [T] {
+    if v.len() < k {
+        v.resize(k, T::default());
+    }
+    &mut v[..k]
 }
 
 /// Decoder of one column, a column chunk (one row group) at a time; its buffers are reused.
@@ -368,8 +456,7 @@ impl Column {
         self.left = 0;
         self.dict.clear();
         self.syms.clear();
-        self.block.rep.clear();
-        self.block.def.clear();
+        self.block.len = 0;
         self.block.pos = 0;
         Ok(())
     }
@@ -492,9 +579,9 @@ impl Column {
             v @ Vals::Plain { .. } => plain_values(self.phys, v, &self.page, out, &mut self.syms),
             Vals::Dict(h) => h.get_mapped(&self.page, out, &self.dict),
             Vals::Rle(h) => {
-                self.keys.resize(out.len(), 0);
-                h.get_exact(&self.page, &mut self.keys, "booleans")?;
-                for (o, &k) in out.iter_mut().zip(&self.keys) {
+                let keys = scratch(&mut self.keys, out.len());
+                h.get_exact(&self.page, keys, "booleans")?;
+                for (o, &k) in out.iter_mut().zip(keys.iter()) {
                     *o = k as i64;
                 }
                 Ok(())
@@ -534,9 +621,9 @@ impl Column {
                     }
                     None => {}
                 }
-                self.lv.resize(k, 0);
-                d.get_exact(&self.page, &mut self.lv, "definition levels")?;
-                let valid = self.lv.iter().filter(|&&l| l == max).count();
+                let lv = scratch(&mut self.lv, k);
+                d.get_exact(&self.page, lv, "definition levels")?;
+                let valid = lv.iter().filter(|&&l| l == max).count();
                 if valid == k {
                     self.values(dst)?;
                 } else {
@@ -562,89 +649,131 @@ impl Column {
         Ok(())
     }
 
-    /// Refills the level block from the current page (or the next ones); false at the end.
-    fn refill(&mut self, z: &mut Decomp) -> Res<bool> {
-        while self.left == 0 {
-            if !self.next_page(z)? {
-                return Ok(false);
-            }
-        }
-        let k = self.left.min(4096);
+    /// Decodes the next `k` levels of the current page (and their values) into the level block.
+    fn fill_block(&mut self, k: usize) -> Res<()> {
         let b = &mut self.block;
-        b.rep.resize(k, 0);
-        b.def.resize(k, 0);
-        self.rep.as_mut().ok_or("no repetition levels")?.get_exact(&self.page, &mut b.rep, "repetition levels")?;
-        self.def.as_mut().ok_or("no definition levels")?.get_exact(&self.page, &mut b.def, "definition levels")?;
+        b.pos = 0;
+        b.vpos = 0;
+        b.len = 0;
+        let rep = self.rep.as_mut().ok_or("no repetition levels")?;
+        let def = self.def.as_mut().ok_or("no definition levels")?;
+        rep.get_exact(&self.page, scratch(&mut b.rep, k), "repetition levels")?;
+        def.get_exact(&self.page, scratch(&mut b.def, k), "definition levels")?;
+        b.len = k;
         let max = self.max_def as u32;
-        let nv = b.def.iter().filter(|&&d| d == max).count();
+        let nv = b.def[..k].iter().filter(|&&d| d == max).count();
         let mut vals = std::mem::take(&mut self.block.vals);
-        vals.resize(nv, 0);
-        let r = self.values(&mut vals);
+        let r = self.values(scratch(&mut vals, nv));
         self.block.vals = vals;
         r?;
-        self.block.pos = 0;
-        self.block.vpos = 0;
         self.left -= k;
-        Ok(true)
+        Ok(())
     }
 
     /// Decodes the next `n` rows of a list column (optional list of optional elements:
     /// definition level 0 = null list, 1 = empty list, 2 = null element, 3 = element).
+    ///
+    /// Where both level streams are in RLE runs (runs of null lists, and the elements of a list,
+    /// as writers encode sparse list columns), the runs are taken whole; elsewhere the levels are
+    /// decoded into the level block and taken one by one.
     pub(crate) fn read_lists(&mut self, z: &mut Decomp, n: usize, out: &mut ListBuf) -> Res<()> {
-        out.present.clear();
+        out.rows.clear();
         out.off.clear();
         out.vals.clear();
-        out.off.push(0);
         let max = self.max_def as u32;
         let mut row = 0;
-        while row < n {
-            if self.block.pos == self.block.rep.len() && !self.refill(z)? {
-                return Err(format!("column chunk ends early (after {row} of {n} rows)"));
-            }
+        // whether the last row started is a list (not null): repetition level 1 continues it
+        let mut open = false;
+        loop {
             let b = &mut self.block;
-            // the common case: a run of null lists
-            let nulls = b.def[b.pos..].iter().zip(&b.rep[b.pos..]).take(n - row).take_while(|(&d, &r)| d == 0 && r == 0).count();
-            if nulls > 0 {
-                out.present.resize(out.present.len() + nulls, false);
-                let at = out.vals.len() as u32;
-                out.off.resize(out.off.len() + nulls, at);
-                b.pos += nulls;
-                row += nulls;
+            if b.pos < b.len {
+                // repetition level 0 starts a row, 1 continues its list
+                let (rep, def, vals) = (&b.rep[..b.len], &b.def[..b.len], &b.vals[..]);
+                let mut p = b.pos;
+                let mut vp = b.vpos;
+                while p < rep.len() {
+                    let d = def[p];
+                    if rep[p] == 0 {
+                        if row == n {
+                            break;
+                        }
+                        open = d != 0;
+                        if open {
+                            out.rows.push(row as u32);
+                            out.off.push(out.vals.len() as u32);
+                        }
+                        row += 1;
+                    } else if !open {
+                        return Err("list levels out of step (a row starts inside a list)".into());
+                    }
+                    if d == max {
+                        out.vals.push(vals[vp] as u64);
+                        vp += 1;
+                    } else if d + 1 == max {
+                        out.vals.push(0); // null element
+                    }
+                    p += 1;
+                }
+                b.pos = p;
+                b.vpos = vp;
+                if p < rep.len() {
+                    break; // row n + 1 starts here
+                }
                 continue;
             }
-            if b.rep[b.pos] != 0 {
-                return Err("list levels out of step (a row starts inside a list)".into());
-            }
-            // one row: its first level, then those that continue its list (repetition level 1)
-            out.present.push(true);
-            let mut first = true;
-            loop {
-                let b = &mut self.block;
-                if b.pos == b.rep.len() {
-                    if !self.refill(z)? {
-                        break;
+            if self.left == 0 {
+                // the next page may hold the rest of the last row's list
+                if !self.next_page(z)? {
+                    if row < n {
+                        return Err(format!("column chunk ends early (after {row} of {n} rows)"));
                     }
-                    continue;
-                }
-                if !first && b.rep[b.pos] == 0 {
                     break;
                 }
-                let d = b.def[b.pos];
-                if first && d == 0 {
-                    *out.present.last_mut().unwrap() = false;
-                }
-                if d == max {
-                    out.vals.push(b.vals[b.vpos] as u64);
-                    b.vpos += 1;
-                } else if d + 1 == max {
-                    out.vals.push(0); // null element
-                }
-                b.pos += 1;
-                first = false;
+                continue;
             }
-            out.off.push(out.vals.len() as u32);
-            row += 1;
+            let rep = self.rep.as_mut().ok_or("no repetition levels")?;
+            let def = self.def.as_mut().ok_or("no definition levels")?;
+            let (Some((r, rn)), Some((d, dn))) = (rep.rle_run(&self.page)?, def.rle_run(&self.page)?) else {
+                // bit-packed levels: decode them up to the end of the shorter run
+                let k = rep.run_left(&self.page)?.min(def.run_left(&self.page)?).clamp(1, 4096).min(self.left);
+                self.fill_block(k)?;
+                continue;
+            };
+            let mut k = rn.min(dn).min(self.left);
+            // elements per level: a value, a null element, or none (null or empty list)
+            let elem = d == max || d + 1 == max;
+            if r == 0 {
+                // k rows of one level each
+                if row == n {
+                    break;
+                }
+                k = k.min(n - row);
+                open = d != 0;
+                if open {
+                    let at = out.vals.len();
+                    out.rows.extend(row as u32..(row + k) as u32);
+                    out.off.extend((0..k).map(|j| (at + if elem { j } else { 0 }) as u32));
+                }
+                row += k;
+            } else if !open {
+                return Err("list levels out of step (a row starts inside a list)".into());
+            }
+            rep.rle_left -= k;
+            def.rle_left -= k;
+            self.left -= k;
+            if d == max {
+                let mut v = std::mem::take(&mut self.block.vals);
+                let r = self.values(scratch(&mut v, k));
+                if r.is_ok() {
+                    out.vals.extend(v[..k].iter().map(|&x| x as u64));
+                }
+                self.block.vals = v;
+                r?;
+            } else if elem {
+                out.vals.resize(out.vals.len() + k, 0); // null elements
+            }
         }
+        out.off.push(out.vals.len() as u32);
         Ok(())
     }
 }
@@ -692,10 +821,25 @@ fn plain_values(phys: Phys, v: &mut Vals, page: &[u8], out: &mut [i64], syms: &m
             if (*pos + out.len()).div_ceil(8) > d.len() {
                 return Err(trunc());
             }
-            for o in out.iter_mut() {
+            let bit = |o: &mut i64, pos: &mut usize| {
                 *o = ((d[*pos >> 3] >> (*pos & 7)) & 1) as i64;
                 *pos += 1;
+            };
+            // to a byte boundary, then eight at a time (all true or all false: a plain fill)
+            let head = ((8 - (*pos & 7)) & 7).min(out.len());
+            let (first, rest) = out.split_at_mut(head);
+            first.iter_mut().for_each(|o| bit(o, pos));
+            let whole = (rest.len() / 8) * 8;
+            let mut groups = rest.chunks_exact_mut(8);
+            for (o8, &byte) in (&mut groups).zip(&d[*pos >> 3..]) {
+                match byte {
+                    0xff => o8.fill(1),
+                    0 => o8.fill(0),
+                    _ => o8.iter_mut().enumerate().for_each(|(j, o)| *o = ((byte >> j) & 1) as i64),
+                }
             }
+            *pos += whole;
+            groups.into_remainder().iter_mut().for_each(|o| bit(o, pos));
         }
         Phys::BYTE_ARRAY => {
             for o in out.iter_mut() {
@@ -709,4 +853,121 @@ fn plain_values(phys: Phys, v: &mut Vals, page: &[u8], out: &mut [i64], syms: &m
         p => return Err(format!("physical type {p} is not supported")),
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A reference encoder: `runs` of (RLE?, values); bit-packed runs are padded to groups of 8.
+    fn encode(width: usize, runs: &[(bool, Vec<u32>)]) -> Vec<u8> {
+        let mut d = Vec::new();
+        let uleb = |d: &mut Vec<u8>, mut v: u64| loop {
+            let b = (v & 0x7f) as u8;
+            v >>= 7;
+            if v == 0 {
+                d.push(b);
+                break;
+            }
+            d.push(b | 0x80);
+        };
+        for (rle, vals) in runs {
+            if *rle {
+                uleb(&mut d, (vals.len() as u64) << 1);
+                d.extend_from_slice(&vals[0].to_le_bytes()[..width.div_ceil(8)]);
+            } else {
+                let groups = vals.len().div_ceil(8);
+                uleb(&mut d, ((groups as u64) << 1) | 1);
+                let mut bits = vec![0u8; groups * width];
+                for (i, &v) in vals.iter().enumerate() {
+                    for k in 0..width {
+                        if (v >> k) & 1 == 1 {
+                            let b = i * width + k;
+                            bits[b / 8] |= 1 << (b % 8);
+                        }
+                    }
+                }
+                d.extend_from_slice(&bits);
+            }
+        }
+        d
+    }
+
+    /// Runs of every kind for `width`: short and long RLE runs, bit-packed runs of odd lengths.
+    fn runs(width: usize) -> (Vec<(bool, Vec<u32>)>, Vec<u32>) {
+        let max = if width == 0 { 0 } else { ((1u64 << width) - 1) as u32 };
+        let mut x = 0x9e3779b9u32.wrapping_mul(width as u32 + 1);
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x & max
+        };
+        let mut runs = Vec::new();
+        for (rle, len) in [(false, 8), (true, 3), (false, 24), (false, 200), (true, 1000), (false, 8 * 63), (true, 1), (false, 16)] {
+            let vals: Vec<u32> = if rle { vec![next(); len] } else { (0..len).map(|_| next()).collect() };
+            runs.push((rle, vals));
+        }
+        let all = runs.iter().flat_map(|r| r.1.clone()).collect();
+        (runs, all)
+    }
+
+    #[test]
+    fn hybrid_decodes_every_width_in_any_steps() {
+        for width in 0..=32 {
+            let (r, want) = runs(width);
+            let page = encode(width, &r);
+            for step in [1, 3, 7, 8, 13, 64, 4096] {
+                let mut h = Hybrid::new(0, page.len(), width).unwrap();
+                let mut got = Vec::new();
+                while got.len() < want.len() {
+                    let mut out = vec![0u32; step.min(want.len() - got.len())];
+                    h.get_exact(&page, &mut out, "test").unwrap();
+                    got.extend(out);
+                }
+                assert_eq!(got, want, "width {width} step {step}");
+                // the dictionary path, a dictionary of 2^width entries (no check per key) ...
+                if width <= 12 {
+                    let dict: Vec<i64> = (0..1i64 << width).map(|k| k * 10 - 3).collect();
+                    let mut h = Hybrid::new(0, page.len(), width).unwrap();
+                    let mut got = Vec::new();
+                    while got.len() < want.len() {
+                        let mut out = vec![0i64; step.min(want.len() - got.len())];
+                        h.get_mapped(&page, &mut out, &dict).unwrap();
+                        got.extend(out);
+                    }
+                    assert!(got.iter().zip(&want).all(|(&g, &w)| g == w as i64 * 10 - 3), "width {width} step {step}");
+                    // ... and one entry short of it (checked keys): the largest key is then out of range
+                    let short = &dict[..dict.len() - 1];
+                    let mut h = Hybrid::new(0, page.len(), width).unwrap();
+                    let mut out = vec![0i64; want.len()];
+                    let r = h.get_mapped(&page, &mut out, short);
+                    if want.iter().any(|&k| k as usize >= short.len()) {
+                        let e = r.unwrap_err();
+                        assert!(e.contains(&format!("out of range ({} entries)", short.len())), "width {width}: {e}");
+                    } else {
+                        r.unwrap();
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn out_of_range_dictionary_keys_are_errors() {
+        // width 3, five entries: keys 5..7 are out of range, bit-packed and in an RLE run
+        let dict = [10i64, 11, 12, 13, 14];
+        for (runs, bad) in [
+            (vec![(false, vec![0, 1, 2, 3, 4, 0, 1, 2]), (false, vec![1, 2, 6, 0])], 6),
+            (vec![(true, vec![4; 20]), (true, vec![7; 9])], 7),
+            (vec![(false, (0..200).map(|i| i % 5).collect::<Vec<u32>>()), (false, vec![3, 5])], 5),
+        ] {
+            let page = encode(3, &runs);
+            let n: usize = runs.iter().map(|r| r.1.len()).sum();
+            let mut h = Hybrid::new(0, page.len(), 3).unwrap();
+            let mut out = vec![0i64; n];
+            let e = h.get_mapped(&page, &mut out, &dict).unwrap_err();
+            assert_eq!(e, format!("dictionary key {bad} out of range (5 entries)"));
+        }
+    }
 }

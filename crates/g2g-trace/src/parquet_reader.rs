@@ -72,11 +72,15 @@ struct Bufs {
     lcols: Vec<Column>,
     z: Decomp,
     ranks: Vec<u32>,
-    cols: Vec<Vec<i64>>,
+    /// the decoded flat columns, in one buffer: `assemble` reaches every column from one
+    /// pointer (not 18 of them, spilled), and rows `< CHUNK` need no bounds check
+    cols: Vec<[i64; CHUNK]>,
     lists: [ListBuf; 3],
     op: Vec<Option<OpKind>>,
     mem: Vec<Option<MemSpace>>,
     copy: Vec<Option<CopyKind>>,
+    /// each row's resolved symbols, from the checking pass of [`ParquetTrace::assemble`]
+    kinds: Vec<(OpKind, MemSpace, CopyKind)>,
 }
 
 pub struct ParquetTrace {
@@ -395,7 +399,7 @@ impl ParquetTrace {
         if bufs.flat.is_empty() {
             bufs.flat = layout.flat.iter().map(|f| f.map(|(_, phys, def)| Column::new(phys, def, 0))).collect();
             bufs.lcols = layout.lists.iter().map(|&(_, def)| Column::new(Phys::INT64, def, 1)).collect();
-            bufs.cols = (0..FLAT.len()).map(|_| vec![0; CHUNK]).collect();
+            bufs.cols = vec![[0; CHUNK]; FLAT.len()];
         }
         let r = (|| -> Result<(), TraceError> {
             for (k, (c, f)) in bufs.flat.iter_mut().zip(&layout.flat).enumerate() {
@@ -467,7 +471,7 @@ impl ParquetTrace {
                         t.push(std::str::from_utf8(&names[t.len()]).ok().and_then(CopyKind::parse));
                     }
                 }
-                self.assemble(&bufs, at, n, queues)?;
+                self.assemble(&mut bufs, at, n, queues)?;
                 at += n;
             }
             Ok(())
@@ -481,26 +485,107 @@ impl ParquetTrace {
     }
 
     /// Builds the operations of rows `at..at + n` (decoded into `b`) and queues them.
-    fn assemble(&mut self, b: &Bufs, at: usize, n: usize, queues: &mut [VecDeque<Op>]) -> Result<(), TraceError> {
+    ///
+    /// Two passes: the first checks the rows in order and resolves their symbols; the second
+    /// queues the rows before the first bad one (if any) a rank's run of rows at a time, with
+    /// one `extend` (no capacity check per row, and each `Op` written straight into its queue),
+    /// and then gives the lists to the rows that have them; then the error is returned.  The
+    /// queues end as if the rows had been taken one by one.
+    fn assemble(&mut self, b: &mut Bufs, at: usize, n: usize, queues: &mut [VecDeque<Op>]) -> Result<(), TraceError> {
+        let mut kinds = std::mem::take(&mut b.kinds);
+        let ranks = &b.ranks[at..at + n];
+        let bad = self.check_rows(b, &mut kinds, ranks, n).err();
+        let end = bad.as_ref().map_or(n, |(i, _)| *i);
+        // the list columns hold their non-null rows only: a cursor into each, and the next row
+        // that has any list
+        let lists = &b.lists;
+        let next_of = |j: usize, c: usize| lists[j].rows.get(c).map_or(usize::MAX, |&r| r as usize);
+        let mut cur = [0usize; 3];
+        let mut next = (0..3).map(|j| next_of(j, 0)).min().unwrap();
+        // arrays of CHUNK rows, indexed by rows below `j.min(CHUNK)`: no bounds check per row
+        let col = |k: usize| &b.cols[k];
+        let (seq, dur, peer, tag, comm, bytes) = (col(SEQ), col(DUR), col(PEER), col(TAG), col(COMM), col(BYTES));
+        let (recv_bytes, recv_peer, recv_tag, root, req) = (col(RECV_BYTES), col(RECV_PEER), col(RECV_TAG), col(ROOT), col(REQ));
+        let (stream, contig, prio) = (col(STREAM), col(CONTIG), col(PRIO));
+        let syms: &[_; CHUNK] = kinds[..CHUNK].try_into().unwrap();
+        let mut i = 0;
+        while i < end {
+            let r = ranks[i];
+            let mut j = i + 1;
+            while j < end && ranks[j] == r {
+                j += 1;
+            }
+            let q = &mut queues[r as usize];
+            q.extend((i..j.min(CHUNK)).map(#[inline(always)] |i| {
+                let (kind, mem, copy) = syms[i];
+                Op {
+                    kind,
+                    mem,
+                    copy,
+                    contiguous: contig[i] != 0,
+                    peer: peer[i] as i32,
+                    tag: tag[i] as i32,
+                    recv_peer: recv_peer[i] as i32,
+                    recv_tag: recv_tag[i] as i32,
+                    comm: comm[i] as u32,
+                    root: root[i] as i32,
+                    stream: stream[i] as i32,
+                    priority: prio[i] as i32,
+                    seq: seq[i] as u32,
+                    bytes: bytes[i] as u64,
+                    recv_bytes: recv_bytes[i] as u64,
+                    dur_ns: dur[i] as u64,
+                    req: req[i] as u64,
+                    lists: None,
+                }
+            }));
+            // the lists of this run's rows that have any
+            while next < j {
+                let mut list = |l: usize| -> Vec<u64> {
+                    if next_of(l, cur[l]) != next {
+                        return Vec::new(); // null
+                    }
+                    let (lb, c) = (&lists[l], cur[l]);
+                    cur[l] += 1;
+                    lb.vals[lb.off[c] as usize..lb.off[c + 1] as usize].to_vec()
+                };
+                let l = OpLists { reqs: list(0), counts: list(1), recv_counts: list(2) };
+                let back = q.len() - (j - next);
+                q[back].lists = Some(Box::new(l));
+                next = (0..3).map(|l| next_of(l, cur[l])).min().unwrap();
+            }
+            i = j;
+        }
+        b.kinds = kinds;
+        match bad {
+            Some((_, e)) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// The checking pass of [`ParquetTrace::assemble`]: ranks, event order, symbols and
+    /// durations of `n` rows, in order; their symbols into `kinds`.  Fails with the first bad
+    /// row's index and error.
+    fn check_rows(&mut self, b: &Bufs, kinds: &mut Vec<(OpKind, MemSpace, CopyKind)>, ranks: &[u32], n: usize) -> Result<(), (usize, TraceError)> {
         let sym = |k: usize, i: i64| -> String {
             b.flat[k].as_ref().map(|c| String::from_utf8_lossy(&c.syms.names[i as usize]).into_owned()).unwrap_or_default()
         };
-        let col = |k: usize| &b.cols[k][..n];
-        let (seq, op, dur, peer, tag, comm, bytes) = (col(SEQ), col(OP), col(DUR), col(PEER), col(TAG), col(COMM), col(BYTES));
-        let (recv_bytes, recv_peer, recv_tag, root, req) = (col(RECV_BYTES), col(RECV_PEER), col(RECV_TAG), col(ROOT), col(REQ));
-        let (mems, copies, stream, contig, prio) = (col(MEM), col(COPY), col(STREAM), col(CONTIG), col(PRIO));
-        let ranks = &b.ranks[at..at + n];
-        let [reqs, counts, rcounts] = &b.lists;
-        let (reqs_p, counts_p, rcounts_p) = (&reqs.present[..n], &counts.present[..n], &rcounts.present[..n]);
+        let n = n.min(CHUNK); // (it is): no bounds checks on the CHUNK-row arrays
+        let col = |k: usize| &b.cols[k];
+        let (seq, op, dur, mems, copies) = (col(SEQ), col(OP), col(DUR), col(MEM), col(COPY));
+        // CHUNK long, as `assemble` reads it
+        kinds.resize(CHUNK, (OpKind::Compute, MemSpace::Host, CopyKind::None));
+        let kinds = &mut kinds[..n];
         for i in 0..n {
             let r = ranks[i];
             let s = seq[i] as u32;
+            let fail = |this: &Self, msg: String| (i, this.err(Some(r), Some(s), msg));
             if r >= self.nranks {
-                return Err(self.err(Some(r), Some(s), format!("rank is outside 0..{}", self.nranks)));
+                return Err(fail(self, format!("rank is outside 0..{}", self.nranks)));
             }
             let expect = self.next_seq[r as usize];
             if s != expect {
-                return Err(self.err(Some(r), Some(s), format!(
+                return Err(fail(self, format!(
                     "events out of order or missing: expected event {expect} (is the file truncated or not in streaming order?)")));
             }
             self.next_seq[r as usize] = s + 1;
@@ -509,7 +594,7 @@ impl ParquetTrace {
                 Some(Some(k)) if os >= 0 => *k,
                 _ => {
                     let name = if os < 0 { String::new() } else { sym(OP, os) };
-                    return Err(self.err(Some(r), Some(s), format!("unknown operation {name:?}")));
+                    return Err(fail(self, format!("unknown operation {name:?}")));
                 }
             };
             let ms = mems[i];
@@ -518,7 +603,7 @@ impl ParquetTrace {
             } else {
                 match b.mem.get(ms as usize) {
                     Some(Some(m)) => *m,
-                    _ => return Err(self.err(Some(r), Some(s), format!("unknown mem_space {:?}", sym(MEM, ms)))),
+                    _ => return Err(fail(self, format!("unknown mem_space {:?}", sym(MEM, ms)))),
                 }
             };
             let cs = copies[i];
@@ -527,42 +612,14 @@ impl ParquetTrace {
             } else {
                 match b.copy.get(cs as usize) {
                     Some(Some(k)) => *k,
-                    _ => return Err(self.err(Some(r), Some(s), format!("unknown copy_kind {:?}", sym(COPY, cs)))),
+                    _ => return Err(fail(self, format!("unknown copy_kind {:?}", sym(COPY, cs)))),
                 }
             };
             let d = dur[i];
             if d < 0 {
-                return Err(self.err(Some(r), Some(s), format!("negative dur_ns {d}")));
+                return Err(fail(self, format!("negative dur_ns {d}")));
             }
-            let lists = if reqs_p[i] || counts_p[i] || rcounts_p[i] {
-                let list = |l: &ListBuf| -> Vec<u64> {
-                    if l.present[i] { l.vals[l.off[i] as usize..l.off[i + 1] as usize].to_vec() } else { Vec::new() }
-                };
-                Some(Box::new(OpLists { reqs: list(reqs), counts: list(counts), recv_counts: list(rcounts) }))
-            } else {
-                None
-            };
-            let o = Op {
-                kind,
-                mem,
-                copy,
-                contiguous: contig[i] != 0,
-                peer: peer[i] as i32,
-                tag: tag[i] as i32,
-                recv_peer: recv_peer[i] as i32,
-                recv_tag: recv_tag[i] as i32,
-                comm: comm[i] as u32,
-                root: root[i] as i32,
-                stream: stream[i] as i32,
-                priority: prio[i] as i32,
-                seq: s,
-                bytes: bytes[i] as u64,
-                recv_bytes: recv_bytes[i] as u64,
-                dur_ns: d as u64,
-                req: req[i] as u64,
-                lists,
-            };
-            queues[r as usize].push_back(o);
+            kinds[i] = (kind, mem, copy);
         }
         Ok(())
     }
