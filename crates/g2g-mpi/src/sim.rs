@@ -458,7 +458,6 @@ struct Sim<'a> {
     ops_total: u64,
     ops_done: u64,
     peak_flows: u64,
-    scratch: Vec<u32>,
     tl: Option<crate::timeline::Timeline>,
     next_uid: u64,
     /// the rank whose operation `exec` is running: completions for it return to `exec` instead of
@@ -627,12 +626,15 @@ pub fn simulate(
         ops_total: total_ops_hint,
         ops_done: 0,
         peak_flows: 0,
-        scratch: Vec::new(),
         tl: None,
         next_uid: 0,
         executing: None,
         world_is_identity: false,
     };
+    // room for the flows in flight at once (16 per rank; more grow the tables as needed)
+    let flows_hint = (nranks as usize).saturating_mul(16).min(1 << 26);
+    sim.m.net.reserve_flows(flows_hint);
+    sim.flow_ev.reserve(flows_hint);
     sim.world_is_identity = sim.comms.get(&0).map(|c| c.def.members.is_none() && c.size == nranks).unwrap_or(false);
     sim.by_load = sim.m.cfg.factors_by_load();
     if let Some(p) = sim.opt.timeline.clone() {
@@ -1647,13 +1649,10 @@ impl<'a> Sim<'a> {
             self.q.push_in(lat, Ev::StageDone(x, s as u8));
             return;
         }
-        self.scratch.clear();
-        self.scratch.extend_from_slice(&st.links);
         let token = ((x as u64) << 8) | s as u64;
         let lat = st.latency_ns;
-        let links = std::mem::take(&mut self.scratch);
-        let f = self.m.net.start(now, &links, flow_bytes, token) as usize;
-        self.scratch = links;
+        // the transfers and the network are separate fields: the links go straight from the plan
+        let f = self.m.net.start(now, &st.links, flow_bytes, token) as usize;
         if f >= self.flow_ev.len() {
             self.flow_ev.resize(f + 1, FlowEv { pend: NO_EVENT, gen: 0, finish: 0, version: 0, lat: 0 });
         }
