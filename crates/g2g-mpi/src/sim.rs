@@ -797,7 +797,12 @@ impl<'a> Sim<'a> {
         loop {
             if !self.ranks[r as usize].q.is_empty() {
                 let mut b = self.op_pool.pop().unwrap_or_else(|| Box::new(Op::new(OpKind::Compute)));
-                *b = self.ranks[r as usize].q.pop_front().unwrap();
+                // swapped with the queue's front, then the spent op popped and dropped: moving
+                // the op out through an `Option<Op>` copies it in odd-offset pieces around the
+                // niche byte, which stall store-to-load forwarding (the hottest spot of `step`)
+                let q = &mut self.ranks[r as usize].q;
+                std::mem::swap(&mut *b, q.front_mut().unwrap());
+                q.pop_front();
                 return Ok(Some(b));
             }
             if self.exhausted {
