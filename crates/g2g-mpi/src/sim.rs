@@ -334,7 +334,6 @@ struct Gpu {
 }
 
 struct Rank {
-    q: VecDeque<Op>,
     /// the operation running, in a box from `Sim::op_pool`: it moves in and out of the rank for
     /// every step of the op, and moving a pointer is cheaper than moving an 88-byte `Op`
     cur: Option<Box<Op>>,
@@ -368,7 +367,6 @@ struct Rank {
 impl Rank {
     fn new() -> Rank {
         Rank {
-            q: VecDeque::new(),
             cur: None,
             phase: 0,
             block: Block::None,
@@ -422,6 +420,8 @@ struct Sim<'a> {
     opt: SimOptions,
     q: EventQueue<Ev>,
     ranks: Vec<Rank>,
+    /// each rank's queued trace operations, filled a row group at a time by the trace source
+    queues: Vec<VecDeque<Op>>,
     reqs: Vec<Req>,
     free_reqs: Vec<ReqId>,
     msgs: Vec<Msg>,
@@ -592,6 +592,7 @@ pub fn simulate(
         opt,
         q: EventQueue::new(),
         ranks: (0..nranks).map(|_| Rank::new()).collect(),
+        queues: (0..nranks).map(|_| VecDeque::new()).collect(),
         reqs: Vec::new(),
         free_reqs: Vec::new(),
         msgs: Vec::new(),
@@ -795,12 +796,12 @@ impl<'a> Sim<'a> {
     /// The rank's next operation, in a box from the pool.
     fn next_op(&mut self, r: u32) -> Result<Option<Box<Op>>, SimError> {
         loop {
-            if !self.ranks[r as usize].q.is_empty() {
+            if !self.queues[r as usize].is_empty() {
                 let mut b = self.op_pool.pop().unwrap_or_else(|| Box::new(Op::new(OpKind::Compute)));
                 // swapped with the queue's front, then the spent op popped and dropped: moving
                 // the op out through an `Option<Op>` copies it in odd-offset pieces around the
                 // niche byte, which stall store-to-load forwarding (the hottest spot of `step`)
-                let q = &mut self.ranks[r as usize].q;
+                let q = &mut self.queues[r as usize];
                 std::mem::swap(&mut *b, q.front_mut().unwrap());
                 q.pop_front();
                 return Ok(Some(b));
@@ -809,9 +810,7 @@ impl<'a> Sim<'a> {
                 return Ok(None);
             }
             let t0 = std::time::Instant::now();
-            let mut qs = self.take_queues();
-            let more = self.src.fill(&mut qs)?;
-            self.put_queues(qs);
+            let more = self.src.fill(&mut self.queues)?;
             self.read_s += t0.elapsed().as_secs_f64();
             if !more {
                 self.exhausted = true;
@@ -819,19 +818,10 @@ impl<'a> Sim<'a> {
         }
     }
 
-    fn take_queues(&mut self) -> Vec<VecDeque<Op>> {
-        self.ranks.iter_mut().map(|r| std::mem::take(&mut r.q)).collect()
-    }
-    fn put_queues(&mut self, qs: Vec<VecDeque<Op>>) {
-        for (r, q) in self.ranks.iter_mut().zip(qs) {
-            r.q = q;
-        }
-    }
-
     /// Does a send of `bytes` from a host buffer (point-to-point or a collective's send buffer)
     /// follow soon, before the rank waits or receives?  Then a D2H copy of that size only stages it.
     fn staged_send_follows(&self, r: u32, bytes: u64) -> bool {
-        for n in self.ranks[r as usize].q.iter().take(32) {
+        for n in self.queues[r as usize].iter().take(32) {
             match n.kind {
                 OpKind::Send | OpKind::Ssend | OpKind::Isend | OpKind::Issend | OpKind::Bsend | OpKind::Rsend | OpKind::Sendrecv => {
                     if n.bytes == bytes && !n.mem.on_gpu() {
@@ -851,7 +841,7 @@ impl<'a> Sim<'a> {
     /// copies back after its first receive).
     fn rank_stages(&self, r: u32) -> bool {
         let rk = &self.ranks[r as usize];
-        rk.stages || rk.q.iter().take(4).any(|n| n.kind == OpKind::Memcpy && matches!(n.copy, CopyKind::D2H | CopyKind::H2D))
+        rk.stages || self.queues[r as usize].iter().take(4).any(|n| n.kind == OpKind::Memcpy && matches!(n.copy, CopyKind::D2H | CopyKind::H2D))
     }
 
     /// Remembers a host receive buffer's size for the staged-as-device what-if (at most 64).
@@ -1485,7 +1475,7 @@ impl<'a> Sim<'a> {
             self.load_seen = vec![false; self.nranks as usize];
             self.node_active = vec![0; self.m.place.nodes as usize];
             for q in 0..self.nranks {
-                let passes = self.ranks[q as usize].q.iter().any(|o| {
+                let passes = self.queues[q as usize].iter().any(|o| {
                     o.kind.is_collective()
                         || matches!(o.kind, OpKind::Send | OpKind::Ssend | OpKind::Bsend | OpKind::Rsend | OpKind::Isend
                             | OpKind::Issend | OpKind::Recv | OpKind::Irecv | OpKind::Sendrecv)
