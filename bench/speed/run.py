@@ -18,8 +18,8 @@ runner / mode / machine and keeps the others, so big sizes can be run one at a t
 Definitions (see docs/scaling.md):
 * *ops*: trace rows executed (every MPI call, Compute, Init/Finalize); *MPI ops*: rows that are MPI
   calls (not Compute/Kernel/Memcpy/Init/Finalize).  The core's ``engine.ops`` counts all rows.
-* *ops/s*: ops / the core's own ``engine.wall_s`` (simulation loop; trace reading included, machine
-  building and process start-up not); *ops/CPU-s*: ops / (user + system CPU time of the process),
+* *ops/s*: ops / the core's own ``engine.wall_s`` (its ``simulate`` call: building the machine,
+  reading the trace and the replay; process start-up and parsing the machine file not); *ops/CPU-s*: ops / (user + system CPU time of the process),
   which is what one core delivers when the machine is shared with other jobs.
 * *peak RSS*: ``Maximum resident set size`` of ``/usr/bin/time -v``; *bytes/rank*: peak RSS / ranks;
   *marginal B/rank*: (RSS - RSS of the smallest run of the workload) / (ranks - its ranks).
