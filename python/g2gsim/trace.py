@@ -20,7 +20,7 @@ DEFAULT_WINDOW_OPS = 4096
 # Windows and row groups of about this many rows: the core decodes a row group at a time into
 # per-rank queues, and a window of ~16k rows (16 operations per rank at 1,024 ranks) keeps those
 # queues in the CPU caches while they are replayed (measured: the 1,024-rank halo of bench/speed
-# replays ~10 % faster than from one 145k-row group), and memory bounded by a window, not a trace.
+# replays 8-10 % faster than from one 145k-row group), and memory bounded by a window, not a trace.
 WINDOW_ROWS = 1 << 14
 ROW_GROUP_ROWS = 1 << 14
 
