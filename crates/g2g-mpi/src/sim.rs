@@ -217,6 +217,10 @@ struct Xfer {
     busy: [bool; MAX_STAGES],
     started: [u32; MAX_STAGES],
     done: [u32; MAX_STAGES],
+    /// the plan's stage and chunk counts, kept here: a stage's completion then tells whether the
+    /// transfer is complete without reaching into the (by then cold) plan
+    nstages: u8,
+    chunks: u32,
 }
 
 /// A rank's trace request ids -> live requests.  A rank has few requests outstanding at once
@@ -1595,7 +1599,8 @@ impl<'a> Sim<'a> {
         let ns = plan.stages.len();
         let setup = plan.setup_ns + extra_delay;
         debug_assert!(ns <= MAX_STAGES);
-        let x = Xfer { t0, plan, owner, busy: [false; MAX_STAGES], started: [0; MAX_STAGES], done: [0; MAX_STAGES] };
+        let chunks = plan.chunks;
+        let x = Xfer { t0, plan, owner, busy: [false; MAX_STAGES], started: [0; MAX_STAGES], done: [0; MAX_STAGES], nstages: ns as u8, chunks };
         let id = if let Some(id) = self.free_xfers.pop() {
             self.xfers[id as usize] = Some(x);
             id
@@ -1662,8 +1667,8 @@ impl<'a> Sim<'a> {
             let t = self.xfers[x as usize].as_mut().unwrap();
             t.busy[s] = false;
             t.done[s] += 1;
-            let last = t.plan.stages.len() - 1;
-            let nchunks = t.plan.chunks;
+            let last = t.nstages as usize - 1;
+            let nchunks = t.chunks;
             let complete = t.done[last] == nchunks;
             if !complete {
                 self.try_start(x, s, 0);
