@@ -277,6 +277,11 @@ struct FlowEv {
 }
 const NO_EVENT: Time = Time::MAX;
 
+impl FlowEv {
+    /// The record of a flow just started (`stage_flow`, the one place flows start, sets it up).
+    const NEW: FlowEv = FlowEv { pend: NO_EVENT, gen: 0, finish: 0, version: 0, lat: 0 };
+}
+
 #[derive(Clone, Copy, Debug)]
 enum Ev {
     Wake(u32),
@@ -763,11 +768,8 @@ impl<'a> Sim<'a> {
                 let mut out = std::mem::take(&mut self.resched);
                 self.m.net.resolve(now, &mut out);
                 for r in &out {
-                    let f = r.flow as usize;
-                    if f >= self.flow_ev.len() {
-                        self.flow_ev.resize(f + 1, FlowEv { pend: NO_EVENT, gen: 0, finish: 0, version: 0, lat: 0 });
-                    }
-                    let e = &mut self.flow_ev[f];
+                    // every flow has its record from `stage_flow`
+                    let e = &mut self.flow_ev[r.flow as usize];
                     e.finish = r.finish;
                     e.version = r.version;
                     // a later finish keeps the pending event (it re-arms itself when it fires); an
@@ -1019,7 +1021,6 @@ impl<'a> Sim<'a> {
         // the op is moved out while it runs (no clone per step) and put back afterwards
         let op = self.ranks[r as usize].cur.take().expect("current op");
         let res = self.exec_op(r, &op, phase);
-        // (moving the box back and forth costs a pointer; `op` is not otherwise touched)
         self.ranks[r as usize].cur = Some(op);
         res
     }
@@ -1654,7 +1655,7 @@ impl<'a> Sim<'a> {
         // the transfers and the network are separate fields: the links go straight from the plan
         let f = self.m.net.start(now, &st.links, flow_bytes, token) as usize;
         if f >= self.flow_ev.len() {
-            self.flow_ev.resize(f + 1, FlowEv { pend: NO_EVENT, gen: 0, finish: 0, version: 0, lat: 0 });
+            self.flow_ev.resize(f + 1, FlowEv::NEW);
         }
         self.flow_ev[f].lat = lat;
         self.need_resolve();

@@ -172,10 +172,8 @@ impl Machine {
             net.add_link(l.bw_bytes_per_s);
             latency.push(l.latency_ns);
         }
-        Ok(Machine { cfg, place, net, latency, topo, stride, nv_off, shm_off, topo_base, routes: Default::default(), rails: 0 }).map(|mut m| {
-            m.rails = m.topo.rails();
-            m
-        })
+        let rails = topo.rails();
+        Ok(Machine { cfg, place, net, latency, topo, stride, nv_off, shm_off, topo_base, routes: Default::default(), rails })
     }
 
     #[inline]
@@ -237,11 +235,6 @@ impl Machine {
             }
         }
     }
-    /// Network links between two nodes' NICs on `rail`.
-    pub fn net_route(&self, src: u32, dst: u32, rail: u32, out: &mut crate::paths::Links) {
-        self.net_route_latency(src, dst, rail, out);
-    }
-
     /// Appends the network links between two nodes' NICs on `rail` to `out` and returns the sum
     /// of their latencies (the same as `path_latency` of those links).  Cached by node pair.
     pub fn net_route_latency(&self, src: u32, dst: u32, rail: u32, out: &mut crate::paths::Links) -> u64 {

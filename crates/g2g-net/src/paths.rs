@@ -111,10 +111,12 @@ pub trait DataPath: Sync {
     fn summary(&self) -> &'static str;
     /// machine-file keys the model reads
     fn params(&self) -> &'static [&'static str];
-    fn plan(&self, m: &Machine, src: Endpoint, dst: Endpoint, bytes: u64) -> Plan;
-    /// The same plan written into `out` (a pooled plan: no 200-byte plan moved per message).
-    fn plan_into(&self, m: &Machine, src: Endpoint, dst: Endpoint, bytes: u64, out: &mut Plan) {
-        *out = self.plan(m, src, dst, bytes);
+    /// Writes the plan into `out` (the replay's pooled plans: no 200-byte plan moved per message).
+    fn plan_into(&self, m: &Machine, src: Endpoint, dst: Endpoint, bytes: u64, out: &mut Plan);
+    fn plan(&self, m: &Machine, src: Endpoint, dst: Endpoint, bytes: u64) -> Plan {
+        let mut p = Plan::empty();
+        self.plan_into(m, src, dst, bytes, &mut p);
+        p
     }
 }
 
@@ -126,24 +128,6 @@ pub fn stage(m: &Machine, delay_ns: u64, links: Links) -> Stage {
 /// Host memory to host memory: shared memory inside a node, the NIC and network across nodes.
 pub struct HostPath;
 impl HostPath {
-    pub fn links(m: &Machine, src: Endpoint, dst: Endpoint) -> (Links, u64) {
-        let mut links = Links::new();
-        if src.node == dst.node {
-            if m.cfg.shm_rank_bw.is_some() {
-                // per-rank ports: the sender's out port, the receiver's in port (its copy), then the
-                // node's memory-bandwidth cap
-                links.push(m.shm_out(src.node, src.gpu));
-                links.push(m.shm_in(dst.node, dst.gpu));
-            }
-            links.push(m.shm(src.node));
-            (links, 0)
-        } else {
-            let rail = m.cfg.nic_of_gpu(src.gpu);
-            m.net_route(src.node, dst.node, rail, &mut links);
-            (links, m.cfg.nic_latency_ns as u64)
-        }
-    }
-
     /// The latency of the host path (that of `links_latency`): control messages (envelope, RTS,
     /// CTS) between two ranks.  Across nodes, from the route cache (the message's own plan has
     /// usually just looked up the same route).
@@ -183,11 +167,6 @@ impl DataPath for HostPath {
     fn params(&self) -> &'static [&'static str] {
         &["node.host.shm_bw", "node.host.shm_latency", "node.host.shm_rank_bw", "node.host.shm_rank_out_bw", "node.nic.*", "network.*", "mpi.factors (path host / hostcopy)"]
     }
-    fn plan(&self, m: &Machine, src: Endpoint, dst: Endpoint, bytes: u64) -> Plan {
-        let mut p = Plan::empty();
-        self.plan_into(m, src, dst, bytes, &mut p);
-        p
-    }
     fn plan_into(&self, m: &Machine, src: Endpoint, dst: Endpoint, bytes: u64, out: &mut Plan) {
         let s = out.reset_single("host", 0, bytes);
         s.latency_ns = HostPath::links_latency(m, src, dst, &mut s.links);
@@ -217,14 +196,14 @@ impl DataPath for StagedPath {
     fn params(&self) -> &'static [&'static str] {
         &["gpu.copy_delay", "gpu.copy_per_byte", "node.pcie.*", "+ host path", "mpi.factors (path hostcopy)"]
     }
-    fn plan(&self, m: &Machine, src: Endpoint, dst: Endpoint, bytes: u64) -> Plan {
+    fn plan_into(&self, m: &Machine, src: Endpoint, dst: Endpoint, bytes: u64, out: &mut Plan) {
         let host = HostPath.plan(m, src, dst, bytes);
         let stages: Stages = smallvec![
             StagedPath::copy_stage(m, src, true),
             host.stages.into_iter().next().unwrap(),
             StagedPath::copy_stage(m, dst, false),
         ];
-        Plan::single("hostcopy", 0, stages, bytes)
+        *out = Plan::single("hostcopy", 0, stages, bytes);
     }
 }
 
@@ -239,11 +218,6 @@ impl DataPath for GpuP2P {
     }
     fn params(&self) -> &'static [&'static str] {
         &["node.nvlink.*", "node.pcie.*", "gpu.gpudirect_delay", "mpi.factors (path gpudirect-p2p)"]
-    }
-    fn plan(&self, m: &Machine, src: Endpoint, dst: Endpoint, bytes: u64) -> Plan {
-        let mut p = Plan::empty();
-        self.plan_into(m, src, dst, bytes, &mut p);
-        p
     }
     fn plan_into(&self, m: &Machine, src: Endpoint, dst: Endpoint, bytes: u64, out: &mut Plan) {
         let s = out.reset_single("gpudirect-p2p", m.cfg.gpudirect_delay_ns as u64, bytes);
@@ -271,11 +245,6 @@ impl DataPath for GpuRdma {
     fn params(&self) -> &'static [&'static str] {
         &["node.nic.gpudirect_rdma", "node.pcie.*", "node.nic.*", "network.*", "gpu.gpudirect_delay", "mpi.factors (path gpudirect-rdma)"]
     }
-    fn plan(&self, m: &Machine, src: Endpoint, dst: Endpoint, bytes: u64) -> Plan {
-        let mut p = Plan::empty();
-        self.plan_into(m, src, dst, bytes, &mut p);
-        p
-    }
     fn plan_into(&self, m: &Machine, src: Endpoint, dst: Endpoint, bytes: u64, out: &mut Plan) {
         let s = out.reset_single("gpudirect-rdma", m.cfg.gpudirect_delay_ns as u64, bytes);
         let (up, down) = (m.pcie_up(src.node, src.gpu), m.pcie_down(dst.node, dst.gpu));
@@ -299,8 +268,8 @@ impl DataPath for Pipelined {
         &["gpu.pipeline_chunk", "gpu.pipeline_depth", "gpu.pipeline_threshold", "gpu.copy_delay", "node.pcie.*", "+ host path",
           "mpi.factors (path pipelined)", "mpi.device_collectives, mpi.collective_chunk, mpi.collective_depth (library-staged collectives)"]
     }
-    fn plan(&self, m: &Machine, src: Endpoint, dst: Endpoint, bytes: u64) -> Plan {
-        Pipelined::plan_chunked(m, src, dst, bytes, m.cfg.pipeline_chunk, m.cfg.pipeline_depth)
+    fn plan_into(&self, m: &Machine, src: Endpoint, dst: Endpoint, bytes: u64, out: &mut Plan) {
+        *out = Pipelined::plan_chunked(m, src, dst, bytes, m.cfg.pipeline_chunk, m.cfg.pipeline_depth);
     }
 }
 impl Pipelined {

@@ -134,14 +134,13 @@ impl Hybrid {
 
     /// If the next `k` values are one RLE run, consumes them and returns the run's value.
     fn take_run(&mut self, page: &[u8], k: usize) -> Res<Option<u32>> {
-        if self.rle_left == 0 && self.bp_left == 0 {
-            self.header(&page[..self.end])?;
+        match self.rle_run(page)? {
+            Some((v, left)) if left >= k => {
+                self.rle_left -= k;
+                Ok(Some(v))
+            }
+            _ => Ok(None),
         }
-        if self.rle_left >= k {
-            self.rle_left -= k;
-            return Ok(Some(self.rle_val));
-        }
-        Ok(None)
     }
 
     /// The RLE run the next values are in, as (value, values left in it); `None` if they are
@@ -156,9 +155,7 @@ impl Hybrid {
 
     /// Values left in the current run (RLE or bit-packed), reading its header if need be.
     fn run_left(&mut self, page: &[u8]) -> Res<usize> {
-        if self.rle_left == 0 && self.bp_left == 0 {
-            self.header(&page[..self.end])?;
-        }
+        self.rle_run(page)?;
         Ok(self.rle_left + self.bp_left)
     }
 
