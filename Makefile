@@ -14,7 +14,7 @@ PY_PKGS := maturin numpy pyarrow pandas click rich tomli-w matplotlib dask distr
 PY_PKGS_TEST := pytest mpi4py
 STAMP := .make-stamps
 
-.PHONY: demo test build deps deps-test cargo-test pytest bench clean tracer
+.PHONY: demo test build deps deps-test cargo-test pytest bench pgo clean tracer
 
 demo: build
 	g2gsim demo --workload jacobi2d --ranks 16 --machine lassen
@@ -53,6 +53,11 @@ pytest:
 
 bench: build
 	$(PY) bench/speed/run.py
+
+# the profile-guided release build that speed figures quote: target/pgo/g2gsim-core and the Python
+# module rebuilt with the profile (bench/speed/pgo.py; needs `rustup component add llvm-tools`)
+pgo: build
+	$(PY) bench/speed/pgo.py --python
 
 clean:
 	rm -rf target $(STAMP) python/g2gsim/_core*.so tracer/build

@@ -178,6 +178,7 @@ def record(name: str, gen: str, ranks: int, info: dict, rep: dict | None, m, run
         e = rep["engine"]
         wall = min(rep_walls) if rep_walls else e["wall_s"]
         r.update({
+            "core_build": e.get("build"),
             "nodes": rep.get("nodes"), "events": e["events"], "ops": e["ops"], "engine_wall_s": wall,
             "engine_wall_s_all": rep_walls, "ops_per_s": e["ops"] / wall if wall else None,
             "mpi_ops_per_s": info["mpi_ops"] / wall if wall else None,

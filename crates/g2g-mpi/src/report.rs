@@ -45,6 +45,8 @@ pub struct EngineStat {
     pub flow_solves_component: u64,
     pub peak_flows: u64,
     pub links: u64,
+    /// how the core was compiled: `pgo` (profile-guided, `make pgo`), `release` or `debug`
+    pub build: &'static str,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]

@@ -169,25 +169,29 @@ struct Req {
     waited: bool,
 }
 
+/// One message, in one cache line (`repr(C)`, 64 bytes, aligned): its envelope, protocol state,
+/// pending plan and the latencies its later events need.  (Its timeline id, when a timeline is
+/// recorded, is kept apart in `Sim::msg_uid`.)
 #[derive(Clone, Debug)]
+#[repr(C, align(64))]
 struct Msg {
     src: u32,
     dst: u32,
-    ctx: u64,
     tag: i32,
-    bytes: u64,
-    eager: bool,
     send_req: ReqId,
-    recv_req: Option<ReqId>,
+    /// the matched receive, `NO_REQ` until matched
+    recv_req: ReqId,
+    eager: bool,
     data_arrived: bool,
+    ctx: u64,
+    bytes: u64,
     plan: Option<Box<Plan>>,
     ctl_latency: u64,
-    uid: u64,
-    /// unpack kernel at the receiver (non-contiguous device data)
-    unpack_ns: u64,
-    /// receive overhead (mpi.recv_overhead, or the message's `[[mpi.factors]]` bin)
+    /// the receiver's time after the data has arrived: receive overhead (mpi.recv_overhead, or
+    /// the message's `[[mpi.factors]]` bin) plus the unpack kernel of non-contiguous device data
     recv_o_ns: u64,
 }
+const NO_REQ: ReqId = ReqId::MAX;
 
 #[derive(Clone, Debug)]
 struct Posted {
@@ -206,21 +210,23 @@ enum XferOwner {
     Stream(u32, i32),
 }
 
-/// Stages per plan at most (copy, network, copy).
-const MAX_STAGES: usize = 4;
+/// Stages per plan at most (copy, network, copy: `paths::Stages`).
+const MAX_STAGES: usize = 3;
 
+/// One transfer in one cache line (`repr(C)`, 64 bytes, aligned).
+#[repr(C, align(64))]
 struct Xfer {
-    t0: Time,
     /// boxed (from `Sim::plan_pool`): a rendezvous hands its plan over without copying it
     plan: Box<Plan>,
-    owner: XferOwner,
-    busy: [bool; MAX_STAGES],
+    t0: Time,
     started: [u32; MAX_STAGES],
     done: [u32; MAX_STAGES],
+    owner: XferOwner,
     /// the plan's stage and chunk counts, kept here: a stage's completion then tells whether the
     /// transfer is complete without reaching into the (by then cold) plan
-    nstages: u8,
     chunks: u32,
+    busy: [bool; MAX_STAGES],
+    nstages: u8,
 }
 
 /// A rank's trace request ids -> live requests.  A rank has few requests outstanding at once
@@ -282,6 +288,9 @@ impl FlowEv {
     const NEW: FlowEv = FlowEv { pend: NO_EVENT, gen: 0, finish: 0, version: 0, lat: 0 };
 }
 
+/// A message's data path and whether the sender / the receiver stage through the host.
+type Route = (&'static dyn DataPath, bool, bool);
+
 #[derive(Clone, Copy, Debug)]
 enum Ev {
     Wake(u32),
@@ -342,35 +351,43 @@ struct Gpu {
     busy_ns: Time,
 }
 
+/// Field order fixed (`repr(C)`, 64-byte aligned) by use: the first cache line holds what every
+/// step and every request completion reads (state, current op, the wait's counter), the second the
+/// matching queues, the third the request map; the rest is touched rarely.  The default layout
+/// spread the hot fields over more lines, each a miss for ranks whose state fell out of the cache.
+#[repr(C, align(64))]
 struct Rank {
+    block: Block,
     /// the operation running, in a box from `Sim::op_pool`: it moves in and out of the rank for
     /// every step of the op, and moving a pointer is cheaper than moving an 88-byte `Op`
     cur: Option<Box<Op>>,
-    phase: u8,
-    block: Block,
     call_start: Time,
-    reqmap: ReqMap,
-    coll_seq: HashMap<u32, u32>,
+    /// requests of the current wait for all (`Block::Wait { any: false }`) not done yet
+    wait_pending: u32,
+    phase: u8,
+    /// the rank has staged MPI buffers through host memory (a D2H or H2D copy ran): its host
+    /// messages are `hostcopy` ones for `[[mpi.factors]]`
+    stages: bool,
+    comm: Time,
+    // line 2
     posted: Vec<Posted>,
     unexpected: Vec<MsgId>,
+    ops_done: u64,
+    compute: Time,
+    // line 3
+    reqmap: ReqMap,
+    end: Time,
+    // the rest
     pending_copies: Vec<u64>,
     /// sizes of host receive buffers filled recently (the --staged-buffers-are-device what-if drops
     /// an H2D copy of such a size: it only staged a received message)
     recent_recvs: Vec<u64>,
-    end: Time,
-    comm: Time,
-    compute: Time,
     copy: Time,
     copy_start: Time,
-    ops_done: u64,
+    coll_seq: HashMap<u32, u32>,
     gpu: Option<Box<Gpu>>,
     /// H2D staging copy owed at the end of the current blocking collective (HostCopy)
     coll_h2d: u64,
-    /// the rank has staged MPI buffers through host memory (a D2H or H2D copy ran): its host
-    /// messages are `hostcopy` ones for `[[mpi.factors]]`
-    stages: bool,
-    /// requests of the current wait for all (`Block::Wait { any: false }`) not done yet
-    wait_pending: u32,
 }
 
 impl Rank {
@@ -469,6 +486,8 @@ struct Sim<'a> {
     peak_flows: u64,
     tl: Option<crate::timeline::Timeline>,
     next_uid: u64,
+    /// timeline ids of the messages (by `MsgId`), kept only when a timeline is recorded
+    msg_uid: Vec<u64>,
     /// the rank whose operation `exec` is running: completions for it return to `exec` instead of
     /// re-entering `step` (no recursion, whatever the trace)
     executing: Option<u32>,
@@ -638,6 +657,7 @@ pub fn simulate(
         peak_flows: 0,
         tl: None,
         next_uid: 0,
+        msg_uid: Vec::new(),
         executing: None,
         world_is_identity: false,
     };
@@ -904,7 +924,7 @@ impl<'a> Sim<'a> {
 
     /// Chooses the data path of a message and whether each side stages through the host.
     /// Returns (model, sender staging copy, receiver staging copy).
-    fn choose_path(&self, src: u32, dst: u32, src_gpu: bool, dst_gpu: bool, bytes: u64, collective: bool) -> (&'static dyn DataPath, bool, bool) {
+    fn choose_path(&self, src: u32, dst: u32, src_gpu: bool, dst_gpu: bool, bytes: u64, collective: bool) -> Route {
         let (a, b) = (self.ep(src), self.ep(dst));
         let gpu_aware = match self.opt.mode {
             Mode::HostCopy => false,
@@ -1131,18 +1151,20 @@ impl<'a> Sim<'a> {
             return Ok(true);
         }
         match phase {
-            0 => {
-                if self.stage_before_send(r, op)? {
-                    return Ok(false);
-                }
-                self.exec_send(r, op, 1)
-            }
-            1 => {
+            0 | 1 => {
                 let dst = self.world_of(r, op.comm, op.peer, op.seq)?;
                 let src_gpu = self.effective_gpu(op.mem);
+                // the path is chosen once: for the staging decision and for the message
+                let route = self.choose_path(r, dst, src_gpu, src_gpu, op.bytes, false);
+                if phase == 0 && route.1 && op.bytes > 0 {
+                    // HostCopy: the GPU send buffer is first copied to the host by the rank
+                    self.ranks[r as usize].phase = 1;
+                    self.start_rank_copy(r, op.bytes, true);
+                    return Ok(false);
+                }
                 let sync = matches!(op.kind, OpKind::Ssend | OpKind::Issend);
                 self.blocking_hint = blocking;
-                let req = self.post_send_ex(r, dst, op.comm as u64, op.tag, op.bytes, src_gpu, sync, false, Owner::Rank(r), op.contiguous);
+                let req = self.post_send_routed(r, dst, op.comm as u64, op.tag, op.bytes, sync, false, Owner::Rank(r), op.contiguous, route);
                 self.blocking_hint = false;
                 if blocking {
                     self.ranks[r as usize].phase = 2;
@@ -1369,11 +1391,18 @@ impl<'a> Sim<'a> {
     /// moves and unpacks it at the receiver (seeds 001, 003).
     #[allow(clippy::too_many_arguments)]
     fn post_send_ex(&mut self, src: u32, dst: u32, ctx: u64, tag: i32, bytes: u64, src_gpu: bool, sync: bool, collective: bool, owner: Owner, contiguous: bool) -> ReqId {
+        let route = self.choose_path(src, dst, src_gpu, src_gpu, bytes, collective);
+        self.post_send_routed(src, dst, ctx, tag, bytes, sync, collective, owner, contiguous, route)
+    }
+
+    /// `post_send_ex` with the path already chosen (`choose_path`: model, sender and receiver
+    /// staging), as the send that decided its staging with it has.
+    #[allow(clippy::too_many_arguments)]
+    fn post_send_routed(&mut self, src: u32, dst: u32, ctx: u64, tag: i32, bytes: u64, sync: bool, collective: bool, owner: Owner, contiguous: bool, route: Route) -> ReqId {
         let req = self.new_req(owner);
         // a library that stages this collective's device messages through the host, in chunks
         let coll_staged = matches!(owner, Owner::Coll(c) if self.colls[c as usize].staged);
-        let (model, stage_src, stage_dst) =
-            if coll_staged { (&paths::PIPELINED as &dyn DataPath, false, false) } else { self.choose_path(src, dst, src_gpu, src_gpu, bytes, collective) };
+        let (model, stage_src, stage_dst) = if coll_staged { (&paths::PIPELINED as &dyn DataPath, false, false) } else { route };
         // a staged side has its data in host memory by the time MPI moves it
         let path: &dyn DataPath = if stage_src || stage_dst { &paths::HOST } else { model };
         // the plan is built in a pooled box (no allocation, no plan moved once the pool is warm)
@@ -1439,7 +1468,7 @@ impl<'a> Sim<'a> {
         }
         self.next_uid += 1;
         let uid = self.next_uid;
-        let msg = Msg { src, dst, ctx, tag, bytes, eager, send_req: req, recv_req: None, data_arrived: false, plan: None, ctl_latency, uid, unpack_ns: pack_ns, recv_o_ns: o_r_cfg as u64 };
+        let msg = Msg { src, dst, ctx, tag, bytes, eager, send_req: req, recv_req: NO_REQ, data_arrived: false, plan: None, ctl_latency, recv_o_ns: o_r_cfg as u64 + pack_ns };
         let id = if let Some(id) = self.free_msgs.pop() {
             self.msgs[id as usize] = msg;
             id
@@ -1450,6 +1479,10 @@ impl<'a> Sim<'a> {
         // packing happens on the sender before anything moves
         let o_send = o_s_cfg as u64 + pack_ns;
         if let Some(tl) = self.tl.as_mut() {
+            if self.msg_uid.len() <= id as usize {
+                self.msg_uid.resize(id as usize + 1, 0);
+            }
+            self.msg_uid[id as usize] = uid;
             tl.msg_start(uid, src, self.q.now());
         }
         if eager {
@@ -1537,10 +1570,10 @@ impl<'a> Sim<'a> {
     fn matched(&mut self, m: MsgId, recv_req: ReqId) {
         let now = self.q.now();
         let msg = &mut self.msgs[m as usize];
-        msg.recv_req = Some(recv_req);
+        msg.recv_req = recv_req;
         if msg.eager {
             if msg.data_arrived {
-                let o = msg.recv_o_ns + msg.unpack_ns;
+                let o = msg.recv_o_ns;
                 self.q.push(now + o, Ev::ReqDone(recv_req));
                 self.free_msg(m);
             }
@@ -1555,15 +1588,17 @@ impl<'a> Sim<'a> {
 
     fn data_arrived(&mut self, m: MsgId) -> Result<(), SimError> {
         let msg = &mut self.msgs[m as usize];
-        let o = msg.recv_o_ns + msg.unpack_ns;
+        let o = msg.recv_o_ns;
         msg.data_arrived = true;
         if msg.eager {
-            if let Some(rq) = msg.recv_req {
+            if msg.recv_req != NO_REQ {
+                let rq = msg.recv_req;
                 self.q.push_in(o, Ev::ReqDone(rq));
                 self.free_msg(m);
             }
         } else {
-            let (sq, rq) = (msg.send_req, msg.recv_req.expect("rendezvous data before match"));
+            debug_assert!(msg.recv_req != NO_REQ, "rendezvous data before match");
+            let (sq, rq) = (msg.send_req, msg.recv_req);
             self.free_msg(m);
             self.q.push_in(o, Ev::ReqDone(rq));
             // the send completes now (no event: only event handlers get here, no rank is executing)
@@ -1599,7 +1634,7 @@ impl<'a> Sim<'a> {
     fn start_xfer_at(&mut self, plan: Box<Plan>, owner: XferOwner, extra_delay: u64, t0: Time) {
         let ns = plan.stages.len();
         let setup = plan.setup_ns + extra_delay;
-        debug_assert!(ns <= MAX_STAGES);
+        assert!(ns <= MAX_STAGES, "a plan of {ns} stages (at most {MAX_STAGES})");
         let chunks = plan.chunks;
         let x = Xfer { t0, plan, owner, busy: [false; MAX_STAGES], started: [0; MAX_STAGES], done: [0; MAX_STAGES], nstages: ns as u8, chunks };
         let id = if let Some(id) = self.free_xfers.pop() {
@@ -1690,7 +1725,7 @@ impl<'a> Sim<'a> {
                 match t.owner {
                     XferOwner::Msg(m) => {
                         let msg = &self.msgs[m as usize];
-                        tl.transfer(msg.src, msg.dst, t.plan.model, msg.bytes, t.t0, now, msg.uid);
+                        tl.transfer(msg.src, msg.dst, t.plan.model, msg.bytes, t.t0, now, self.msg_uid[m as usize]);
                     }
                     XferOwner::RankCopy(r) | XferOwner::Stream(r, _) => tl.copy(r, t.plan.model, t.plan.chunk_bytes, t.t0, now),
                 }
@@ -2181,7 +2216,20 @@ impl<'a> Sim<'a> {
             flow_solves_component: self.m.net.component_solves,
             peak_flows: self.peak_flows,
             links: self.m.num_links() as u64,
+            build: build_kind(),
         };
         rep
+    }
+}
+
+/// How this core was compiled, for the report's `engine.build`: `pgo` when built with a profile by
+/// `bench/speed/pgo.py` (which sets `G2GSIM_PGO_PROFILE`; cargo rebuilds when it changes).
+pub fn build_kind() -> &'static str {
+    if option_env!("G2GSIM_PGO_PROFILE").is_some() {
+        "pgo"
+    } else if cfg!(debug_assertions) {
+        "debug"
+    } else {
+        "release"
     }
 }

@@ -205,3 +205,28 @@ fn timeline_is_valid_chrome_trace_json() {
     assert_eq!(ev.iter().filter(|e| e["ph"] == "f").count(), 1);
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn timeline_flow_arrows_pair_each_message() {
+    // two messages in flight at once (their ids are kept apart from the message records): each
+    // arrow's start and end carry the same id, and the two messages' ids differ
+    let dir = std::env::temp_dir().join(format!("g2g-tl2-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("t.json");
+    let opt = SimOptions { timeline: Some(path.display().to_string()), mode: Mode::GpuDirect, ..Default::default() };
+    let r0 = vec![dev(isend(1, 0, 100_000, 1)), dev(isend(1, 1, 50_000, 2)), waitall(&[1, 2])];
+    let r1 = vec![dev(irecv(0, 1, 50_000, 1)), dev(irecv(0, 0, 100_000, 2)), waitall(&[1, 2])];
+    run(vec![r0, r1], SIMPLE, opt).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let ev = v["traceEvents"].as_array().unwrap();
+    let ids = |ph: &str| -> Vec<u64> {
+        let mut v: Vec<u64> = ev.iter().filter(|e| e["ph"] == ph).map(|e| e["id"].as_u64().unwrap()).collect();
+        v.sort();
+        v
+    };
+    let (s, f) = (ids("s"), ids("f"));
+    assert_eq!(s.len(), 2);
+    assert_eq!(s, f, "every arrow ends with its own id");
+    assert_ne!(s[0], s[1]);
+    std::fs::remove_dir_all(&dir).ok();
+}

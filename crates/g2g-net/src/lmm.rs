@@ -162,7 +162,10 @@ impl FlowNet {
             // reuse the slot and its link buffer
             let f = &mut self.flows[id as usize];
             f.links.clear();
-            f.links.extend_from_slice(links);
+            // element by element: SmallVec's extend_from_slice is a generic insert (a memmove call)
+            for &l in links {
+                f.links.push(l);
+            }
             f.remaining = bytes.max(0.0);
             f.rate = 0.0;
             f.last = now;
@@ -188,8 +191,8 @@ impl FlowNet {
         };
         for &l in links {
             self.links[l as usize].flows.push(id);
-            self.dirty.push(l);
         }
+        self.dirty.extend_from_slice(links);
         self.active_flows += 1;
         id
     }
@@ -207,8 +210,8 @@ impl FlowNet {
             if let Some(p) = v.iter().position(|&x| x == id) {
                 v.swap_remove(p);
             }
-            self.dirty.push(l);
         }
+        self.dirty.extend_from_slice(&links);
         self.flows[id as usize].links = links; // keep the allocation for reuse
         self.free.push(id);
         self.active_flows -= 1;

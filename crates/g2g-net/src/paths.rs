@@ -18,28 +18,33 @@ pub struct Endpoint {
 }
 
 #[derive(Clone, Debug, PartialEq)]
+#[repr(C)]
 pub struct Stage {
     /// fixed cost per chunk before the data moves (copy launch, ...)
     pub delay_ns: u64,
-    pub links: Links,
     /// sum of the links' latencies, paid once per chunk after its data has moved
     pub latency_ns: u64,
+    pub links: Links,
 }
 
+/// Field order fixed (`repr(C)`, 64-byte aligned): what starting and completing chunks reads
+/// (the counts, sizes and the first stage) comes first; the model's name, read only for reports
+/// and timelines, last.
 #[derive(Clone, Debug, PartialEq)]
+#[repr(C, align(64))]
 pub struct Plan {
-    pub model: &'static str,
     /// once, before the first chunk (memory registration / pinning)
     pub setup_ns: u64,
-    pub stages: Stages,
-    pub chunks: u32,
     pub chunk_bytes: u64,
     pub last_chunk_bytes: u64,
-    /// chunks allowed in flight at once
-    pub depth: u32,
     /// effective bandwidth over the links' (`[[mpi.factors]]` bw_factor): every chunk counts
     /// bytes / bw_factor against every link of every stage
     pub bw_factor: f64,
+    pub chunks: u32,
+    /// chunks allowed in flight at once
+    pub depth: u32,
+    pub stages: Stages,
+    pub model: &'static str,
 }
 
 impl Plan {

@@ -442,7 +442,13 @@ impl ParquetTrace {
                         j += 1;
                     }
                     if let Some(q) = queues.get_mut(r as usize) {
-                        q.reserve(j - i);
+                        // room for two runs: a rank that has not used up this row group's ops
+                        // when the next one is read then needs no regrowth (each regrowth copies
+                        // the queue into fresh memory)
+                        let n = j - i;
+                        if q.len() + n > q.capacity() {
+                            q.reserve((q.len() + n).max(2 * n) - q.len());
+                        }
                     }
                     i = j;
                 }
