@@ -146,6 +146,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--python", action="store_true", help="also build the Python module with the profile (pip install -e .)")
     ap.add_argument("--profdata", help="llvm-profdata to use (default: the Rust toolchain's)")
     ap.add_argument("--no-check", action="store_true", help="skip the same-results check against target/release")
+    ap.add_argument("--target-cpu", default=None, metavar="CPU",
+                    help="rustc -Ctarget-cpu for both builds, e.g. native (only for this machine: the binary may "
+                         "not run on an older CPU) or x86-64-v3; default: the portable baseline")
     a = ap.parse_args(argv)
     t0 = time.time()
     try:
@@ -155,7 +158,8 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(raw, ignore_errors=True)
         raw.mkdir(parents=True)
         log("1/4 instrumented build (target/pgo/gen)")
-        gen_core = cargo_core(OUT / "gen", f"-Cprofile-generate={raw}")
+        cpu = f" -Ctarget-cpu={a.target_cpu}" if a.target_cpu else ""
+        gen_core = cargo_core(OUT / "gen", f"-Cprofile-generate={raw}{cpu}")
         log("2/4 training runs")
         traces, machines = training_inputs(OUT / "train")
         n = train(gen_core, traces, machines, raw)
@@ -163,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
         profile = OUT / "g2gsim.profdata"
         run([str(profdata), "merge", "-o", str(profile), str(raw)])
         log(f"3/4 profile: {profile} ({profile.stat().st_size // 1024} KiB)")
-        flags = f"-Cprofile-use={profile}"
+        flags = f"-Cprofile-use={profile}{cpu}"
         extra = {"G2GSIM_PGO_PROFILE": str(profile)}
         log("4/4 optimised build (target/pgo/use)")
         core = cargo_core(OUT / "use", flags, extra)

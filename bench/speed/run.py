@@ -193,7 +193,9 @@ def record(name: str, gen: str, ranks: int, info: dict, rep: dict | None, m, run
 
 
 def key_of(r: dict) -> tuple:
-    return (r["workload"], r["ranks"], r["runner"], r["mode"], r["machine"])
+    # rows of a profile-guided core (`make pgo`) sit beside the plain build's; rows from before the
+    # build was recorded came from plain release builds
+    return (r["workload"], r["ranks"], r["runner"], r["mode"], r["machine"], r.get("core_build") or "release")
 
 
 def table(results: list[dict]) -> str:
@@ -210,7 +212,7 @@ def table(results: list[dict]) -> str:
         if status != "ok":
             status += f" after {r['process_wall_s']:.0f} s"
         rows.append([
-            r["workload"], r["machine"], f"{r['ranks']:,}", fmt_int(r.get("mpi_ops")), fmt_int(r.get("events")),
+            r["workload"] + (" (pgo)" if r.get("core_build") == "pgo" else ""), r["machine"], f"{r['ranks']:,}", fmt_int(r.get("mpi_ops")), fmt_int(r.get("events")),
             f"{r['engine_wall_s']:.2f}" if r.get("engine_wall_s") is not None else "-",
             f"{r['cpu_s']:.1f}", fmt_rate(r.get("mpi_ops_per_s")), fmt_rate(r.get("mpi_ops_per_cpu_s")),
             fmt_rate(r.get("events_per_s")), fmt_bytes(r.get("max_rss_bytes")),
