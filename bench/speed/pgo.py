@@ -16,7 +16,10 @@ Steps, all under ``target/pgo/`` (the ordinary ``target/release`` build is left 
 3. merge the profiles with the ``llvm-profdata`` of the Rust toolchain (``rustup component add
    llvm-tools``: its LLVM must match rustc's);
 4. build ``g2gsim-core`` with the profile into ``target/pgo/use`` (``engine.build`` in its reports
-   says ``pgo``), and with ``--python`` the Python module too (editable install, same flags);
+   says ``pgo``).  With ``--python`` the Python module too: it is a separate build (its dependency
+   graph differs, and so do the symbol names a profile is matched by), so it gets its own
+   instrumented build and training runs through ``g2gsim.simulate`` first, then the editable
+   install with its profile;
 5. check that the PGO build simulates exactly what the plain build (``target/release``, built if
    needed) does: ``same_results.py``, 72 runs.
 
@@ -141,6 +144,39 @@ def train(core: Path, traces: list[Path], machines: list[Path], profile_dir: Pat
     return n
 
 
+PY_TRAIN = r"""
+import sys
+sys.path.insert(0, sys.argv[1])
+import g2gsim
+for t in sys.argv[3].split(","):
+    for m in sys.argv[4].split(","):
+        for mode in sys.argv[5].split(","):
+            g2gsim.simulate(t, m, mode=mode)
+"""
+
+
+def pip_install(flags: str, target_dir: Path, extra: dict | None = None) -> None:
+    env = dict(os.environ, CARGO_TARGET_DIR=str(target_dir), RUSTFLAGS=flags, **(extra or {}))
+    run([sys.executable, "-m", "pip", "install", "-q", "--no-build-isolation", "-e", str(REPO)], env=env)
+
+
+def python_profile(profdata: Path, traces: list[Path], machines: list[Path], cpu: str) -> Path:
+    """The Python module's own profile: an instrumented editable install, the training set through
+    ``g2gsim.simulate``, merged."""
+    raw = OUT / "profraw-py"
+    shutil.rmtree(raw, ignore_errors=True)
+    raw.mkdir(parents=True)
+    pip_install(f"-Cprofile-generate={raw}{cpu}", OUT / "pygen")
+    env = dict(os.environ, LLVM_PROFILE_FILE=str(raw / "g2gsim-py-%p-%m.profraw"))
+    p = subprocess.run([sys.executable, "-c", PY_TRAIN, str(REPO / "python"), "-", ",".join(map(str, traces)),
+                        ",".join(map(str, machines)), ",".join(MODES)], env=env, text=True, capture_output=True)
+    if p.returncode != 0:
+        raise PgoError(f"training through the Python module failed:\n{p.stderr[-2000:]}")
+    profile = OUT / "g2gsim-py.profdata"
+    run([str(profdata), "merge", "-o", str(profile), str(raw)])
+    return profile
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--python", action="store_true", help="also build the Python module with the profile (pip install -e .)")
@@ -175,9 +211,10 @@ def main(argv: list[str] | None = None) -> int:
         shutil.copy2(core, final)
         log(f"    {final}")
         if a.python:
-            env = dict(os.environ, CARGO_TARGET_DIR=str(OUT / "use"), RUSTFLAGS=flags, **extra)
-            run([sys.executable, "-m", "pip", "install", "-q", "--no-build-isolation", "-e", str(REPO)], env=env)
-            log("    Python module g2gsim._core rebuilt with the profile")
+            log("python: instrumented module (target/pgo/pygen), training through g2gsim.simulate")
+            py_profile = python_profile(profdata, traces, machines, cpu)
+            pip_install(f"-Cprofile-use={py_profile}{cpu}", OUT / "pyuse", {"G2GSIM_PGO_PROFILE": str(py_profile)})
+            log(f"    Python module g2gsim._core rebuilt with its profile ({py_profile.name})")
         if not a.no_check:
             log("check: plain build (target/release) against the PGO build")
             env = {k: v for k, v in os.environ.items() if k not in ("RUSTFLAGS", "CARGO_TARGET_DIR")}
