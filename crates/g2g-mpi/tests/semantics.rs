@@ -189,36 +189,35 @@ fn modes_change_device_messages_only() {
     assert_eq!(hc.paths["hostcopy"].messages, 1);
 }
 
-#[test]
-fn timeline_is_valid_chrome_trace_json() {
-    let dir = std::env::temp_dir().join(format!("g2g-tl-{}", std::process::id()));
+/// Runs `ranks` with a timeline; returns its events.
+fn timeline_events(name: &str, ranks: Vec<Vec<g2g_trace::Op>>, mode: Mode) -> Vec<serde_json::Value> {
+    let dir = std::env::temp_dir().join(format!("g2g-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("t.json");
-    let opt = SimOptions { timeline: Some(path.display().to_string()), mode: Mode::HostCopy, ..Default::default() };
-    run(vec![vec![dev(send(1, 0, 100_000)), compute(10)], vec![dev(recv(0, 0, 100_000))]], SIMPLE, opt).unwrap();
+    let opt = SimOptions { timeline: Some(path.display().to_string()), mode, ..Default::default() };
+    run(ranks, SIMPLE, opt).unwrap();
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    let ev = v["traceEvents"].as_array().unwrap();
+    std::fs::remove_dir_all(&dir).ok();
+    v["traceEvents"].as_array().unwrap().clone()
+}
+
+#[test]
+fn timeline_is_valid_chrome_trace_json() {
+    let ev = timeline_events("tl", vec![vec![dev(send(1, 0, 100_000)), compute(10)], vec![dev(recv(0, 0, 100_000))]], Mode::HostCopy);
     let names: Vec<&str> = ev.iter().filter_map(|e| e["name"].as_str()).collect();
     assert!(names.contains(&"Send") && names.contains(&"Recv") && names.contains(&"Compute"));
     assert!(ev.iter().any(|e| e["cat"] == "copy"), "HostCopy staging copies appear on the GPU track");
     assert_eq!(ev.iter().filter(|e| e["ph"] == "s").count(), 1);
     assert_eq!(ev.iter().filter(|e| e["ph"] == "f").count(), 1);
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
 fn timeline_flow_arrows_pair_each_message() {
     // two messages in flight at once (their ids are kept apart from the message records): each
     // arrow's start and end carry the same id, and the two messages' ids differ
-    let dir = std::env::temp_dir().join(format!("g2g-tl2-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("t.json");
-    let opt = SimOptions { timeline: Some(path.display().to_string()), mode: Mode::GpuDirect, ..Default::default() };
     let r0 = vec![dev(isend(1, 0, 100_000, 1)), dev(isend(1, 1, 50_000, 2)), waitall(&[1, 2])];
     let r1 = vec![dev(irecv(0, 1, 50_000, 1)), dev(irecv(0, 0, 100_000, 2)), waitall(&[1, 2])];
-    run(vec![r0, r1], SIMPLE, opt).unwrap();
-    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    let ev = v["traceEvents"].as_array().unwrap();
+    let ev = timeline_events("tl2", vec![r0, r1], Mode::GpuDirect);
     let ids = |ph: &str| -> Vec<u64> {
         let mut v: Vec<u64> = ev.iter().filter(|e| e["ph"] == ph).map(|e| e["id"].as_u64().unwrap()).collect();
         v.sort();
@@ -228,5 +227,4 @@ fn timeline_flow_arrows_pair_each_message() {
     assert_eq!(s.len(), 2);
     assert_eq!(s, f, "every arrow ends with its own id");
     assert_ne!(s[0], s[1]);
-    std::fs::remove_dir_all(&dir).ok();
 }
