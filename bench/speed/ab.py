@@ -64,13 +64,9 @@ def main(argv: list[str] | None = None) -> int:
     for c in (a.a, a.b):
         if not c.exists():
             ap.error(f"{c} not found")
-    if a.trace:
-        trace = a.trace
-        machine = Path(a.machine) if a.machine and Path(a.machine).exists() else PRESETS / f"{a.machine or 'lassen'}.toml"
-    else:
-        trace, machine = default_inputs(a.sharing or None)
-        if a.machine:
-            machine = Path(a.machine) if Path(a.machine).exists() else PRESETS / f"{a.machine}.toml"
+    trace, machine = (a.trace, PRESETS / "lassen.toml") if a.trace else default_inputs(a.sharing or None)
+    if a.machine:
+        machine = Path(a.machine) if Path(a.machine).exists() else PRESETS / f"{a.machine}.toml"
     walls: dict[str, list[float]] = {"A": [], "B": []}
     reports: dict[str, dict] = {}
     for _ in range(a.reps):

@@ -500,7 +500,7 @@ struct Sim<'a> {
     load_seen: Vec<bool>,
     node_active: Vec<u32>,
     by_load: bool,
-    /// set around post_send_ex by a blocking point-to-point send (Send, Ssend, Bsend, Rsend, the
+    /// set around post_send_routed by a blocking point-to-point send (Send, Ssend, Bsend, Rsend, the
     /// send half of Sendrecv): the message's bin adds its `blocking_send_overhead`
     blocking_hint: bool,
 }
@@ -1152,16 +1152,9 @@ impl<'a> Sim<'a> {
         }
         match phase {
             0 | 1 => {
-                let dst = self.world_of(r, op.comm, op.peer, op.seq)?;
-                let src_gpu = self.effective_gpu(op.mem);
-                // the path is chosen once: for the staging decision and for the message
-                let route = self.choose_path(r, dst, src_gpu, src_gpu, op.bytes, false);
-                if phase == 0 && route.1 && op.bytes > 0 {
-                    // HostCopy: the GPU send buffer is first copied to the host by the rank
-                    self.ranks[r as usize].phase = 1;
-                    self.start_rank_copy(r, op.bytes, true);
+                let Some((dst, route)) = self.send_route(r, op, phase)? else {
                     return Ok(false);
-                }
+                };
                 let sync = matches!(op.kind, OpKind::Ssend | OpKind::Issend);
                 self.blocking_hint = blocking;
                 let req = self.post_send_routed(r, dst, op.comm as u64, op.tag, op.bytes, sync, false, Owner::Rank(r), op.contiguous, route);
@@ -1179,19 +1172,21 @@ impl<'a> Sim<'a> {
         }
     }
 
-    /// HostCopy: a GPU send buffer that travels over the host path is first copied to the host by
-    /// the rank (blocking).  Starts that copy and moves the op to phase 1; false if none is needed.
-    fn stage_before_send(&mut self, r: u32, op: &Op) -> Result<bool, SimError> {
+    /// The destination and data path of a point-to-point send (chosen once: for the staging
+    /// decision and for the message).  HostCopy: a GPU send buffer that travels over the host path
+    /// is first copied to the host by the rank (blocking); in phase 0 this starts that copy, moves
+    /// the op to phase 1 and returns `None`.
+    fn send_route(&mut self, r: u32, op: &Op, phase: u8) -> Result<Option<(u32, Route)>, SimError> {
         let dst = self.world_of(r, op.comm, op.peer, op.seq)?;
         let gpu = self.effective_gpu(op.mem);
         // the receiver's buffer space is not known at the sender: assume it matches ours
-        let (_, stage_src, _) = self.choose_path(r, dst, gpu, gpu, op.bytes, false);
-        if stage_src && op.bytes > 0 {
+        let route = self.choose_path(r, dst, gpu, gpu, op.bytes, false);
+        if phase == 0 && route.1 && op.bytes > 0 {
             self.ranks[r as usize].phase = 1;
             self.start_rank_copy(r, op.bytes, true);
-            return Ok(true);
+            return Ok(None);
         }
-        Ok(false)
+        Ok(Some((dst, route)))
     }
 
     fn map_req(&mut self, r: u32, op: &Op, req: ReqId) {
@@ -1241,13 +1236,15 @@ impl<'a> Sim<'a> {
 
     fn exec_sendrecv(&mut self, r: u32, op: &Op, phase: u8) -> Result<bool, SimError> {
         match phase {
-            0 => {
-                if op.peer != PROC_NULL && self.stage_before_send(r, op)? {
-                    return Ok(false);
-                }
-                self.exec_sendrecv(r, op, 1)
-            }
-            1 => {
+            0 | 1 => {
+                let send = if op.peer == PROC_NULL {
+                    None
+                } else {
+                    match self.send_route(r, op, phase)? {
+                        Some(s) => Some(s),
+                        None => return Ok(false),
+                    }
+                };
                 let gpu = self.effective_gpu(op.mem);
                 let mut reqs = vec![];
                 if op.recv_peer != PROC_NULL {
@@ -1259,11 +1256,10 @@ impl<'a> Sim<'a> {
                     self.note_recv(r, op.mem, op.recv_bytes);
                     reqs.push(rq);
                 }
-                if op.peer != PROC_NULL {
-                    let dst = self.world_of(r, op.comm, op.peer, op.seq)?;
+                if let Some((dst, route)) = send {
                     // Open MPI's MPI_Sendrecv is irecv + a blocking pml send (ompi/mpi/c/sendrecv.c)
                     self.blocking_hint = true;
-                    reqs.push(self.post_send_ex(r, dst, op.comm as u64, op.tag, op.bytes, gpu, false, false, Owner::Rank(r), op.contiguous));
+                    reqs.push(self.post_send_routed(r, dst, op.comm as u64, op.tag, op.bytes, false, false, Owner::Rank(r), op.contiguous, route));
                     self.blocking_hint = false;
                 }
                 self.ranks[r as usize].phase = 2;
@@ -1384,19 +1380,13 @@ impl<'a> Sim<'a> {
     // ------------------------------------------------------------------ messages
     #[allow(clippy::too_many_arguments)]
     fn post_send(&mut self, src: u32, dst: u32, ctx: u64, tag: i32, bytes: u64, src_gpu: bool, sync: bool, collective: bool, owner: Owner) -> ReqId {
-        self.post_send_ex(src, dst, ctx, tag, bytes, src_gpu, sync, collective, owner, true)
-    }
-
-    /// `contiguous = false`: a GPU-aware MPI packs the strided device data with a kernel before it
-    /// moves and unpacks it at the receiver (seeds 001, 003).
-    #[allow(clippy::too_many_arguments)]
-    fn post_send_ex(&mut self, src: u32, dst: u32, ctx: u64, tag: i32, bytes: u64, src_gpu: bool, sync: bool, collective: bool, owner: Owner, contiguous: bool) -> ReqId {
         let route = self.choose_path(src, dst, src_gpu, src_gpu, bytes, collective);
-        self.post_send_routed(src, dst, ctx, tag, bytes, sync, collective, owner, contiguous, route)
+        self.post_send_routed(src, dst, ctx, tag, bytes, sync, collective, owner, true, route)
     }
 
-    /// `post_send_ex` with the path already chosen (`choose_path`: model, sender and receiver
-    /// staging), as the send that decided its staging with it has.
+    /// Posts a message on the path already chosen (`choose_path`: model, sender and receiver
+    /// staging).  `contiguous = false`: a GPU-aware MPI packs the strided device data with a
+    /// kernel before it moves and unpacks it at the receiver (seeds 001, 003).
     #[allow(clippy::too_many_arguments)]
     fn post_send_routed(&mut self, src: u32, dst: u32, ctx: u64, tag: i32, bytes: u64, sync: bool, collective: bool, owner: Owner, contiguous: bool, route: Route) -> ReqId {
         let req = self.new_req(owner);
@@ -1500,7 +1490,7 @@ impl<'a> Sim<'a> {
 
     /// Latency of a control message (envelope, RTS, CTS) between two ranks: the host path's, from
     /// the machine's route cache (a separate table by endpoints cost a cache miss per message).
-    fn ctl_latency(&mut self, src: u32, dst: u32) -> u64 {
+    fn ctl_latency(&self, src: u32, dst: u32) -> u64 {
         paths::HostPath::latency(&self.m, self.ep(src), self.ep(dst))
     }
 

@@ -276,11 +276,7 @@ impl Machine {
             }
         }
         let v = &mut rc.scratch;
-        v.clear();
-        self.topo.route(src, dst, rail, v);
-        for l in v.iter_mut() {
-            *l += self.topo_base;
-        }
+        self.route_into(src, dst, rail, v);
         let lat = self.path_latency(v);
         if let Some(out) = out {
             out.extend_from_slice(v);
@@ -298,10 +294,19 @@ impl Machine {
     /// tested against).
     pub fn net_route_fresh(&self, src: u32, dst: u32, rail: u32, out: &mut crate::paths::Links) -> u64 {
         let mut v = Vec::new();
-        self.topo.route(src, dst, rail % self.topo.rails(), &mut v);
-        let at = out.len();
-        out.extend(v.iter().map(|&l| l + self.topo_base));
-        self.path_latency(&out[at..])
+        self.route_into(src, dst, rail % self.rails, &mut v);
+        out.extend_from_slice(&v);
+        self.path_latency(&v)
+    }
+
+    /// The network route between two nodes' NICs on `rail` (< `rails`) into `v`, as `Machine`
+    /// link ids.
+    fn route_into(&self, src: u32, dst: u32, rail: u32, v: &mut Vec<LinkId>) {
+        v.clear();
+        self.topo.route(src, dst, rail, v);
+        for l in v.iter_mut() {
+            *l += self.topo_base;
+        }
     }
 
     /// The first link id of the network (links below it are inside nodes).

@@ -151,6 +151,8 @@ impl HostPath {
         if src.node == dst.node {
             let at = links.len();
             if m.cfg.shm_rank_bw.is_some() {
+                // per-rank ports: the sender's out port, the receiver's in port (its copy), then the
+                // node's memory-bandwidth cap
                 links.push(m.shm_out(src.node, src.gpu));
                 links.push(m.shm_in(dst.node, dst.gpu));
             }
