@@ -73,6 +73,8 @@ pub type FxHashMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
 
 /// Largest event buffer a free calendar slot keeps for reuse.
 const SLOT_KEEP: usize = 32;
+/// Large event buffers kept aside for the buckets that outgrow their slot's small one.
+const SPARE_KEEP: usize = 8;
 
 /// A priority queue of events ordered by (time, insertion sequence).
 ///
@@ -96,6 +98,11 @@ pub struct EventQueue<E> {
     len: usize,
     /// the last future time pushed to and its slot: bursts of pushes at one time skip the index
     last: (Time, u32),
+    /// empty buffers larger than `SLOT_KEEP` (at most `SPARE_KEEP`): a bucket that fills its
+    /// small buffer moves into one of them instead of growing a fresh one by doubling (a time
+    /// that every rank of a bulk-synchronous step schedules at grows to thousands of events, and
+    /// each doubling reallocates and copies)
+    spare: Vec<Vec<E>>,
 }
 
 impl<E> Default for EventQueue<E> {
@@ -117,6 +124,7 @@ impl<E> EventQueue<E> {
             popped: 0,
             len: 0,
             last: (0, 0),
+            spare: Vec::new(),
         }
     }
 
@@ -135,7 +143,7 @@ impl<E> EventQueue<E> {
         }
         if t == self.last.0 {
             let slot = self.last.1;
-            self.buckets[slot as usize].push(ev);
+            self.bucket_push(slot, ev);
             return;
         }
         let slot = match self.index.get(&t) {
@@ -154,7 +162,31 @@ impl<E> EventQueue<E> {
             }
         };
         self.last = (t, slot);
-        self.buckets[slot as usize].push(ev);
+        self.bucket_push(slot, ev);
+    }
+
+    #[inline(always)]
+    fn bucket_push(&mut self, slot: u32, ev: E) {
+        let b = &mut self.buckets[slot as usize];
+        if b.len() == b.capacity() {
+            return self.grow_push(slot, ev);
+        }
+        b.push(ev);
+    }
+
+    /// A push into a full bucket: a bucket past its slot's small buffer moves into a spare large
+    /// one if there is one, else it grows.
+    #[cold]
+    #[inline(never)]
+    fn grow_push(&mut self, slot: u32, ev: E) {
+        let b = &mut self.buckets[slot as usize];
+        if b.capacity() >= SLOT_KEEP {
+            if let Some(mut big) = self.spare.pop() {
+                big.append(b);
+                *b = big;
+            }
+        }
+        b.push(ev);
     }
 
     /// Schedules `ev` `dt` ns from now.
@@ -189,6 +221,10 @@ impl<E> EventQueue<E> {
         let old = std::mem::replace(&mut self.cur, VecDeque::from(v));
         let mut old = Vec::from(old);
         if old.capacity() > SLOT_KEEP {
+            if self.spare.len() < SPARE_KEEP {
+                old.clear();
+                self.spare.push(old);
+            }
             old = Vec::new();
         }
         self.buckets[slot as usize] = old;

@@ -715,7 +715,7 @@ impl<'a> Sim<'a> {
         let rk = &self.ranks[r as usize];
         let what = match rk.cur.as_deref() {
             Some(op) => {
-                let mut s = format!("in {} (event {})", op.kind.name(), op.seq);
+                let mut s = format!("in {} (event {})", op.kind.name(), rk.ops_done);
                 match op.kind {
                     OpKind::Recv | OpKind::Irecv | OpKind::Send | OpKind::Ssend | OpKind::Isend | OpKind::Issend | OpKind::Bsend | OpKind::Rsend => {
                         let peer = if op.peer == ANY_SOURCE { "ANY_SOURCE".to_string() } else { op.peer.to_string() };
@@ -898,6 +898,12 @@ impl<'a> Sim<'a> {
         Ok(c.def.world(peer as u32).unwrap())
     }
 
+    /// The event number of rank `r`'s current operation: the operations it has finished (ops are
+    /// not numbered in memory; every trace source delivers a rank's events in order from 0).
+    fn seq(&self, r: u32) -> u32 {
+        self.ranks[r as usize].ops_done as u32
+    }
+
     fn terr(&self, r: u32, seq: u32, msg: String) -> SimError {
         SimError::Trace(TraceError { file: self.src.name().to_string(), rank: Some(r), seq: Some(seq), msg })
     }
@@ -1025,8 +1031,9 @@ impl<'a> Sim<'a> {
         rk.ops_done += 1;
         self.ops_done += 1;
         let start = rk.call_start;
+        let seq = rk.ops_done - 1;
         if let Some(tl) = self.tl.as_mut() {
-            tl.op(r, &op, start, now);
+            tl.op(r, &op, seq, start, now);
         }
         let bytes = op.bytes.max(op.recv_bytes);
         self.op_stat(op.kind, dt, bytes);
@@ -1177,7 +1184,7 @@ impl<'a> Sim<'a> {
     /// is first copied to the host by the rank (blocking); in phase 0 this starts that copy, moves
     /// the op to phase 1 and returns `None`.
     fn send_route(&mut self, r: u32, op: &Op, phase: u8) -> Result<Option<(u32, Route)>, SimError> {
-        let dst = self.world_of(r, op.comm, op.peer, op.seq)?;
+        let dst = self.world_of(r, op.comm, op.peer, self.seq(r))?;
         let gpu = self.effective_gpu(op.mem);
         // the receiver's buffer space is not known at the sender: assume it matches ours
         let route = self.choose_path(r, dst, gpu, gpu, op.bytes, false);
@@ -1206,7 +1213,7 @@ impl<'a> Sim<'a> {
         }
         match phase {
             0 => {
-                let src = if op.peer == ANY_SOURCE { -1 } else { self.world_of(r, op.comm, op.peer, op.seq)? as i32 };
+                let src = if op.peer == ANY_SOURCE { -1 } else { self.world_of(r, op.comm, op.peer, self.seq(r))? as i32 };
                 let gpu = self.effective_gpu(op.mem);
                 let req = self.post_recv(r, src, op.comm as u64, op.tag, Owner::Rank(r));
                 // a receive into a GPU buffer that arrives over the host path is staged H2D after
@@ -1248,7 +1255,7 @@ impl<'a> Sim<'a> {
                 let gpu = self.effective_gpu(op.mem);
                 let mut reqs = vec![];
                 if op.recv_peer != PROC_NULL {
-                    let src = if op.recv_peer == ANY_SOURCE { -1 } else { self.world_of(r, op.comm, op.recv_peer, op.seq)? as i32 };
+                    let src = if op.recv_peer == ANY_SOURCE { -1 } else { self.world_of(r, op.comm, op.recv_peer, self.seq(r))? as i32 };
                     let rq = self.post_recv(r, src, op.comm as u64, op.recv_tag, Owner::Rank(r));
                     if gpu && self.recv_is_staged(r, src, op.recv_bytes) {
                         self.reqs[rq as usize].post_copy = op.recv_bytes;
@@ -1285,7 +1292,7 @@ impl<'a> Sim<'a> {
             match self.ranks[r as usize].reqmap.remove(&id) {
                 Some(q) => reqs.push(q),
                 None => {
-                    return Err(self.terr(r, op.seq, format!("{} on request {id} that was never posted (or was already completed)", op.kind.name())));
+                    return Err(self.terr(r, self.seq(r), format!("{} on request {id} that was never posted (or was already completed)", op.kind.name())));
                 }
             }
         }
@@ -1399,7 +1406,7 @@ impl<'a> Sim<'a> {
         let mut plan = self.plan_pool.pop().unwrap_or_else(|| Box::new(Plan::empty()));
         if coll_staged {
             let c = &self.m.cfg;
-            *plan = paths::Pipelined::plan_chunked(&self.m, self.ep(src), self.ep(dst), bytes, c.collective_chunk, c.collective_depth);
+            paths::Pipelined::plan_chunked_into(&self.m, self.ep(src), self.ep(dst), bytes, c.collective_chunk, c.collective_depth, &mut plan);
         } else {
             path.plan_into(&self.m, self.ep(src), self.ep(dst), bytes, &mut plan);
         }
@@ -1936,14 +1943,14 @@ impl<'a> Sim<'a> {
         let (kind, nonblocking) = coll_kind(op.kind).unwrap();
         match phase {
             0 => {
-                let comm = self.comms.get(&op.comm).ok_or_else(|| self.terr(r, op.seq, format!("communicator {} is not defined in the trace", op.comm)))?;
+                let comm = self.comms.get(&op.comm).ok_or_else(|| self.terr(r, self.seq(r), format!("communicator {} is not defined in the trace", op.comm)))?;
                 let size = comm.size;
                 let me = match &comm.def.members {
                     None => r,
-                    Some(m) => m.iter().position(|&w| w == r).ok_or_else(|| self.terr(r, op.seq, format!("rank is not a member of communicator {}", op.comm)))? as u32,
+                    Some(m) => m.iter().position(|&w| w == r).ok_or_else(|| self.terr(r, self.seq(r), format!("rank is not a member of communicator {}", op.comm)))? as u32,
                 };
                 if kind.is_rooted() && (op.root < 0 || op.root as u32 >= size) {
-                    return Err(self.terr(r, op.seq, format!("root {} is outside communicator {} (size {size})", op.root, op.comm)));
+                    return Err(self.terr(r, self.seq(r), format!("root {} is outside communicator {} (size {size})", op.root, op.comm)));
                 }
                 let root = if kind.is_rooted() { op.root.max(0) as u32 } else { 0 };
                 let lists = op.lists.as_deref();
@@ -1959,7 +1966,7 @@ impl<'a> Sim<'a> {
                 };
                 // chosen from quantities every rank of the call agrees on, so all pick the same
                 let algo = g2g_coll::select_for(&args, &self.th, &self.ov);
-                let rounds = g2g_coll::schedule(algo, &args).map_err(|e| self.terr(r, op.seq, format!("{}: {e}", kind.name())))?;
+                let rounds = g2g_coll::schedule(algo, &args).map_err(|e| self.terr(r, self.seq(r), format!("{}: {e}", kind.name())))?;
                 let inst = {
                     let c = self.ranks[r as usize].coll_seq.entry(op.comm).or_insert(0);
                     let v = *c;

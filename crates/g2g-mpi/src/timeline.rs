@@ -53,14 +53,14 @@ impl Timeline {
         self.n <= self.max
     }
 
-    pub fn op(&mut self, r: u32, op: &Op, t0: Time, t1: Time) {
+    pub fn op(&mut self, r: u32, op: &Op, seq: u64, t0: Time, t1: Time) {
         if t1 == t0 && op.kind.name() == "Compute" || !self.ok() {
             return;
         }
         let cat = if op.kind.name() == "Compute" { "compute" } else if op.kind.is_collective() { "collective" } else { "mpi" };
         let s = format!(
             "{{\"ph\":\"X\",\"name\":\"{}\",\"cat\":\"{cat}\",\"pid\":{},\"tid\":{r},\"ts\":{:.3},\"dur\":{:.3},\"args\":{{\"event\":{},\"peer\":{},\"tag\":{},\"bytes\":{},\"mem\":\"{}\"}}}}",
-            op.kind.name(), self.node_of[r as usize], us(t0), us(t1 - t0), op.seq, op.peer, op.tag, op.bytes.max(op.recv_bytes), op.mem.name()
+            op.kind.name(), self.node_of[r as usize], us(t0), us(t1 - t0), seq, op.peer, op.tag, op.bytes.max(op.recv_bytes), op.mem.name()
         );
         self.raw(&s);
     }

@@ -131,6 +131,16 @@ impl FlowNet {
         self.flows.reserve(n.saturating_sub(self.flows.len()));
     }
 
+    /// Reserves room for `n` more links (the machine knows its count before it adds them: the
+    /// tables then do not grow by doubling, copying themselves each time).
+    pub fn reserve_links(&mut self, n: usize) {
+        self.links.reserve(n);
+        self.link_rem.reserve(n);
+        self.link_n.reserve(n);
+        self.link_stat.reserve(n);
+        self.last_share.reserve(n);
+    }
+
     /// Adds a link of `bw_bytes_per_s`; returns its id (ids are dense from 0).
     pub fn add_link(&mut self, bw_bytes_per_s: f64) -> LinkId {
         self.links.push(Link { cap: bw_bytes_per_s * 1e-9, flows: LinkFlows::new(), mark: 0 });

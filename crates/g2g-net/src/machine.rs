@@ -127,6 +127,7 @@ impl Machine {
         net.sharing = cfg.sharing;
         let total = stride as usize * place.nodes as usize + topo.links().len();
         let mut latency = Vec::with_capacity(total);
+        net.reserve_links(total);
         let copy_bw = cfg.copy_bw();
         for _n in 0..place.nodes {
             for _ in 0..2 * g {

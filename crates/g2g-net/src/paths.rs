@@ -8,8 +8,11 @@ use smallvec::{smallvec, SmallVec};
 
 /// The links of one stage: inline up to 8 (a 3-level fat-tree route plus two PCIe links).
 pub type Links = SmallVec<[LinkId; 8]>;
-/// The stages of a plan: at most 3 today (copy, network, copy).
-pub type Stages = SmallVec<[Stage; 3]>;
+/// The stages of a plan: at most 3 today (copy, network, copy).  One inline: most messages
+/// (GPUDirect P2P and RDMA, host to host) have one stage, and a plan then fills two cache lines
+/// instead of four (a replay keeps one per message in flight); a plan of three keeps its heap
+/// buffer when its pooled box is reused (`Plan::reset_stages`).
+pub type Stages = SmallVec<[Stage; 1]>;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Endpoint {
@@ -75,6 +78,20 @@ impl Plan {
         s.links.clear();
         s.latency_ns = 0;
         s
+    }
+
+    /// Makes this plan a one-chunk plan of `model` with no stage yet, keeping its stage buffer
+    /// (a pooled plan that once held three stages takes three again without allocating).
+    pub fn reset_stages(&mut self, model: &'static str, setup_ns: u64, bytes: u64) -> &mut Stages {
+        self.model = model;
+        self.setup_ns = setup_ns;
+        self.chunks = 1;
+        self.chunk_bytes = bytes;
+        self.last_chunk_bytes = bytes;
+        self.depth = 1;
+        self.bw_factor = 1.0;
+        self.stages.clear();
+        &mut self.stages
     }
 
     /// One stage, one chunk (a copy, a local transfer).
@@ -145,6 +162,13 @@ impl HostPath {
         }
     }
 
+    /// The host path as one stage (no delay).
+    pub fn stage(m: &Machine, src: Endpoint, dst: Endpoint) -> Stage {
+        let mut links = Links::new();
+        let latency_ns = HostPath::links_latency(m, src, dst, &mut links);
+        Stage { delay_ns: 0, links, latency_ns }
+    }
+
     /// Appends the links of the host path to `links`; returns the latency they add: the links'
     /// latencies (computed as `Machine::path_latency` would) and the NIC's, across nodes.
     pub fn links_latency(m: &Machine, src: Endpoint, dst: Endpoint, links: &mut Links) -> u64 {
@@ -204,13 +228,11 @@ impl DataPath for StagedPath {
         &["gpu.copy_delay", "gpu.copy_per_byte", "node.pcie.*", "+ host path", "mpi.factors (path hostcopy)"]
     }
     fn plan_into(&self, m: &Machine, src: Endpoint, dst: Endpoint, bytes: u64, out: &mut Plan) {
-        let host = HostPath.plan(m, src, dst, bytes);
-        let stages: Stages = smallvec![
-            StagedPath::copy_stage(m, src, true),
-            host.stages.into_iter().next().unwrap(),
-            StagedPath::copy_stage(m, dst, false),
-        ];
-        *out = Plan::single("hostcopy", 0, stages, bytes);
+        let stages = out.reset_stages("hostcopy", 0, bytes);
+        stages.reserve(3);
+        stages.push(StagedPath::copy_stage(m, src, true));
+        stages.push(HostPath::stage(m, src, dst));
+        stages.push(StagedPath::copy_stage(m, dst, false));
     }
 }
 
@@ -276,28 +298,32 @@ impl DataPath for Pipelined {
           "mpi.factors (path pipelined)", "mpi.device_collectives, mpi.collective_chunk, mpi.collective_depth (library-staged collectives)"]
     }
     fn plan_into(&self, m: &Machine, src: Endpoint, dst: Endpoint, bytes: u64, out: &mut Plan) {
-        *out = Pipelined::plan_chunked(m, src, dst, bytes, m.cfg.pipeline_chunk, m.cfg.pipeline_depth);
+        Pipelined::plan_chunked_into(m, src, dst, bytes, m.cfg.pipeline_chunk, m.cfg.pipeline_depth, out);
     }
 }
 impl Pipelined {
     /// The pipelined plan with a given chunk size and depth (`mpi.collective_chunk` /
     /// `mpi.collective_depth` for collectives a library stages through the host).
     pub fn plan_chunked(m: &Machine, src: Endpoint, dst: Endpoint, bytes: u64, chunk: u64, depth: u32) -> Plan {
+        let mut p = Plan::empty();
+        Pipelined::plan_chunked_into(m, src, dst, bytes, chunk, depth, &mut p);
+        p
+    }
+
+    /// [`Pipelined::plan_chunked`] into `out` (a pooled plan: its stage buffer is kept).
+    pub fn plan_chunked_into(m: &Machine, src: Endpoint, dst: Endpoint, bytes: u64, chunk: u64, depth: u32, out: &mut Plan) {
         let chunk = chunk.max(1);
         let chunks = bytes.div_ceil(chunk).max(1) as u32;
         let last = bytes - chunk * (chunks as u64 - 1);
-        let host = HostPath.plan(m, src, dst, bytes).stages.into_iter().next().unwrap();
-        let stages: Stages = smallvec![StagedPath::copy_stage(m, src, true), host, StagedPath::copy_stage(m, dst, false)];
-        Plan {
-            model: "pipelined",
-            setup_ns: 0,
-            stages,
-            chunks,
-            chunk_bytes: chunk.min(bytes.max(1)),
-            last_chunk_bytes: last,
-            depth: depth.max(1),
-            bw_factor: 1.0,
-        }
+        let stages = out.reset_stages("pipelined", 0, bytes);
+        stages.reserve(3);
+        stages.push(StagedPath::copy_stage(m, src, true));
+        stages.push(HostPath::stage(m, src, dst));
+        stages.push(StagedPath::copy_stage(m, dst, false));
+        out.chunks = chunks;
+        out.chunk_bytes = chunk.min(bytes.max(1));
+        out.last_chunk_bytes = last;
+        out.depth = depth.max(1);
     }
 }
 

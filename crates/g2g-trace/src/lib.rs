@@ -78,10 +78,7 @@ impl TraceSource for MemTrace {
             return Ok(false);
         }
         for (r, ops) in self.ranks.iter_mut().enumerate() {
-            for (i, mut op) in std::mem::take(ops).into_iter().enumerate() {
-                op.seq = i as u32;
-                queues[r].push_back(op);
-            }
+            queues[r].extend(std::mem::take(ops));
         }
         self.done = true;
         Ok(true)

@@ -222,7 +222,9 @@ pub struct OpLists {
     pub recv_counts: Vec<u64>,
 }
 
-/// One operation of one rank (about 64 bytes).
+/// One operation of one rank (80 bytes).  Its event number (`seq`) is not stored: a rank's
+/// operations come in event order from 0 (every source checks or assigns it), so the replay
+/// counts them.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Op {
     pub kind: OpKind,
@@ -238,7 +240,6 @@ pub struct Op {
     pub stream: i32,
     /// Kernel: its stream's priority (lower runs first)
     pub priority: i32,
-    pub seq: u32,
     pub bytes: u64,
     pub recv_bytes: u64,
     pub dur_ns: u64,
@@ -261,7 +262,6 @@ impl Op {
             root: -1,
             stream: -1,
             priority: 0,
-            seq: 0,
             bytes: 0,
             recv_bytes: 0,
             dur_ns: 0,

@@ -265,7 +265,6 @@ impl ParquetTrace {
                 return Err(self.err(Some(r), Some(s), format!("negative dur_ns {d}")));
             }
             let mut o = Op::new(kind);
-            o.seq = s;
             o.mem = m;
             o.copy = ck;
             o.dur_ns = d as u64;
@@ -521,7 +520,7 @@ impl ParquetTrace {
         let mut next = (0..3).map(|j| next_of(j, 0)).min().unwrap();
         // arrays of CHUNK rows, indexed by rows below `j.min(CHUNK)`: no bounds check per row
         let col = |k: usize| &b.cols[k].v;
-        let (seq, dur, peer, tag, comm, bytes) = (col(SEQ), col(DUR), col(PEER), col(TAG), col(COMM), col(BYTES));
+        let (dur, peer, tag, comm, bytes) = (col(DUR), col(PEER), col(TAG), col(COMM), col(BYTES));
         let (recv_bytes, recv_peer, recv_tag, root, req) = (col(RECV_BYTES), col(RECV_PEER), col(RECV_TAG), col(ROOT), col(REQ));
         let (stream, contig, prio) = (col(STREAM), col(CONTIG), col(PRIO));
         let syms: &[_; CHUNK] = kinds[..CHUNK].try_into().unwrap();
@@ -548,7 +547,6 @@ impl ParquetTrace {
                     root: root[i] as i32,
                     stream: stream[i] as i32,
                     priority: prio[i] as i32,
-                    seq: seq[i] as u32,
                     bytes: bytes[i] as u64,
                     recv_bytes: recv_bytes[i] as u64,
                     dur_ns: dur[i] as u64,

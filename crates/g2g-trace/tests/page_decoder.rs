@@ -198,20 +198,22 @@ fn page_decoder_matches_arrow_for_every_layout() {
                     assert_eq!(total, r.rank.len(), "case {case}");
                     for (rank, (a, b)) in fast.iter().zip(&slow).enumerate() {
                         assert_eq!(a.len(), b.len(), "case {case} rank {rank}");
-                        for (x, y) in a.iter().zip(b) {
+                        // a rank's ops come in event order from 0: the queue index is the event
+                        for (seq, (x, y)) in a.iter().zip(b).enumerate() {
+                            let seq = seq as u32;
                             // the Arrow path leaves a null peer undefined; the page decoder gives -1
                             let mut y = y.clone();
-                            if r.rank.iter().zip(&r.seq).zip(&r.peer).any(|((&rr, &s), p)| rr == rank as u32 && s == x.seq && p.is_none()) && by_pages > 0 {
-                                assert_eq!(x.peer, -1, "case {case} rank {rank} seq {}", x.seq);
+                            if r.rank.iter().zip(&r.seq).zip(&r.peer).any(|((&rr, &s), p)| rr == rank as u32 && s == seq && p.is_none()) && by_pages > 0 {
+                                assert_eq!(x.peer, -1, "case {case} rank {rank} seq {seq}");
                                 y.peer = -1;
                             }
-                            assert_eq!(*x, y, "case {case} rank {rank} seq {}", x.seq);
+                            assert_eq!(*x, y, "case {case} rank {rank} seq {seq}");
                         }
                     }
                     // spot checks against the rows written
                     let q = &fast[5];
-                    for op in q {
-                        let i = r.rank.iter().zip(&r.seq).position(|(&rr, &s)| rr == 5 && s == op.seq).unwrap();
+                    for (seq, op) in q.iter().enumerate() {
+                        let i = r.rank.iter().zip(&r.seq).position(|(&rr, &s)| rr == 5 && s == seq as u32).unwrap();
                         assert_eq!(op.kind.name(), r.op[i].unwrap());
                         assert_eq!(op.contiguous, r.contig[i].unwrap_or(true));
                         assert_eq!(op.reqs(), r.reqs[i].as_deref().unwrap_or(&[]));
@@ -291,11 +293,12 @@ fn list_runs_match_arrow() {
                 let slow = read_all(&p, true).unwrap();
                 for (rank, (a, b)) in fast.iter().zip(&slow).enumerate() {
                     assert_eq!(a.len(), b.len(), "case {case} rank {rank}");
-                    for (x, y) in a.iter().zip(b) {
+                    for (seq, (x, y)) in a.iter().zip(b).enumerate() {
+                        let seq = seq as u32;
                         // the Arrow path leaves a null element undefined; the page decoder gives 0
-                        let g = r.rank.iter().zip(&r.seq).position(|(&rr, &s)| rr == rank as u32 && s == x.seq).unwrap();
+                        let g = r.rank.iter().zip(&r.seq).position(|(&rr, &s)| rr == rank as u32 && s == seq).unwrap();
                         if !r.reqs[g].as_ref().is_some_and(|v| v.contains(&NULL_ELEM)) {
-                            assert_eq!(x.lists, y.lists, "case {case} rank {rank} seq {}", x.seq);
+                            assert_eq!(x.lists, y.lists, "case {case} rank {rank} seq {seq}");
                         }
                     }
                 }
@@ -326,7 +329,7 @@ fn rows_before_a_bad_row_are_queued() {
             let e = tr.fill(&mut qs).unwrap_err();
             assert_eq!((e.rank, e.seq), (Some(r.rank[bad]), Some(r.seq[bad])));
             // the Arrow path leaves a null peer undefined: compare the rest
-            qs.into_iter().map(|q| q.into_iter().map(|o| (o.seq, o.kind, o.bytes, o.dur_ns, o.lists)).collect::<Vec<_>>()).collect::<Vec<_>>()
+            qs.into_iter().map(|q| q.into_iter().enumerate().map(|(seq, o)| (seq, o.kind, o.bytes, o.dur_ns, o.lists)).collect::<Vec<_>>()).collect::<Vec<_>>()
         };
         let (fast, slow) = (queued(false), queued(true));
         assert_eq!(fast.iter().map(|q| q.len()).sum::<usize>(), bad);
