@@ -509,19 +509,19 @@ struct Sim<'a> {
 /// one rank.  Only the buffers the rank actually sends or receives move: a broadcast is copied out
 /// at the root and back in everywhere else.
 fn staging_bytes(kind: CollKind, is_root: bool, op: &Op) -> (u64, u64) {
-    let recv = if op.recv_bytes > 0 { op.recv_bytes } else { op.bytes };
+    let recv = if op.recv_bytes() > 0 { op.recv_bytes() } else { op.bytes };
     match kind {
         CollKind::Barrier => (0, 0),
         CollKind::Bcast => {
             if is_root {
                 (op.bytes, 0)
             } else {
-                (0, op.bytes.max(op.recv_bytes))
+                (0, op.bytes.max(op.recv_bytes()))
             }
         }
         CollKind::Reduce => (op.bytes, if is_root { op.bytes } else { 0 }),
-        CollKind::Gather | CollKind::Gatherv => (op.bytes, if is_root { op.recv_bytes } else { 0 }),
-        CollKind::Scatter | CollKind::Scatterv => (if is_root { op.bytes } else { 0 }, op.recv_bytes),
+        CollKind::Gather | CollKind::Gatherv => (op.bytes, if is_root { op.recv_bytes() } else { 0 }),
+        CollKind::Scatter | CollKind::Scatterv => (if is_root { op.bytes } else { 0 }, op.recv_bytes()),
         _ => (op.bytes, recv),
     }
 }
@@ -722,11 +722,11 @@ impl<'a> Sim<'a> {
                         let tag = if op.tag == ANY_TAG { "ANY_TAG".to_string() } else { op.tag.to_string() };
                         s += &format!(" peer {peer} tag {tag} comm {}", op.comm);
                     }
-                    OpKind::Sendrecv => s += &format!(" send to {} tag {}, receive from {} tag {}, comm {}", op.peer, op.tag, op.recv_peer, op.recv_tag, op.comm),
+                    OpKind::Sendrecv => s += &format!(" send to {} tag {}, receive from {} tag {}, comm {}", op.peer, op.tag, op.recv_peer(), op.recv_tag(), op.comm),
                     OpKind::Wait | OpKind::Waitall | OpKind::Waitany | OpKind::Waitsome => {
                         s += &format!(" on request(s) {:?}", if op.reqs().is_empty() { vec![op.req] } else { op.reqs().to_vec() });
                     }
-                    _ if op.kind.is_collective() => s += &format!(" on comm {} root {}", op.comm, op.root),
+                    _ if op.kind.is_collective() => s += &format!(" on comm {} root {}", op.comm, op.root()),
                     _ => {}
                 }
                 s
@@ -1035,7 +1035,7 @@ impl<'a> Sim<'a> {
         if let Some(tl) = self.tl.as_mut() {
             tl.op(r, &op, seq, start, now);
         }
-        let bytes = op.bytes.max(op.recv_bytes);
+        let bytes = op.bytes.max(op.recv_bytes());
         self.op_stat(op.kind, dt, bytes);
         let mut op = op;
         op.lists = None; // request lists are freed now, not when the box is reused
@@ -1060,9 +1060,9 @@ impl<'a> Sim<'a> {
                 self.exec_gpu(r, op, phase)
             }
             OpKind::Compute => {
-                if phase == 0 && op.dur_ns > 0 {
+                if phase == 0 && op.dur_ns() > 0 {
                     self.ranks[r as usize].phase = 1;
-                    self.busy(r, op.dur_ns);
+                    self.busy(r, op.dur_ns());
                     Ok(false)
                 } else {
                     Ok(true)
@@ -1124,12 +1124,12 @@ impl<'a> Sim<'a> {
                 Plan::one("memcpy", st, op.bytes)
             }
         };
-        if op.stream >= 0 {
+        if op.stream() >= 0 {
             // asynchronous copy queued on a stream: in order with that stream's kernels; the host goes on
-            self.gpu_enqueue(r, op.stream, None, GpuWork::Copy(Box::new(plan)));
+            self.gpu_enqueue(r, op.stream(), None, GpuWork::Copy(Box::new(plan)));
             if self.opt.no_overlap {
                 self.ranks[r as usize].phase = 1;
-                self.ranks[r as usize].block = Block::GpuSync(GpuWait::Stream(op.stream));
+                self.ranks[r as usize].block = Block::GpuSync(GpuWait::Stream(op.stream()));
                 return Ok(self.gpu_check_host(r));
             }
             return Ok(true);
@@ -1217,11 +1217,11 @@ impl<'a> Sim<'a> {
                 let gpu = self.effective_gpu(op.mem);
                 let req = self.post_recv(r, src, op.comm as u64, op.tag, Owner::Rank(r));
                 // a receive into a GPU buffer that arrives over the host path is staged H2D after
-                let staged = gpu && self.recv_is_staged(r, src, op.recv_bytes.max(op.bytes));
+                let staged = gpu && self.recv_is_staged(r, src, op.recv_bytes().max(op.bytes));
                 if staged {
-                    self.reqs[req as usize].post_copy = op.recv_bytes.max(op.bytes);
+                    self.reqs[req as usize].post_copy = op.recv_bytes().max(op.bytes);
                 }
-                self.note_recv(r, op.mem, op.recv_bytes.max(op.bytes));
+                self.note_recv(r, op.mem, op.recv_bytes().max(op.bytes));
                 if op.kind == OpKind::Recv {
                     self.ranks[r as usize].phase = 1;
                     self.wait_on(r, vec![req], false);
@@ -1254,13 +1254,13 @@ impl<'a> Sim<'a> {
                 };
                 let gpu = self.effective_gpu(op.mem);
                 let mut reqs = vec![];
-                if op.recv_peer != PROC_NULL {
-                    let src = if op.recv_peer == ANY_SOURCE { -1 } else { self.world_of(r, op.comm, op.recv_peer, self.seq(r))? as i32 };
-                    let rq = self.post_recv(r, src, op.comm as u64, op.recv_tag, Owner::Rank(r));
-                    if gpu && self.recv_is_staged(r, src, op.recv_bytes) {
-                        self.reqs[rq as usize].post_copy = op.recv_bytes;
+                if op.recv_peer() != PROC_NULL {
+                    let src = if op.recv_peer() == ANY_SOURCE { -1 } else { self.world_of(r, op.comm, op.recv_peer(), self.seq(r))? as i32 };
+                    let rq = self.post_recv(r, src, op.comm as u64, op.recv_tag(), Owner::Rank(r));
+                    if gpu && self.recv_is_staged(r, src, op.recv_bytes()) {
+                        self.reqs[rq as usize].post_copy = op.recv_bytes();
                     }
-                    self.note_recv(r, op.mem, op.recv_bytes);
+                    self.note_recv(r, op.mem, op.recv_bytes());
                     reqs.push(rq);
                 }
                 if let Some((dst, route)) = send {
@@ -1772,13 +1772,13 @@ impl<'a> Sim<'a> {
         if phase > 0 {
             return Ok(self.ranks[r as usize].block == Block::None);
         }
-        let st = op.stream.max(0);
+        let st = op.stream().max(0);
         let wait = match op.kind {
             OpKind::Kernel => {
                 let g = self.gpu(r);
                 g.launches += 1;
                 let seq = g.launches;
-                self.gpu_enqueue(r, st, Some(op.priority), GpuWork::Kernel { dur: op.dur_ns, seq });
+                self.gpu_enqueue(r, st, Some(op.priority()), GpuWork::Kernel { dur: op.dur_ns(), seq });
                 if self.opt.no_overlap {
                     Some(GpuWait::Stream(st))
                 } else {
@@ -1949,10 +1949,10 @@ impl<'a> Sim<'a> {
                     None => r,
                     Some(m) => m.iter().position(|&w| w == r).ok_or_else(|| self.terr(r, self.seq(r), format!("rank is not a member of communicator {}", op.comm)))? as u32,
                 };
-                if kind.is_rooted() && (op.root < 0 || op.root as u32 >= size) {
-                    return Err(self.terr(r, self.seq(r), format!("root {} is outside communicator {} (size {size})", op.root, op.comm)));
+                if kind.is_rooted() && (op.root() < 0 || op.root() as u32 >= size) {
+                    return Err(self.terr(r, self.seq(r), format!("root {} is outside communicator {} (size {size})", op.root(), op.comm)));
                 }
-                let root = if kind.is_rooted() { op.root.max(0) as u32 } else { 0 };
+                let root = if kind.is_rooted() { op.root().max(0) as u32 } else { 0 };
                 let lists = op.lists.as_deref();
                 let args = CollArgs {
                     kind,
@@ -1960,7 +1960,7 @@ impl<'a> Sim<'a> {
                     rank: me,
                     root,
                     bytes: op.bytes,
-                    recv_bytes: op.recv_bytes,
+                    recv_bytes: op.recv_bytes(),
                     counts: lists.and_then(|l| (!l.counts.is_empty()).then_some(l.counts.as_slice())),
                     recv_counts: lists.and_then(|l| (!l.recv_counts.is_empty()).then_some(l.recv_counts.as_slice())),
                 };
@@ -1978,7 +1978,7 @@ impl<'a> Sim<'a> {
                 let gpu_path = on_gpu && match self.opt.mode {
                     Mode::HostCopy => false,
                     Mode::AsTraced => true,
-                    Mode::GpuDirect => op.bytes.max(op.recv_bytes) >= self.opt.gpudirect_min_bytes,
+                    Mode::GpuDirect => op.bytes.max(op.recv_bytes()) >= self.opt.gpudirect_min_bytes,
                 };
                 let req = if nonblocking { Some(self.new_req(Owner::Rank(r))) } else { None };
                 let staged = gpu_path && self.m.cfg.device_collectives.staged(kind.name());

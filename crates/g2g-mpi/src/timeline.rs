@@ -60,7 +60,7 @@ impl Timeline {
         let cat = if op.kind.name() == "Compute" { "compute" } else if op.kind.is_collective() { "collective" } else { "mpi" };
         let s = format!(
             "{{\"ph\":\"X\",\"name\":\"{}\",\"cat\":\"{cat}\",\"pid\":{},\"tid\":{r},\"ts\":{:.3},\"dur\":{:.3},\"args\":{{\"event\":{},\"peer\":{},\"tag\":{},\"bytes\":{},\"mem\":\"{}\"}}}}",
-            op.kind.name(), self.node_of[r as usize], us(t0), us(t1 - t0), seq, op.peer, op.tag, op.bytes.max(op.recv_bytes), op.mem.name()
+            op.kind.name(), self.node_of[r as usize], us(t0), us(t1 - t0), seq, op.peer, op.tag, op.bytes.max(op.recv_bytes()), op.mem.name()
         );
         self.raw(&s);
     }

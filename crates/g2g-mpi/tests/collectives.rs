@@ -10,8 +10,8 @@ const T0: u64 = 200 + 1100 + 300; // a 0-byte eager hop
 fn coll(kind: &str, bytes: u64, root: i32) -> Op {
     let mut o = Op::new(OpKind::parse(kind).unwrap());
     o.bytes = bytes;
-    o.recv_bytes = bytes;
-    o.root = root;
+    o.set_recv_bytes(bytes);
+    o.set_root(root);
     o
 }
 

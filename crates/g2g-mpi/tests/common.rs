@@ -67,7 +67,7 @@ pub fn recv(peer: i32, tag: i32, bytes: u64) -> Op {
     let mut o = Op::new(OpKind::Recv);
     o.peer = peer;
     o.tag = tag;
-    o.recv_bytes = bytes;
+    o.set_recv_bytes(bytes);
     o
 }
 pub fn irecv(peer: i32, tag: i32, bytes: u64, req: u64) -> Op {
@@ -83,7 +83,7 @@ pub fn waitall(reqs: &[u64]) -> Op {
 }
 pub fn compute(ns: u64) -> Op {
     let mut o = Op::new(OpKind::Compute);
-    o.dur_ns = ns;
+    o.set_dur_ns(ns);
     o
 }
 pub fn dev(mut o: Op) -> Op {

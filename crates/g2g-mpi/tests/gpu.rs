@@ -6,20 +6,20 @@ use g2g_trace::{CopyKind, Op, OpKind};
 
 fn kernel(stream: i32, ns: u64, prio: i32) -> Op {
     let mut o = Op::new(OpKind::Kernel);
-    o.stream = stream;
-    o.dur_ns = ns;
-    o.priority = prio;
+    o.set_stream(stream);
+    o.set_dur_ns(ns);
+    o.set_priority(prio);
     o
 }
 fn sync(stream: i32) -> Op {
     let mut o = Op::new(OpKind::StreamSync);
-    o.stream = stream;
+    o.set_stream(stream);
     o
 }
 fn record(ev: u64, stream: i32) -> Op {
     let mut o = Op::new(OpKind::EventRecord);
     o.req = ev;
-    o.stream = stream;
+    o.set_stream(stream);
     o
 }
 fn ev_sync(ev: u64) -> Op {
@@ -30,7 +30,7 @@ fn ev_sync(ev: u64) -> Op {
 fn wait_event(stream: i32, ev: u64) -> Op {
     let mut o = Op::new(OpKind::StreamWaitEvent);
     o.req = ev;
-    o.stream = stream;
+    o.set_stream(stream);
     o
 }
 
@@ -135,7 +135,7 @@ fn stream_copy_shares_pcie_with_gpudirect_rdma() {
         let mut o = Op::new(OpKind::Memcpy);
         o.copy = CopyKind::D2H;
         o.bytes = mb;
-        o.stream = stream;
+        o.set_stream(stream);
         o
     };
     let alone = run(vec![vec![dev(send(1, 0, mb))], vec![dev(recv(0, 0, mb))]], &pcie_bound, SimOptions { mode: Mode::GpuDirect, ..Default::default() }).unwrap();

@@ -255,7 +255,7 @@ fn staged_as_device_drops_every_staging_copy() {
     };
     let mut ar = op(g2g_trace::OpKind::parse("Allreduce").unwrap());
     ar.bytes = 4096;
-    ar.recv_bytes = 4096;
+    ar.set_recv_bytes(4096);
     // a HostCopy application: copies out, two sends and two receives of different sizes, copies in,
     // then a staged Allreduce
     let rank = |p: i32| {
@@ -412,7 +412,7 @@ fn factors_of_gpudirect_and_hostcopy_paths() {
     let mut d2h = op(g2g_trace::OpKind::Memcpy);
     d2h.bytes = b;
     d2h.copy = g2g_trace::CopyKind::D2H;
-    d2h.stream = -1;
+    d2h.set_stream(-1);
     let r = run(vec![vec![d2h, send(1, 0, b)], vec![recv(0, 0, b)]], &t, SimOptions::default()).unwrap();
     assert_eq!(end_ns(&r, 1), copy + 200 + 800 + 10 + 300);
     // ... and a plain host send uses the host bins (20 B/ns)
@@ -457,8 +457,8 @@ fn factors_by_collective_apply_to_that_collectives_messages_only() {
     let bcast = |b: u64| {
         let mut o = op(g2g_trace::OpKind::Coll(1)); // Bcast
         o.bytes = b;
-        o.recv_bytes = b;
-        o.root = 0;
+        o.set_recv_bytes(b);
+        o.set_root(0);
         o
     };
     let b = 1000;
@@ -549,9 +549,9 @@ fn blocking_send_overhead_applies_to_sendrecv() {
         o.peer = peer;
         o.tag = 1;
         o.bytes = b;
-        o.recv_peer = peer;
-        o.recv_tag = 1;
-        o.recv_bytes = b;
+        o.set_recv_peer(peer);
+        o.set_recv_tag(1);
+        o.set_recv_bytes(b);
         o
     };
     // both send halves are blocking pml sends in Open MPI: o_s 200 + 3000, two flows share 5 B/ns

@@ -222,55 +222,180 @@ pub struct OpLists {
     pub recv_counts: Vec<u64>,
 }
 
-/// One operation of one rank (80 bytes).  Its event number (`seq`) is not stored: a rank's
-/// operations come in event order from 0 (every source checks or assigns it), so the replay
-/// counts them.
+/// One operation of one rank: one 64-byte cache line.
+///
+/// A replay holds every operation of its current trace window in memory and reads each once,
+/// so the record is kept to a line.  Two fields serve only some kinds of operation and share
+/// their slots with fields of other kinds; they are read and written through methods that know
+/// the kind (set `kind` first, as [`Op::new`] does):
+/// * `dur_ns` (Compute, Kernel) shares a slot with `recv_bytes` (every other kind);
+/// * `recv_peer` and `recv_tag` (Sendrecv) share theirs with `stream` and `priority` (the GPU
+///   operations and Memcpy); `root` (collectives) has its own.
+///
+/// A field that does not apply to the kind reads as its default (`-1`, or `0` for `priority`,
+/// `dur_ns` and `recv_bytes`) and is not stored: the replay never uses it.
+///
+/// Its event number is not stored either: a rank's operations come in event order from 0
+/// (every source checks or assigns it), so the replay counts them.
 #[derive(Clone, Debug, PartialEq)]
+#[repr(C, align(64))]
 pub struct Op {
+    pub bytes: u64,
+    pub req: u64,
+    /// `dur_ns` or `recv_bytes` (`Op::dur_ns`)
+    x: u64,
+    pub lists: Option<Box<OpLists>>,
+    pub peer: i32,
+    pub tag: i32,
+    pub comm: u32,
+    /// `recv_peer` (Sendrecv) or `stream` (GPU operations, Memcpy)
+    a: i32,
+    /// `recv_tag` (Sendrecv) or `priority` (GPU operations, Memcpy)
+    b: i32,
+    /// `root` (collectives)
+    c: i32,
     pub kind: OpKind,
     pub mem: MemSpace,
     pub copy: CopyKind,
     pub contiguous: bool,
-    pub peer: i32,
-    pub tag: i32,
-    pub recv_peer: i32,
-    pub recv_tag: i32,
-    pub comm: u32,
-    pub root: i32,
-    pub stream: i32,
-    /// Kernel: its stream's priority (lower runs first)
-    pub priority: i32,
-    pub bytes: u64,
-    pub recv_bytes: u64,
-    pub dur_ns: u64,
-    pub req: u64,
-    pub lists: Option<Box<OpLists>>,
+}
+
+const _: () = assert!(std::mem::size_of::<Op>() == 64);
+
+/// Which fields a kind of operation keeps in the shared slots of [`Op`].
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Slots {
+    Other,
+    Sendrecv,
+    Gpu,
+    Coll,
+}
+
+impl OpKind {
+    /// Does this kind take a duration from the trace (Compute, Kernel)?  Its `dur_ns` then
+    /// takes the slot of `recv_bytes`.
+    #[inline]
+    pub fn has_duration(self) -> bool {
+        matches!(self, OpKind::Compute | OpKind::Kernel)
+    }
+    #[inline]
+    fn slots(self) -> Slots {
+        match self {
+            OpKind::Sendrecv => Slots::Sendrecv,
+            OpKind::Memcpy => Slots::Gpu,
+            k if k.is_gpu() => Slots::Gpu,
+            k if k.is_collective() => Slots::Coll,
+            _ => Slots::Other,
+        }
+    }
 }
 
 impl Op {
     pub fn new(kind: OpKind) -> Op {
-        Op {
-            kind,
-            mem: MemSpace::Host,
-            copy: CopyKind::None,
-            contiguous: true,
-            peer: -1,
-            tag: -1,
-            recv_peer: -1,
-            recv_tag: -1,
-            comm: 0,
-            root: -1,
-            stream: -1,
-            priority: 0,
-            bytes: 0,
-            recv_bytes: 0,
-            dur_ns: 0,
-            req: 0,
-            lists: None,
-        }
+        let b = if kind.slots() == Slots::Gpu { 0 } else { -1 };
+        Op { kind, mem: MemSpace::Host, copy: CopyKind::None, contiguous: true, peer: -1, tag: -1, comm: 0, a: -1, b, c: -1, bytes: 0, x: 0, req: 0, lists: None }
     }
+
+    /// An operation from the columns of a trace row (the fields its kind does not use are
+    /// dropped; see [`Op`]).
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    pub fn from_row(
+        kind: OpKind, mem: MemSpace, copy: CopyKind, contiguous: bool, peer: i32, tag: i32, comm: u32,
+        recv_peer: i32, recv_tag: i32, root: i32, stream: i32, priority: i32,
+        bytes: u64, recv_bytes: u64, dur_ns: u64, req: u64,
+    ) -> Op {
+        let (a, b) = match kind.slots() {
+            Slots::Sendrecv => (recv_peer, recv_tag),
+            Slots::Gpu => (stream, priority),
+            _ => (-1, -1),
+        };
+        let c = if kind.slots() == Slots::Coll { root } else { -1 };
+        let x = if kind.has_duration() { dur_ns } else { recv_bytes };
+        Op { kind, mem, copy, contiguous, peer, tag, comm, a, b, c, bytes, x, req, lists: None }
+    }
+
     pub fn reqs(&self) -> &[u64] {
         self.lists.as_ref().map(|l| l.reqs.as_slice()).unwrap_or(&[])
+    }
+
+    /// Duration from the trace (Compute, Kernel; 0 for other kinds).
+    #[inline]
+    pub fn dur_ns(&self) -> u64 {
+        if self.kind.has_duration() { self.x } else { 0 }
+    }
+    /// Receive size (every kind but Compute and Kernel, which have none: 0).
+    #[inline]
+    pub fn recv_bytes(&self) -> u64 {
+        if self.kind.has_duration() { 0 } else { self.x }
+    }
+    /// Sendrecv's source (-1 for other kinds).
+    #[inline]
+    pub fn recv_peer(&self) -> i32 {
+        if self.kind.slots() == Slots::Sendrecv { self.a } else { -1 }
+    }
+    /// Sendrecv's receive tag (-1 for other kinds).
+    #[inline]
+    pub fn recv_tag(&self) -> i32 {
+        if self.kind.slots() == Slots::Sendrecv { self.b } else { -1 }
+    }
+    /// A collective's root (-1 for other kinds).
+    #[inline]
+    pub fn root(&self) -> i32 {
+        if self.kind.slots() == Slots::Coll { self.c } else { -1 }
+    }
+    /// The stream of a GPU operation or Memcpy (-1 for other kinds).
+    #[inline]
+    pub fn stream(&self) -> i32 {
+        if self.kind.slots() == Slots::Gpu { self.a } else { -1 }
+    }
+    /// A kernel's stream priority (GPU operations, Memcpy; 0 for other kinds).
+    #[inline]
+    pub fn priority(&self) -> i32 {
+        if self.kind.slots() == Slots::Gpu { self.b } else { 0 }
+    }
+
+    /// Sets the duration (ignored unless the kind has one: Compute, Kernel).
+    pub fn set_dur_ns(&mut self, v: u64) {
+        if self.kind.has_duration() {
+            self.x = v;
+        }
+    }
+    /// Sets the receive size (ignored for Compute and Kernel).
+    pub fn set_recv_bytes(&mut self, v: u64) {
+        if !self.kind.has_duration() {
+            self.x = v;
+        }
+    }
+    /// Sets Sendrecv's source (ignored for other kinds).
+    pub fn set_recv_peer(&mut self, v: i32) {
+        if self.kind.slots() == Slots::Sendrecv {
+            self.a = v;
+        }
+    }
+    /// Sets Sendrecv's receive tag (ignored for other kinds).
+    pub fn set_recv_tag(&mut self, v: i32) {
+        if self.kind.slots() == Slots::Sendrecv {
+            self.b = v;
+        }
+    }
+    /// Sets a collective's root (ignored for other kinds).
+    pub fn set_root(&mut self, v: i32) {
+        if self.kind.slots() == Slots::Coll {
+            self.c = v;
+        }
+    }
+    /// Sets the stream (GPU operations, Memcpy; ignored for other kinds).
+    pub fn set_stream(&mut self, v: i32) {
+        if self.kind.slots() == Slots::Gpu {
+            self.a = v;
+        }
+    }
+    /// Sets the stream priority (GPU operations, Memcpy; ignored for other kinds).
+    pub fn set_priority(&mut self, v: i32) {
+        if self.kind.slots() == Slots::Gpu {
+            self.b = v;
+        }
     }
 }
 
@@ -297,5 +422,59 @@ impl CommDef {
             None => Some(r),
             Some(m) => m.get(r as usize).copied(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(kind: OpKind) -> Op {
+        // recv_peer 3, recv_tag 4, root 5, stream 6, priority 7, recv_bytes 800, dur_ns 900
+        Op::from_row(kind, MemSpace::Device, CopyKind::None, true, 1, 2, 0, 3, 4, 5, 6, 7, 100, 800, 900, 11)
+    }
+
+    #[test]
+    fn each_kind_keeps_its_own_fields_in_the_shared_slots() {
+        let s = row(OpKind::Sendrecv);
+        assert_eq!((s.recv_peer(), s.recv_tag(), s.root(), s.stream(), s.priority()), (3, 4, -1, -1, 0));
+        assert_eq!((s.recv_bytes(), s.dur_ns()), (800, 0));
+        let k = row(OpKind::Kernel);
+        assert_eq!((k.recv_peer(), k.recv_tag(), k.root(), k.stream(), k.priority()), (-1, -1, -1, 6, 7));
+        assert_eq!((k.recv_bytes(), k.dur_ns()), (0, 900));
+        let m = row(OpKind::Memcpy);
+        assert_eq!((m.stream(), m.priority(), m.recv_bytes(), m.dur_ns()), (6, 7, 800, 0));
+        let c = row(OpKind::parse("Bcast").unwrap());
+        assert_eq!((c.root(), c.recv_peer(), c.stream(), c.recv_bytes()), (5, -1, -1, 800));
+        let ic = row(OpKind::parse("Igather").unwrap());
+        assert_eq!(ic.root(), 5);
+        let w = row(OpKind::Compute);
+        assert_eq!((w.dur_ns(), w.recv_bytes(), w.root(), w.stream()), (900, 0, -1, -1));
+        let r = row(OpKind::Irecv);
+        assert_eq!((r.recv_bytes(), r.dur_ns(), r.recv_peer(), r.root()), (800, 0, -1, -1));
+        // the shared fields every kind has
+        for o in [&s, &k, &m, &c, &w, &r] {
+            assert_eq!((o.peer, o.tag, o.bytes, o.req, o.mem), (1, 2, 100, 11, MemSpace::Device));
+        }
+    }
+
+    #[test]
+    fn setters_and_new_match_from_row() {
+        let mut s = Op::new(OpKind::Sendrecv);
+        assert_eq!((s.recv_peer(), s.recv_tag()), (-1, -1));
+        s.set_recv_peer(3);
+        s.set_recv_tag(4);
+        s.set_recv_bytes(800);
+        s.set_stream(9); // not a Sendrecv field: ignored
+        assert_eq!((s.recv_peer(), s.recv_tag(), s.recv_bytes(), s.stream()), (3, 4, 800, -1));
+        let mut k = Op::new(OpKind::Kernel);
+        assert_eq!((k.stream(), k.priority()), (-1, 0));
+        k.set_stream(6);
+        k.set_priority(7);
+        k.set_dur_ns(900);
+        k.set_recv_bytes(5); // a kernel receives nothing: ignored
+        assert_eq!((k.stream(), k.priority(), k.dur_ns(), k.recv_bytes()), (6, 7, 900, 0));
+        assert_eq!(std::mem::size_of::<Op>(), 64);
+        assert_eq!(std::mem::align_of::<Op>(), 64);
     }
 }

@@ -264,22 +264,11 @@ impl ParquetTrace {
             if d < 0 {
                 return Err(self.err(Some(r), Some(s), format!("negative dur_ns {d}")));
             }
-            let mut o = Op::new(kind);
-            o.mem = m;
-            o.copy = ck;
-            o.dur_ns = d as u64;
-            o.peer = peer.value(i);
-            o.tag = tag.value(i);
-            o.comm = comm.value(i);
-            o.bytes = bytes.value(i);
-            o.recv_bytes = recv_bytes.value(i);
-            o.recv_peer = recv_peer.value(i);
-            o.recv_tag = recv_tag.value(i);
-            o.root = root.value(i);
-            o.req = req.value(i);
-            o.stream = stream.value(i);
-            o.contiguous = contiguous.is_null(i) || contiguous.value(i);
-            o.priority = priority.map(|p| p.value(i)).unwrap_or(0);
+            let mut o = Op::from_row(
+                kind, m, ck, contiguous.is_null(i) || contiguous.value(i), peer.value(i), tag.value(i), comm.value(i),
+                recv_peer.value(i), recv_tag.value(i), root.value(i), stream.value(i), priority.map(|p| p.value(i)).unwrap_or(0),
+                bytes.value(i), recv_bytes.value(i), d as u64, req.value(i),
+            );
             let needs_lists = !reqs.is_null(i) || !counts.is_null(i) || !rcounts.is_null(i);
             if needs_lists {
                 o.lists = Some(Box::new(OpLists {
@@ -534,25 +523,11 @@ impl ParquetTrace {
             let q = &mut queues[r as usize];
             q.extend((i..j.min(CHUNK)).map(#[inline(always)] |i| {
                 let (kind, mem, copy) = syms[i];
-                Op {
-                    kind,
-                    mem,
-                    copy,
-                    contiguous: contig[i] != 0,
-                    peer: peer[i] as i32,
-                    tag: tag[i] as i32,
-                    recv_peer: recv_peer[i] as i32,
-                    recv_tag: recv_tag[i] as i32,
-                    comm: comm[i] as u32,
-                    root: root[i] as i32,
-                    stream: stream[i] as i32,
-                    priority: prio[i] as i32,
-                    bytes: bytes[i] as u64,
-                    recv_bytes: recv_bytes[i] as u64,
-                    dur_ns: dur[i] as u64,
-                    req: req[i] as u64,
-                    lists: None,
-                }
+                Op::from_row(
+                    kind, mem, copy, contig[i] != 0, peer[i] as i32, tag[i] as i32, comm[i] as u32,
+                    recv_peer[i] as i32, recv_tag[i] as i32, root[i] as i32, stream[i] as i32, prio[i] as i32,
+                    bytes[i] as u64, recv_bytes[i] as u64, dur[i] as u64, req[i] as u64,
+                )
             }));
             // the lists of this run's rows that have any
             while next < j {
