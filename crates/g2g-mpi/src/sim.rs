@@ -13,7 +13,7 @@ use std::time::Instant;
 
 use g2g_coll::{AlgoOverrides, CollArgs, CollKind, Round, Thresholds};
 use g2g_engine::{EventQueue, Time};
-use g2g_net::lmm::Reschedule;
+use g2g_net::lmm::{Completion, Reschedule};
 use g2g_net::machine::{Machine, Placement};
 use g2g_net::paths::{self, DataPath, Endpoint, Plan, StagedPath};
 use g2g_net::MachineConfig;
@@ -266,27 +266,11 @@ impl ReqMap {
     }
 }
 
-/// A flow's completion event, set lazily: a flow slowed down keeps its pending event, which
-/// re-arms itself at the new finish when it fires; a flow sped up gets a new event (`gen` tells
-/// the live one).  Fewer events than one per re-rating, same completion times.
-#[derive(Clone, Copy, Debug)]
-struct FlowEv {
-    /// time of the live pending event, or NO_EVENT
-    pend: Time,
-    gen: u32,
-    /// the flow's latest finish time and the version it belongs to
-    finish: Time,
-    version: u32,
-    /// latency of the flow's stage, paid after its data has moved (kept here: the completion
-    /// handler then does not reach into the transfer and its plan)
-    lat: Time,
-}
-const NO_EVENT: Time = Time::MAX;
-
-impl FlowEv {
-    /// The record of a flow just started (`stage_flow`, the one place flows start, sets it up).
-    const NEW: FlowEv = FlowEv { pend: NO_EVENT, gen: 0, finish: 0, version: 0, lat: 0 };
-}
+/// A flow's completion event is set lazily (its record, `lmm::Completion`, lives with the flow):
+/// a flow slowed down keeps its pending event, which re-arms itself at the new finish when it
+/// fires; a flow sped up gets a new event (`gen` tells the live one).  Fewer events than one per
+/// re-rating, same completion times.
+const NO_EVENT: Time = Completion::NO_EVENT;
 
 /// A message's data path and whether the sender / the receiver stage through the host.
 type Route = (&'static dyn DataPath, bool, bool);
@@ -464,8 +448,6 @@ struct Sim<'a> {
     read_s: f64,
     resolve_pending: bool,
     resched: Vec<Reschedule>,
-    /// per flow: its pending completion event (see `FlowEv`)
-    flow_ev: Vec<FlowEv>,
     /// emptied wait lists, kept for their allocations
     wait_lists: Vec<Vec<ReqId>>,
     /// boxes of finished transfers' plans, for reuse
@@ -641,7 +623,6 @@ pub fn simulate(
         by_load: false,
         blocking_hint: false,
         resched: Vec::new(),
-        flow_ev: Vec::new(),
         wait_lists: Vec::new(),
         plan_pool: Vec::new(),
         op_pool: Vec::new(),
@@ -664,7 +645,6 @@ pub fn simulate(
     // room for the flows in flight at once (16 per rank; more grow the tables as needed)
     let flows_hint = (nranks as usize).saturating_mul(16).min(1 << 26);
     sim.m.net.reserve_flows(flows_hint);
-    sim.flow_ev.reserve(flows_hint);
     sim.world_is_identity = sim.comms.get(&0).map(|c| c.def.members.is_none() && c.size == nranks).unwrap_or(false);
     sim.by_load = sim.m.cfg.factors_by_load();
     if let Some(p) = sim.opt.timeline.clone() {
@@ -758,14 +738,16 @@ impl<'a> Sim<'a> {
             Ev::StageDone(x, s) => self.stage_done(x, s as usize)?,
             Ev::FlowDone(f, g) => {
                 let now = self.q.now();
-                let e = &mut self.flow_ev[f as usize];
+                let e = self.m.net.completion(f);
                 if g != e.gen || e.pend == NO_EVENT {
                     return Ok(()); // superseded by an earlier one
                 }
                 e.pend = NO_EVENT;
+                let e = *e;
                 if !self.m.net.is_current(f, e.version) {
                     return Ok(());
                 }
+                let e = self.m.net.completion(f);
                 if e.finish > now {
                     // the flow was slowed down since this event was set: one event at its new finish
                     e.gen = e.gen.wrapping_add(1);
@@ -789,7 +771,7 @@ impl<'a> Sim<'a> {
                 self.m.net.resolve(now, &mut out);
                 for r in &out {
                     // every flow has its record from `stage_flow`
-                    let e = &mut self.flow_ev[r.flow as usize];
+                    let e = self.m.net.completion(r.flow);
                     e.finish = r.finish;
                     e.version = r.version;
                     // a later finish keeps the pending event (it re-arms itself when it fires); an
@@ -1686,10 +1668,7 @@ impl<'a> Sim<'a> {
         let lat = st.latency_ns;
         // the transfers and the network are separate fields: the links go straight from the plan
         let f = self.m.net.start(now, &st.links, flow_bytes, token) as usize;
-        if f >= self.flow_ev.len() {
-            self.flow_ev.resize(f + 1, FlowEv::NEW);
-        }
-        self.flow_ev[f].lat = lat;
+        self.m.net.completion(f as u32).lat = lat;
         self.need_resolve();
     }
 

@@ -56,6 +56,35 @@ struct Flow {
     token: u64,
     /// rate staged by the incremental solve, valid while `mark` is the current epoch's
     staged: f64,
+    /// the caller's completion bookkeeping, in the flow's second cache line (which re-rating,
+    /// starting and finishing the flow touch anyway)
+    done: Completion,
+}
+
+/// What an event-driven caller keeps about a flow's completion event (the replay: `g2g-mpi`),
+/// stored with the flow so that a completion and a re-rating read one record, not two.  The
+/// network itself never reads it.  It outlives the flow: a slot reused by a new flow keeps it
+/// (the generation tells a stale event from the live one), and `FlowNet::start` leaves it as it
+/// was.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C)]
+pub struct Completion {
+    /// time of the live pending completion event, or `Completion::NO_EVENT`
+    pub pend: Time,
+    /// the flow's latest finish time (from `Reschedule`)
+    pub finish: Time,
+    /// latency paid after the flow's data has moved (its stage's)
+    pub lat: Time,
+    /// generation of the live event
+    pub gen: u32,
+    /// the version `finish` belongs to
+    pub version: u32,
+}
+
+impl Completion {
+    pub const NO_EVENT: Time = Time::MAX;
+    /// The record of a slot never used before.
+    pub const NEW: Completion = Completion { pend: Completion::NO_EVENT, finish: 0, lat: 0, gen: 0, version: 0 };
 }
 
 impl Flow {
@@ -196,6 +225,7 @@ impl FlowNet {
                 token,
                 staged: 0.0,
                 seen: 0,
+                done: Completion::NEW,
             });
             (self.flows.len() - 1) as FlowId
         };
@@ -226,6 +256,12 @@ impl FlowNet {
         self.free.push(id);
         self.active_flows -= 1;
         token
+    }
+
+    /// Flow `id`'s completion record (see [`Completion`]).
+    #[inline]
+    pub fn completion(&mut self, id: FlowId) -> &mut Completion {
+        &mut self.flows[id as usize].done
     }
 
     pub fn is_current(&self, id: FlowId, version: u32) -> bool {
