@@ -128,11 +128,37 @@ impl OpKind {
     }
 
     /// Dense index for per-op statistics tables.
+    #[inline]
     pub fn index(self) -> usize {
+        use OpKind::*;
+        // the position in `UNIT` (a test checks the two agree), without a search per op
         match self {
-            OpKind::Coll(i) => UNIT.len() + i as usize,
-            OpKind::ICol(i) => UNIT.len() + 16 + i as usize,
-            k => UNIT.iter().position(|x| *x == k).unwrap_or(0),
+            Compute => 0,
+            Send => 1,
+            Ssend => 2,
+            Bsend => 3,
+            Rsend => 4,
+            Isend => 5,
+            Issend => 6,
+            Recv => 7,
+            Irecv => 8,
+            Sendrecv => 9,
+            Wait => 10,
+            Waitall => 11,
+            Waitany => 12,
+            Waitsome => 13,
+            Test => 14,
+            Memcpy => 15,
+            Init => 16,
+            Finalize => 17,
+            Kernel => 18,
+            EventRecord => 19,
+            StreamWaitEvent => 20,
+            StreamSync => 21,
+            DeviceSync => 22,
+            EventSync => 23,
+            Coll(i) => UNIT.len() + i as usize,
+            ICol(i) => UNIT.len() + 16 + i as usize,
         }
     }
     pub const COUNT: usize = UNIT.len() + 32;
@@ -455,6 +481,16 @@ mod tests {
         // the shared fields every kind has
         for o in [&s, &k, &m, &c, &w, &r] {
             assert_eq!((o.peer, o.tag, o.bytes, o.req, o.mem), (1, 2, 100, 11, MemSpace::Device));
+        }
+    }
+
+    #[test]
+    fn index_is_the_position_in_unit_and_round_trips() {
+        for (i, k) in UNIT.iter().enumerate() {
+            assert_eq!(k.index(), i);
+        }
+        for i in 0..OpKind::COUNT {
+            assert_eq!(OpKind::from_index(i).index(), i);
         }
     }
 
