@@ -159,14 +159,45 @@ enum Owner {
 }
 
 #[derive(Clone, Debug)]
+/// 16 bytes (`repr(C)`): four requests to a cache line (a replay has a dozen per rank in flight).
+#[repr(C)]
 struct Req {
-    owner: Owner,
-    done: bool,
     /// H2D copy the rank performs after waiting on this receive (HostCopy staging)
     post_copy: u64,
+    /// the owner, packed (`Req::owner`): a rank, or a collective with `COLL_OWNER` set
+    owner: u32,
+    done: bool,
     live: bool,
     /// counted in its rank's `wait_pending` (a Wait/Waitall on it is under way)
     waited: bool,
+}
+const _: () = assert!(std::mem::size_of::<Req>() == 16);
+
+/// The bit of `Req::owner` that marks a collective (ranks and collective ids stay below it).
+const COLL_OWNER: u32 = 1 << 31;
+
+impl Req {
+    fn new(owner: Owner) -> Req {
+        let owner = match owner {
+            Owner::Rank(r) => {
+                debug_assert!(r < COLL_OWNER);
+                r
+            }
+            Owner::Coll(c) => {
+                assert!(c < COLL_OWNER, "more than 2^31 collectives in flight");
+                c | COLL_OWNER
+            }
+        };
+        Req { post_copy: 0, owner, done: false, live: true, waited: false }
+    }
+    #[inline]
+    fn owner(&self) -> Owner {
+        if self.owner & COLL_OWNER != 0 {
+            Owner::Coll(self.owner & !COLL_OWNER)
+        } else {
+            Owner::Rank(self.owner)
+        }
+    }
 }
 
 /// One message, in one cache line (`repr(C)`, 64 bytes, aligned): its envelope, protocol state,
@@ -891,7 +922,7 @@ impl<'a> Sim<'a> {
     }
 
     fn new_req(&mut self, owner: Owner) -> ReqId {
-        let rq = Req { owner, done: false, post_copy: 0, live: true, waited: false };
+        let rq = Req::new(owner);
         if let Some(id) = self.free_reqs.pop() {
             self.reqs[id as usize] = rq;
             id
@@ -1345,7 +1376,7 @@ impl<'a> Sim<'a> {
         }
         rq.done = true;
         let waited = std::mem::replace(&mut rq.waited, false);
-        match rq.owner {
+        match rq.owner() {
             Owner::Rank(r) => {
                 if waited {
                     self.ranks[r as usize].wait_pending -= 1;
