@@ -480,6 +480,45 @@ fn factors_by_collective_apply_to_that_collectives_messages_only() {
 }
 
 #[test]
+fn messages_alike_but_for_their_factor_bin_each_take_their_own() {
+    // a Bcast message and a point-to-point one between the same ranks, of the same size, in one
+    // run, interleaved: each takes its own bin (a replay that reused one message's plan, or its
+    // factor, for the other would fail this)
+    let b = 100_000; // rendezvous: each message's own delay is on the receiver's critical path
+    let bcast = || {
+        let mut o = op(g2g_trace::OpKind::Coll(1)); // Bcast
+        o.bytes = b;
+        o.set_recv_bytes(b);
+        o.set_root(0);
+        o
+    };
+    let end = |extra: &str, bcast_first: bool| {
+        let t = with_factors(extra);
+        let (mut r0, mut r1) = (vec![], vec![]);
+        for _ in 0..2 {
+            let (s0, s1) = ((bcast(), send(1, 0, b)), (bcast(), recv(0, 0, b)));
+            if bcast_first {
+                r0.extend([s0.0, s0.1]);
+                r1.extend([s1.0, s1.1]);
+            } else {
+                r0.extend([s0.1, s0.0]);
+                r1.extend([s1.1, s1.0]);
+            }
+        }
+        end_ns(&run(vec![r0, r1], &t, SimOptions::default()).unwrap(), 1)
+    };
+    let coll = "[[mpi.factors]]\npath = \"host\"\ncollective = \"Bcast\"\ndelay = \"2us\"\n";
+    let p2p = "[[mpi.factors]]\npath = \"host\"\ndelay = \"1us\"\n";
+    for first in [true, false] {
+        let e0 = end("", first);
+        // two Bcast messages pay 2 us each, the point-to-point ones nothing ...
+        assert_eq!(end(coll, first), e0 + 2 * 2000, "Bcast first: {first}");
+        // ... or 1 us each from the ordinary bin
+        assert_eq!(end(&format!("{coll}{p2p}"), first), e0 + 2 * 2000 + 2 * 1000, "Bcast first: {first}");
+    }
+}
+
+#[test]
 fn factor_errors_name_key_and_line() {
     let t = with_factors("[[mpi.factors]]\npath = \"host\"\nmax_bytes = \"1MiB\"\n\n[[mpi.factors]]\npath = \"host\"\nmax_bytes = \"1KiB\"\n");
     let e = g2g_net::MachineConfig::from_toml(&t, "m.toml").unwrap_err();
