@@ -59,9 +59,9 @@ impl Plan {
         Plan::single("", 0, Stages::new(), 0)
     }
 
-    /// Makes this plan a one-chunk plan of one stage with no delay and no links yet (its link
-    /// buffer is kept); returns that stage for the caller to fill in.
-    pub fn reset_single(&mut self, model: &'static str, setup_ns: u64, bytes: u64) -> &mut Stage {
+    /// The scalars of a one-chunk plan of `model` (stages untouched).
+    #[inline(always)]
+    fn reset_one_chunk(&mut self, model: &'static str, setup_ns: u64, bytes: u64) {
         self.model = model;
         self.setup_ns = setup_ns;
         self.chunks = 1;
@@ -69,6 +69,12 @@ impl Plan {
         self.last_chunk_bytes = bytes;
         self.depth = 1;
         self.bw_factor = 1.0;
+    }
+
+    /// Makes this plan a one-chunk plan of one stage with no delay and no links yet (its link
+    /// buffer is kept); returns that stage for the caller to fill in.
+    pub fn reset_single(&mut self, model: &'static str, setup_ns: u64, bytes: u64) -> &mut Stage {
+        self.reset_one_chunk(model, setup_ns, bytes);
         self.stages.truncate(1);
         if self.stages.is_empty() {
             self.stages.push(Stage { delay_ns: 0, links: Links::new(), latency_ns: 0 });
@@ -83,13 +89,7 @@ impl Plan {
     /// Makes this plan a one-chunk plan of `model` with no stage yet, keeping its stage buffer
     /// (a pooled plan that once held three stages takes three again without allocating).
     pub fn reset_stages(&mut self, model: &'static str, setup_ns: u64, bytes: u64) -> &mut Stages {
-        self.model = model;
-        self.setup_ns = setup_ns;
-        self.chunks = 1;
-        self.chunk_bytes = bytes;
-        self.last_chunk_bytes = bytes;
-        self.depth = 1;
-        self.bw_factor = 1.0;
+        self.reset_one_chunk(model, setup_ns, bytes);
         self.stages.clear();
         &mut self.stages
     }
