@@ -774,20 +774,19 @@ impl<'a> Sim<'a> {
                     return Ok(()); // superseded by an earlier one
                 }
                 e.pend = NO_EVENT;
-                let e = *e;
-                if !self.m.net.is_current(f, e.version) {
+                let (version, finish, lat) = (e.version, e.finish, e.lat);
+                if !self.m.net.is_current(f, version) {
                     return Ok(());
                 }
-                let e = self.m.net.completion(f);
-                if e.finish > now {
+                if finish > now {
                     // the flow was slowed down since this event was set: one event at its new finish
+                    let e = self.m.net.completion(f);
                     e.gen = e.gen.wrapping_add(1);
-                    e.pend = e.finish;
-                    let (t, g) = (e.finish, e.gen);
-                    self.q.push(t, Ev::FlowDone(f, g));
+                    e.pend = finish;
+                    let g = e.gen;
+                    self.q.push(finish, Ev::FlowDone(f, g));
                     return Ok(());
                 }
-                let lat = e.lat;
                 let token = self.m.net.finish(f);
                 self.need_resolve();
                 let x = (token >> 8) as XferId;
@@ -900,24 +899,22 @@ impl<'a> Sim<'a> {
     }
 
     #[inline]
-    fn world_of(&self, r: u32, comm: u32, peer: i32, seq: u32) -> Result<u32, SimError> {
+    fn world_of(&self, r: u32, comm: u32, peer: i32) -> Result<u32, SimError> {
         if comm == 0 && peer >= 0 && (peer as u32) < self.nranks && self.world_is_identity {
             return Ok(peer as u32);
         }
-        let c = self.comms.get(&comm).ok_or_else(|| self.terr(r, seq, format!("communicator {comm} is not defined in the trace")))?;
+        let c = self.comms.get(&comm).ok_or_else(|| self.terr(r, format!("communicator {comm} is not defined in the trace")))?;
         if peer < 0 || peer as u32 >= c.size {
-            return Err(self.terr(r, seq, format!("peer {peer} is outside communicator {comm} (size {})", c.size)));
+            return Err(self.terr(r, format!("peer {peer} is outside communicator {comm} (size {})", c.size)));
         }
         Ok(c.def.world(peer as u32).unwrap())
     }
 
-    /// The event number of rank `r`'s current operation: the operations it has finished (ops are
-    /// not numbered in memory; every trace source delivers a rank's events in order from 0).
-    fn seq(&self, r: u32) -> u32 {
-        self.ranks[r as usize].ops_done as u32
-    }
-
-    fn terr(&self, r: u32, seq: u32, msg: String) -> SimError {
+    /// An error in rank `r`'s current operation, named by its event number: the operations the
+    /// rank has finished (ops are not numbered in memory; every trace source delivers a rank's
+    /// events in order from 0).
+    fn terr(&self, r: u32, msg: String) -> SimError {
+        let seq = self.ranks[r as usize].ops_done as u32;
         SimError::Trace(TraceError { file: self.src.name().to_string(), rank: Some(r), seq: Some(seq), msg })
     }
 
@@ -1197,7 +1194,7 @@ impl<'a> Sim<'a> {
     /// is first copied to the host by the rank (blocking); in phase 0 this starts that copy, moves
     /// the op to phase 1 and returns `None`.
     fn send_route(&mut self, r: u32, op: &Op, phase: u8) -> Result<Option<(u32, Route)>, SimError> {
-        let dst = self.world_of(r, op.comm, op.peer, self.seq(r))?;
+        let dst = self.world_of(r, op.comm, op.peer)?;
         let gpu = self.effective_gpu(op.mem);
         // the receiver's buffer space is not known at the sender: assume it matches ours
         let route = self.choose_path(r, dst, gpu, gpu, op.bytes, false);
@@ -1226,7 +1223,7 @@ impl<'a> Sim<'a> {
         }
         match phase {
             0 => {
-                let src = if op.peer == ANY_SOURCE { -1 } else { self.world_of(r, op.comm, op.peer, self.seq(r))? as i32 };
+                let src = if op.peer == ANY_SOURCE { -1 } else { self.world_of(r, op.comm, op.peer)? as i32 };
                 let gpu = self.effective_gpu(op.mem);
                 let req = self.post_recv(r, src, op.comm as u64, op.tag, Owner::Rank(r));
                 // a receive into a GPU buffer that arrives over the host path is staged H2D after
@@ -1268,7 +1265,7 @@ impl<'a> Sim<'a> {
                 let gpu = self.effective_gpu(op.mem);
                 let mut reqs = vec![];
                 if op.recv_peer() != PROC_NULL {
-                    let src = if op.recv_peer() == ANY_SOURCE { -1 } else { self.world_of(r, op.comm, op.recv_peer(), self.seq(r))? as i32 };
+                    let src = if op.recv_peer() == ANY_SOURCE { -1 } else { self.world_of(r, op.comm, op.recv_peer())? as i32 };
                     let rq = self.post_recv(r, src, op.comm as u64, op.recv_tag(), Owner::Rank(r));
                     if gpu && self.recv_is_staged(r, src, op.recv_bytes()) {
                         self.reqs[rq as usize].post_copy = op.recv_bytes();
@@ -1305,7 +1302,7 @@ impl<'a> Sim<'a> {
             match self.ranks[r as usize].reqmap.remove(&id) {
                 Some(q) => reqs.push(q),
                 None => {
-                    return Err(self.terr(r, self.seq(r), format!("{} on request {id} that was never posted (or was already completed)", op.kind.name())));
+                    return Err(self.terr(r, format!("{} on request {id} that was never posted (or was already completed)", op.kind.name())));
                 }
             }
         }
@@ -1953,14 +1950,14 @@ impl<'a> Sim<'a> {
         let (kind, nonblocking) = coll_kind(op.kind).unwrap();
         match phase {
             0 => {
-                let comm = self.comms.get(&op.comm).ok_or_else(|| self.terr(r, self.seq(r), format!("communicator {} is not defined in the trace", op.comm)))?;
+                let comm = self.comms.get(&op.comm).ok_or_else(|| self.terr(r, format!("communicator {} is not defined in the trace", op.comm)))?;
                 let size = comm.size;
                 let me = match &comm.def.members {
                     None => r,
-                    Some(m) => m.iter().position(|&w| w == r).ok_or_else(|| self.terr(r, self.seq(r), format!("rank is not a member of communicator {}", op.comm)))? as u32,
+                    Some(m) => m.iter().position(|&w| w == r).ok_or_else(|| self.terr(r, format!("rank is not a member of communicator {}", op.comm)))? as u32,
                 };
                 if kind.is_rooted() && (op.root() < 0 || op.root() as u32 >= size) {
-                    return Err(self.terr(r, self.seq(r), format!("root {} is outside communicator {} (size {size})", op.root(), op.comm)));
+                    return Err(self.terr(r, format!("root {} is outside communicator {} (size {size})", op.root(), op.comm)));
                 }
                 let root = if kind.is_rooted() { op.root().max(0) as u32 } else { 0 };
                 let lists = op.lists.as_deref();
@@ -1976,7 +1973,7 @@ impl<'a> Sim<'a> {
                 };
                 // chosen from quantities every rank of the call agrees on, so all pick the same
                 let algo = g2g_coll::select_for(&args, &self.th, &self.ov);
-                let rounds = g2g_coll::schedule(algo, &args).map_err(|e| self.terr(r, self.seq(r), format!("{}: {e}", kind.name())))?;
+                let rounds = g2g_coll::schedule(algo, &args).map_err(|e| self.terr(r, format!("{}: {e}", kind.name())))?;
                 let inst = {
                     let c = self.ranks[r as usize].coll_seq.entry(op.comm).or_insert(0);
                     let v = *c;

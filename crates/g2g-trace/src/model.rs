@@ -316,6 +316,27 @@ impl OpKind {
     }
 }
 
+/// The getter and setter of a field kept in a shared slot of [`Op`]: the getter reads the slot
+/// when the op's kind uses the field (else the field's default), the setter writes it only then.
+macro_rules! shared_field {
+    ($(#[doc = $doc:expr])* $get:ident, $set:ident: $t:ty = $slot:ident if |$k:ident| $uses:expr, else $default:expr) => {
+        $(#[doc = $doc])*
+        #[inline]
+        pub fn $get(&self) -> $t {
+            let $k = self.kind;
+            if $uses { self.$slot } else { $default }
+        }
+        #[doc = concat!("Sets `", stringify!($get), "` (ignored for a kind that does not use it).")]
+        #[inline]
+        pub fn $set(&mut self, v: $t) {
+            let $k = self.kind;
+            if $uses {
+                self.$slot = v;
+            }
+        }
+    };
+}
+
 impl Op {
     pub fn new(kind: OpKind) -> Op {
         let b = if kind.slots() == Slots::Gpu { 0 } else { -1 };
@@ -345,83 +366,33 @@ impl Op {
         self.lists.as_ref().map(|l| l.reqs.as_slice()).unwrap_or(&[])
     }
 
-    /// Duration from the trace (Compute, Kernel; 0 for other kinds).
-    #[inline]
-    pub fn dur_ns(&self) -> u64 {
-        if self.kind.has_duration() { self.x } else { 0 }
+    shared_field! {
+        /// Duration from the trace (Compute, Kernel; 0 for other kinds).
+        dur_ns, set_dur_ns: u64 = x if |k| k.has_duration(), else 0
     }
-    /// Receive size (every kind but Compute and Kernel, which have none: 0).
-    #[inline]
-    pub fn recv_bytes(&self) -> u64 {
-        if self.kind.has_duration() { 0 } else { self.x }
+    shared_field! {
+        /// Receive size (every kind but Compute and Kernel, which have none: 0).
+        recv_bytes, set_recv_bytes: u64 = x if |k| !k.has_duration(), else 0
     }
-    /// Sendrecv's source (-1 for other kinds).
-    #[inline]
-    pub fn recv_peer(&self) -> i32 {
-        if self.kind.slots() == Slots::Sendrecv { self.a } else { -1 }
+    shared_field! {
+        /// Sendrecv's source (-1 for other kinds).
+        recv_peer, set_recv_peer: i32 = a if |k| k.slots() == Slots::Sendrecv, else -1
     }
-    /// Sendrecv's receive tag (-1 for other kinds).
-    #[inline]
-    pub fn recv_tag(&self) -> i32 {
-        if self.kind.slots() == Slots::Sendrecv { self.b } else { -1 }
+    shared_field! {
+        /// Sendrecv's receive tag (-1 for other kinds).
+        recv_tag, set_recv_tag: i32 = b if |k| k.slots() == Slots::Sendrecv, else -1
     }
-    /// A collective's root (-1 for other kinds).
-    #[inline]
-    pub fn root(&self) -> i32 {
-        if self.kind.slots() == Slots::Coll { self.c } else { -1 }
+    shared_field! {
+        /// A collective's root (-1 for other kinds).
+        root, set_root: i32 = c if |k| k.slots() == Slots::Coll, else -1
     }
-    /// The stream of a GPU operation or Memcpy (-1 for other kinds).
-    #[inline]
-    pub fn stream(&self) -> i32 {
-        if self.kind.slots() == Slots::Gpu { self.a } else { -1 }
+    shared_field! {
+        /// The stream of a GPU operation or Memcpy (-1 for other kinds).
+        stream, set_stream: i32 = a if |k| k.slots() == Slots::Gpu, else -1
     }
-    /// A kernel's stream priority (GPU operations, Memcpy; 0 for other kinds).
-    #[inline]
-    pub fn priority(&self) -> i32 {
-        if self.kind.slots() == Slots::Gpu { self.b } else { 0 }
-    }
-
-    /// Sets the duration (ignored unless the kind has one: Compute, Kernel).
-    pub fn set_dur_ns(&mut self, v: u64) {
-        if self.kind.has_duration() {
-            self.x = v;
-        }
-    }
-    /// Sets the receive size (ignored for Compute and Kernel).
-    pub fn set_recv_bytes(&mut self, v: u64) {
-        if !self.kind.has_duration() {
-            self.x = v;
-        }
-    }
-    /// Sets Sendrecv's source (ignored for other kinds).
-    pub fn set_recv_peer(&mut self, v: i32) {
-        if self.kind.slots() == Slots::Sendrecv {
-            self.a = v;
-        }
-    }
-    /// Sets Sendrecv's receive tag (ignored for other kinds).
-    pub fn set_recv_tag(&mut self, v: i32) {
-        if self.kind.slots() == Slots::Sendrecv {
-            self.b = v;
-        }
-    }
-    /// Sets a collective's root (ignored for other kinds).
-    pub fn set_root(&mut self, v: i32) {
-        if self.kind.slots() == Slots::Coll {
-            self.c = v;
-        }
-    }
-    /// Sets the stream (GPU operations, Memcpy; ignored for other kinds).
-    pub fn set_stream(&mut self, v: i32) {
-        if self.kind.slots() == Slots::Gpu {
-            self.a = v;
-        }
-    }
-    /// Sets the stream priority (GPU operations, Memcpy; ignored for other kinds).
-    pub fn set_priority(&mut self, v: i32) {
-        if self.kind.slots() == Slots::Gpu {
-            self.b = v;
-        }
+    shared_field! {
+        /// A kernel's stream priority (GPU operations, Memcpy; 0 for other kinds).
+        priority, set_priority: i32 = b if |k| k.slots() == Slots::Gpu, else 0
     }
 }
 
