@@ -293,15 +293,37 @@ def machine_detect(output, capture):
               help="memory space of buffers when the trace has none (OTF2 default: traced; DUMPI: host)")
 def import_(trace, output, assume_buffers):
     """Convert an OTF2 (Score-P or g2gsim's tracer) or DUMPI trace to the native format."""
-    from .sim import import_trace
+    from .sim import import_to_file
     try:
-        t = import_trace(Path(trace), assume_buffers=assume_buffers, progress=sys.stderr.isatty())
-        t.write(output)
+        st = import_to_file(Path(trace), output, assume_buffers=assume_buffers, progress=sys.stderr.isatty())
     except (TraceError, ValueError) as e:
         _fail(str(e))
-    counts = t.op_counts()
-    console.print(f"wrote {output}: {t.nranks} ranks, {len(t.table):,} operations "
+    counts = st["op_counts"]
+    console.print(f"wrote {output}: {st['nranks']} ranks, {st['rows']:,} operations "
                   f"({', '.join(f'{k} {v}' for k, v in sorted(counts.items()))})")
+
+
+@main.command("export")
+@click.argument("trace", type=click.Path(exists=True))
+@click.option("--simgrid", "simgrid_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="write SimGrid time-independent traces, platform, hostfile and smpirun options into this directory")
+@click.option("--machine", "-m", default="lassen", show_default=True, help="preset name or machine TOML file (the platform)")
+@click.option("--gpus-per-node", type=click.IntRange(1), default=None, help="override GPUs (ranks) per node")
+@click.option("--host-speed", type=float, default=1e9, show_default=True, help="SimGrid host speed, flop/s (compute time = flops / speed)")
+@click.option("--latency", type=click.Choice(["same-leaf", "hop"]), default="same-leaf", show_default=True,
+              help="per-link latency of the platform (writers/simgrid_writer.py)")
+@click.option("--assume-buffers", type=click.Choice(["traced", "host", "device", "infer"]), default=None)
+def export(trace, simgrid_dir, machine, gpus_per_node, host_speed, latency, assume_buffers):
+    """Export TRACE for SimGrid/SMPI's time-independent replay (docs/importing.md)."""
+    from .writers.simgrid_writer import SimgridExportError, to_simgrid
+    try:
+        t = Trace.read(as_native(trace, assume_buffers=assume_buffers))
+        tl, plat, hf = to_simgrid(t, simgrid_dir, machine, gpus_per_node=gpus_per_node,
+                                  host_speed=host_speed, latency=latency)
+    except (SimgridExportError, TraceError, machines.MachineError, ValueError) as e:
+        _fail(str(e))
+    console.print(f"wrote {t.nranks} rank traces, {plat.name} and {hf.name} to {simgrid_dir}; replay with:")
+    console.print((Path(simgrid_dir) / "README.txt").read_text().splitlines()[-1].strip(), highlight=False, markup=False)
 
 
 @main.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})

@@ -42,11 +42,37 @@ def as_native(trace: str | Path, assume_buffers: str | None = None, progress: bo
     CACHE_DIR.mkdir(parents=True, exist_ok=True)
     out = CACHE_DIR / f"{p.stem}-{key}.g2g.parquet"
     if not out.exists():
-        t = import_trace(p, assume_buffers=assume_buffers, progress=progress)
         tmp = out.with_suffix(".tmp")
-        t.write(tmp)
+        import_to_file(p, tmp, assume_buffers=assume_buffers, progress=progress)
         tmp.replace(out)
     return out
+
+
+def import_to_file(p: Path, out: str | Path, assume_buffers: str | None = None,
+                   progress: bool = False) -> dict:
+    """Imports trace ``p`` into the native file ``out``; returns {"nranks", "rows", "op_counts"}.
+    DUMPI streams through the Rust converter (memory bounded per rank, not by the trace's
+    length); other formats are built in memory and written."""
+    p = Path(p)
+    if detect_format(p) == "dumpi":
+        from .readers.dumpi_reader import import_dumpi
+        st = import_dumpi(_dumpi_meta(p), out, assume_buffers=assume_buffers or "host",
+                          progress=progress)
+        return {"nranks": st["nranks"], "rows": st["rows"], "op_counts": st["op_counts"]}
+    t = import_trace(p, assume_buffers=assume_buffers, progress=progress)
+    t.write(out)
+    return {"nranks": t.nranks, "rows": len(t.table), "op_counts": t.op_counts()}
+
+
+def _dumpi_meta(p: Path) -> Path:
+    """The .meta of a DUMPI trace given as the file or as its directory (which must hold one)."""
+    if not p.is_dir():
+        return p
+    metas = sorted(p.glob("*.meta"))
+    if len(metas) != 1:
+        raise TraceError(f"{p}: directory holds {len(metas)} DUMPI .meta files "
+                         f"({', '.join(m.name for m in metas)}); name one")
+    return metas[0]
 
 
 def detect_format(p: Path) -> str:
@@ -73,7 +99,7 @@ def import_trace(p: Path, assume_buffers: str | None = None, progress: bool = Fa
         return read_otf2(p, assume_buffers=assume_buffers or "traced", progress=progress)
     if kind == "dumpi":
         from .readers.dumpi_reader import read_dumpi
-        return read_dumpi(p, assume_buffers=assume_buffers or "host", progress=progress)
+        return read_dumpi(_dumpi_meta(p), assume_buffers=assume_buffers or "host", progress=progress)
     from .trace import Trace
     return Trace.read(p)
 

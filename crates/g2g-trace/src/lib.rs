@@ -2,6 +2,7 @@
 pub mod model;
 pub mod parquet_reader;
 mod pages;
+pub mod writer;
 
 pub use model::*;
 pub use parquet_reader::ParquetTrace;
