@@ -290,9 +290,9 @@ def machine_detect(output, capture):
 @click.argument("trace", type=click.Path(exists=True))
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="native trace to write (.g2g.parquet)")
 @click.option("--assume-buffers", type=click.Choice(["traced", "host", "device", "infer"]), default=None,
-              help="memory space of buffers when the trace has none (OTF2 default: traced; DUMPI: host)")
+              help="memory space of buffers when the trace has none (OTF2 default: traced; DUMPI, Nsight: host)")
 def import_(trace, output, assume_buffers):
-    """Convert an OTF2 (Score-P or g2gsim's tracer) or DUMPI trace to the native format."""
+    """Convert an OTF2 (Score-P or g2gsim's tracer), DUMPI or Nsight Systems (.sqlite, .nsys-rep) trace to the native format."""
     from .sim import import_to_file
     try:
         st = import_to_file(Path(trace), output, assume_buffers=assume_buffers, progress=sys.stderr.isatty())

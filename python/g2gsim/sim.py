@@ -88,8 +88,10 @@ def detect_format(p: Path) -> str:
         return "dumpi"
     if p.suffix == ".parquet":
         return "native"
-    raise TraceError(f"{p}: unknown trace format (expected .g2g.parquet, an OTF2 anchor .otf2 "
-                     f"or a DUMPI .meta)")
+    if p.suffix in (".sqlite", ".nsys-rep"):
+        return "nsys"
+    raise TraceError(f"{p}: unknown trace format (expected .g2g.parquet, an OTF2 anchor .otf2, "
+                     f"a DUMPI .meta or an Nsight Systems .sqlite / .nsys-rep)")
 
 
 def import_trace(p: Path, assume_buffers: str | None = None, progress: bool = False):
@@ -100,6 +102,9 @@ def import_trace(p: Path, assume_buffers: str | None = None, progress: bool = Fa
     if kind == "dumpi":
         from .readers.dumpi_reader import read_dumpi
         return read_dumpi(_dumpi_meta(p), assume_buffers=assume_buffers or "host", progress=progress)
+    if kind == "nsys":
+        from .readers.nsys_reader import read_nsys
+        return read_nsys(p, assume_buffers=assume_buffers, progress=progress)
     from .trace import Trace
     return Trace.read(p)
 

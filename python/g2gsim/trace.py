@@ -228,6 +228,12 @@ class Trace:
         from .readers.dumpi_reader import read_dumpi
         return read_dumpi(meta, **kw)
 
+    @classmethod
+    def from_nsys(cls, export: str | Path, **kw) -> "Trace":
+        """Imports an Nsight Systems SQLite export or .nsys-rep (see readers/nsys_reader.py)."""
+        from .readers.nsys_reader import read_nsys
+        return read_nsys(export, **kw)
+
     def to_pandas(self):
         return self.table.to_pandas()
 
