@@ -152,15 +152,74 @@ def _kw(gpus_per_node, mapping, coll_algos, staged_buffers_are_device, gpudirect
                 assume_buffers=assume_buffers)
 
 
+def _parse_ranks(spec: str | None):
+    if not spec:
+        return None
+    out = []
+    for part in spec.split(","):
+        try:
+            if "-" in part:
+                a, b = part.split("-", 1)
+                out.extend(range(int(a), int(b) + 1))
+            else:
+                out.append(int(part))
+        except ValueError:
+            _fail(f"--timeline-ranks {spec!r}: expected ranks and ranges like 0-3,8")
+    return out
+
+
+_TIME_UNITS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
+
+
+def _parse_time_ns(s: str, spec: str) -> int:
+    s = s.strip()
+    for unit in ("ns", "us", "ms", "s"):
+        if s.endswith(unit):
+            try:
+                return int(round(float(s[:-len(unit)]) * _TIME_UNITS[unit]))
+            except ValueError:
+                break
+    else:
+        try:
+            return int(s)
+        except ValueError:
+            pass
+    _fail(f"--timeline-window {spec!r}: expected START:END with units ns, us, ms or s (e.g. 1ms:2.5ms)")
+
+
+def _parse_window(spec: str | None):
+    if not spec:
+        return None
+    if ":" not in spec:
+        _fail(f"--timeline-window {spec!r}: expected START:END (e.g. 1ms:2.5ms)")
+    a, b = spec.split(":", 1)
+    t0, t1 = _parse_time_ns(a, spec), _parse_time_ns(b, spec)
+    if t1 <= t0:
+        _fail(f"--timeline-window {spec!r}: the end must be after the start")
+    return (t0, t1)
+
+
 @main.command()
 @click.argument("trace", type=click.Path(exists=True))
 @click.option("--mode", type=click.Choice(MODES), default="as-traced", show_default=True)
 @click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None, help="write the full report as JSON")
+@click.option("--timeline", type=click.Path(dir_okay=False), default=None,
+              help="write a Perfetto timeline of the simulated run (.json, or .json.gz compressed)")
+@click.option("--timeline-ranks", default=None, help="timeline: only these ranks, e.g. 0-3,8")
+@click.option("--timeline-window", default=None, help="timeline: only events overlapping START:END of simulated time, e.g. 1ms:2ms")
 @sim_options
-def simulate(trace, mode, json_out, machine, no_progress, **kw):
+def simulate(trace, mode, json_out, timeline, timeline_ranks, timeline_window, machine, no_progress, **kw):
     """Simulate TRACE on a machine and print a summary."""
-    rep = _sim(trace, machine, mode, progress=not no_progress, **_kw(**kw))
+    if (timeline_ranks or timeline_window) and not timeline:
+        _fail("--timeline-ranks / --timeline-window filter a timeline: add --timeline PATH")
+    tl = {}
+    if timeline:
+        tl = dict(timeline=str(timeline), timeline_ranks=_parse_ranks(timeline_ranks),
+                  timeline_window_ns=_parse_window(timeline_window))
+    rep = _sim(trace, machine, mode, progress=not no_progress, **_kw(**kw), **tl)
     print_summary(rep)
+    if timeline:
+        console.print(f"timeline written to {timeline} (open in https://ui.perfetto.dev)")
     if json_out:
         Path(json_out).write_text(json.dumps(rep, indent=2))
         console.print(f"report written to {json_out}")

@@ -116,13 +116,29 @@ def simulate(trace: str | Path, machine: str | Path = "lassen", mode: str = "as-
 
     options: staged_as_device, gpus_per_node, mapping ("linear", "round-robin" or a list of node
     indices), coll_algos ("allreduce=ring,..."), gpudirect_min_bytes, gpudirect_collectives_only,
-    network_scale, per_rank.
+    network_scale, per_rank, timeline (a Perfetto JSON file; ``.json.gz`` is gzip-compressed),
+    timeline_ranks (list of ranks), timeline_window_ns ((start, end) in simulated ns),
+    timeline_max_events.
     """
     native = as_native(trace, assume_buffers=assume_buffers)
     text, label = machines.resolve(machine)
     opts = {"mode": mode, **{k: v for k, v in options.items() if v is not None}}
+    gz = None
+    if opts.get("timeline") and str(opts["timeline"]).endswith(".gz"):
+        gz = Path(opts["timeline"])
+        opts["timeline"] = str(gz.with_name(gz.name[:-3] + ".tmp"))
+    if "timeline_window_ns" in opts:
+        a, b = opts["timeline_window_ns"]
+        opts["timeline_window_ns"] = (int(a), int(b))
     try:
         out = _core.simulate(str(native), text, label, opts, progress)
+        if gz is not None:
+            import gzip
+            import shutil
+            tmp = Path(opts["timeline"])
+            with open(tmp, "rb") as src, gzip.open(gz, "wb", compresslevel=6) as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+            tmp.unlink()
     except _core.TraceError as e:
         raise TraceError(str(e)) from None
     except _core.MachineError as e:

@@ -2,7 +2,8 @@
 //! data paths per mode, and the report.  The driver is [`simulate`].
 mod report;
 mod sim;
-mod timeline;
+pub mod timeline;
 
 pub use report::{OpStat, PathStat, RankStat, Report};
 pub use sim::{simulate, Mapping, Mode, Progress, SimError, SimOptions};
+pub use timeline::TimelineFilter;

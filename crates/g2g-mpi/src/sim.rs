@@ -87,6 +87,8 @@ pub struct SimOptions {
     pub timeline: Option<String>,
     /// stop writing timeline events after this many (the run goes on)
     pub timeline_max_events: u64,
+    /// which ranks and time window the timeline keeps
+    pub timeline_filter: crate::timeline::TimelineFilter,
 }
 
 impl Default for SimOptions {
@@ -105,6 +107,7 @@ impl Default for SimOptions {
             no_overlap: false,
             timeline: None,
             timeline_max_events: 2_000_000,
+            timeline_filter: Default::default(),
         }
     }
 }
@@ -680,7 +683,7 @@ pub fn simulate(
     sim.by_load = sim.m.cfg.factors_by_load();
     if let Some(p) = sim.opt.timeline.clone() {
         let nodes = sim.m.place.nodes;
-        sim.tl = Some(crate::timeline::Timeline::create(&p, sim.opt.timeline_max_events, nodes, &sim.m.place.node_of, &sim.m.place.gpu_of).map_err(|e| SimError::Options(format!("timeline {p}: {e}")))?);
+        sim.tl = Some(crate::timeline::Timeline::create_filtered(&p, sim.opt.timeline_max_events, nodes, &sim.m.place.node_of, &sim.opt.timeline_filter).map_err(|e| SimError::Options(format!("timeline {p}: {e}")))?);
     }
     sim.run(progress)?;
     if let Some(tl) = sim.tl.take() {
