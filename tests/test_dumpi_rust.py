@@ -1,7 +1,8 @@
 """The Rust DUMPI converter (``import_dumpi``, ``read_dumpi(engine="rust")``) against the Python
 reference (``read_dumpi(engine="python")``): identical rows, communicators and notes, on the
-synthetic traces of test_dumpi_reader, a generated trace of the benchmark generator, and every
-DUMPI trace of the corpus when it is present."""
+synthetic traces of test_dumpi_reader, a generated trace of the benchmark generator, the DUMPI
+traces in tests/data, and every DUMPI trace of the full corpus when it is present (skipped with the
+reason otherwise)."""
 from __future__ import annotations
 
 import importlib.util
@@ -109,6 +110,12 @@ def _corpus_metas() -> list[Path]:
     if not CORPUS.is_dir():
         return []
     return sorted(CORPUS.rglob("*.meta"))
+
+
+@pytest.mark.parametrize("meta", sorted((ROOT / "tests/data").rglob("*.meta")),
+                         ids=lambda p: str(p.relative_to(ROOT / "tests/data")))
+def test_local_copies_same_rows(meta):
+    assert_same(meta)
 
 
 @pytest.mark.skipif(not _corpus_metas(), reason=f"trace corpus not present at {CORPUS}")
