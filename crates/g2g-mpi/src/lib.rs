@@ -15,9 +15,8 @@ mod setup;
 mod sim;
 mod state;
 mod stats;
-pub mod timeline;
+mod timeline;
 
 pub use options::{Mapping, Mode, Progress, SimError, SimOptions};
 pub use report::{OpStat, PathStat, RankStat, Report};
 pub use setup::simulate;
-pub use timeline::TimelineFilter;

@@ -70,8 +70,10 @@ pub struct SimOptions {
     pub timeline: Option<String>,
     /// stop writing timeline events after this many (the run goes on)
     pub timeline_max_events: u64,
-    /// which ranks and time window the timeline keeps
-    pub timeline_filter: crate::timeline::TimelineFilter,
+    /// the timeline keeps only these ranks' events (None: all)
+    pub timeline_ranks: Option<Vec<u32>>,
+    /// the timeline keeps only events overlapping [start, end) of simulated ns (None: all)
+    pub timeline_window_ns: Option<(u64, u64)>,
 }
 
 impl Default for SimOptions {
@@ -90,7 +92,8 @@ impl Default for SimOptions {
             no_overlap: false,
             timeline: None,
             timeline_max_events: 2_000_000,
-            timeline_filter: Default::default(),
+            timeline_ranks: None,
+            timeline_window_ns: None,
         }
     }
 }

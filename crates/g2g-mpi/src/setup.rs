@@ -102,7 +102,13 @@ pub fn simulate(
     let load = Load::new(m.cfg.factors_by_load());
     let tl = match &opt.timeline {
         Some(p) => Some(
-            crate::timeline::Timeline::create_filtered(p, opt.timeline_max_events, m.place.nodes, &m.place.node_of, &opt.timeline_filter)
+            crate::timeline::Timeline::create_filtered(
+                p,
+                opt.timeline_max_events,
+                m.place.nodes,
+                &m.place.node_of,
+                &crate::timeline::TimelineFilter { ranks: opt.timeline_ranks.clone(), window_ns: opt.timeline_window_ns },
+            )
             .map_err(|e| SimError::Options(format!("timeline {p}: {e}")))?,
         ),
         None => None,

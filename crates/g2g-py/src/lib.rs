@@ -50,8 +50,8 @@ fn opts_from(d: Option<&Bound<'_, PyDict>>) -> PyResult<SimOptions> {
                 o.sharing = Some(g2g_net::lmm::Sharing::parse(&s).ok_or_else(|| PyValueError::new_err(format!("sharing must be max-min, max-min-full or bottleneck, not {s:?}")))?);
             }
             "timeline_max_events" => o.timeline_max_events = v.extract()?,
-            "timeline_ranks" => o.timeline_filter.ranks = v.extract()?,
-            "timeline_window_ns" => o.timeline_filter.window_ns = v.extract()?,
+            "timeline_ranks" => o.timeline_ranks = v.extract()?,
+            "timeline_window_ns" => o.timeline_window_ns = v.extract()?,
             _ => return Err(PyValueError::new_err(format!("unknown simulation option {k:?}"))),
         }
     }
