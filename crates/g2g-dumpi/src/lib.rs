@@ -89,7 +89,8 @@ pub fn convert(
         streams.push(RankStream::open(inp.file, chunk)?);
     }
     let w = window_ops as usize;
-    let mut op_counts: HashMap<&'static str, u64> = HashMap::new();
+    // rows per operation: op names are static strings, a handful of them: compare pointers
+    let mut counts: Vec<(&'static str, u64)> = Vec::new();
     let mut records = 0u64;
     loop {
         let mut any = false;
@@ -104,7 +105,10 @@ pub fn convert(
             let k = w.min(c.pending.len());
             for row in c.pending.drain(..k) {
                 out.push(r as u32, c.seq, &row);
-                *op_counts.entry(row.op).or_insert(0) += 1;
+                match counts.iter_mut().find(|(k, _)| std::ptr::eq(*k, row.op)) {
+                    Some(c) => c.1 += 1,
+                    None => counts.push((row.op, 1)),
+                }
                 c.seq += 1;
             }
             any |= k > 0;
@@ -122,6 +126,10 @@ pub fn convert(
     let mut stats = Stats::default();
     for c in &convs {
         c.finish_stats(&mut stats);
+    }
+    let mut op_counts: HashMap<&'static str, u64> = HashMap::new();
+    for (k, v) in counts {
+        *op_counts.entry(k).or_insert(0) += v;
     }
     Ok(Converted { rows: out.rows, records, stats, fid_counts: convs.into_iter().map(|c| c.fid_counts).collect(), op_counts })
 }

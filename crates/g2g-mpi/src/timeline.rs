@@ -48,10 +48,6 @@ fn us(t: Time) -> f64 {
 }
 
 impl Timeline {
-    pub fn create(path: &str, max: u64, nodes: u32, node_of: &[u32], _gpu_of: &[u32]) -> std::io::Result<Timeline> {
-        Timeline::create_filtered(path, max, nodes, node_of, &TimelineFilter::default())
-    }
-
     pub fn create_filtered(path: &str, max: u64, nodes: u32, node_of: &[u32], filter: &TimelineFilter) -> std::io::Result<Timeline> {
         let mut w = BufWriter::with_capacity(1 << 20, File::create(path)?);
         w.write_all(b"{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n")?;

@@ -14,7 +14,8 @@ use parquet::arrow::arrow_writer::ArrowWriterOptions;
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::metadata::KeyValue;
-use parquet::file::properties::WriterProperties;
+use parquet::file::properties::{EnabledStatistics, WriterProperties};
+use parquet::schema::types::ColumnPath;
 
 use crate::TraceError;
 
@@ -233,11 +234,19 @@ impl NativeWriter {
         let p = path.as_ref().display().to_string();
         let err = |msg: String| TraceError { file: p.clone(), rank: None, seq: None, msg };
         let f = File::create(path.as_ref()).map_err(|e| err(format!("cannot create: {e}")))?;
-        let props = WriterProperties::builder()
+        // dictionaries where values repeat (op, memory space, peers, sizes, ...), plain encoding
+        // for the columns that are nearly unique per row (times, sequence numbers, requests):
+        // hashing those costs time and their dictionary would be dropped anyway; no statistics
+        // (the readers do not use them)
+        let mut b = WriterProperties::builder()
             .set_compression(Compression::ZSTD(ZstdLevel::try_new(1).unwrap()))
             .set_dictionary_enabled(true)
-            .set_max_row_group_size(usize::MAX)
-            .build();
+            .set_statistics_enabled(EnabledStatistics::None)
+            .set_max_row_group_size(usize::MAX);
+        for c in ["seq", "t_start_ns", "t_end_ns", "dur_ns", "req"] {
+            b = b.set_column_dictionary_enabled(ColumnPath::from(c), false);
+        }
+        let props = b.build();
         let schema = schema();
         // no embedded Arrow schema: its metadata would be fixed before the conversion knows the
         // communicators; readers (pyarrow included) take the g2gsim.* keys from the file's
