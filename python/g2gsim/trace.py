@@ -180,7 +180,8 @@ class Trace:
         nwin = int(wsorted[-1]) + 1 if len(wsorted) else 0
         bounds = np.searchsorted(wsorted, np.arange(nwin + 1), side="left") if nwin else np.array([0, 0])
         # dictionary encoding on every column: the core decodes such files ~10 % faster
-        with pq.ParquetWriter(path, t.schema, compression="zstd", use_dictionary=True) as w:
+        from ._io import atomic_output
+        with atomic_output(path) as tmp, pq.ParquetWriter(tmp, t.schema, compression="zstd", use_dictionary=True) as w:
             start = 0
             rows = 0
             for k in range(1, len(bounds)):
@@ -203,15 +204,30 @@ class Trace:
             pf = pq.ParquetFile(path)
         except Exception as e:  # noqa: BLE001 - pyarrow raises several kinds
             raise TraceError(f"{path}: not a readable Parquet trace ({e})") from None
-        md = {k.decode(): v.decode() for k, v in (pf.schema_arrow.metadata or {}).items()}
+        try:
+            md = {k.decode(): v.decode() for k, v in (pf.schema_arrow.metadata or {}).items()}
+        except UnicodeDecodeError:
+            raise TraceError(f"{path}: corrupt metadata (not UTF-8)") from None
         if "g2gsim.format_version" not in md:
             raise TraceError(f"{path}: Parquet file has no g2gsim metadata (not a g2gsim trace)")
-        if int(md["g2gsim.format_version"]) > FORMAT_VERSION:
+        try:
+            version = int(md["g2gsim.format_version"])
+            json.loads(md.get("g2gsim.comms", "[]"))
+            int(md.get("g2gsim.nranks", "x"))
+        except ValueError:
+            raise TraceError(f"{path}: corrupt g2gsim metadata (format_version, nranks or comms)") from None
+        if version > FORMAT_VERSION:
             raise TraceError(f"{path}: trace format version {md['g2gsim.format_version']} is newer "
                              f"than this g2gsim understands ({FORMAT_VERSION})")
-        table = pf.read()
-        comms = [Comm(c["id"], c.get("name", ""), c.get("members"))
-                 for c in json.loads(md.get("g2gsim.comms", "[]"))]
+        try:
+            table = pf.read()
+        except Exception as e:  # noqa: BLE001 - pyarrow raises several kinds on a corrupt page
+            raise TraceError(f"{path}: corrupt Parquet data ({e})") from None
+        try:
+            comms = [Comm(int(c["id"]), str(c.get("name", "")), c.get("members"))
+                     for c in json.loads(md.get("g2gsim.comms", "[]"))]
+        except (TypeError, KeyError, ValueError, AttributeError):
+            raise TraceError(f"{path}: corrupt g2gsim.comms metadata (a list of {{id, name, members}})") from None
         return cls(table=table, nranks=int(md["g2gsim.nranks"]), comms=comms,
                    source=md.get("g2gsim.source", ""), buffers=md.get("g2gsim.buffers", "traced"),
                    path=path)

@@ -135,6 +135,13 @@ fn machine_check(machine_toml: &str, machine_file: &str, nodes: u32) -> PyResult
     Ok(v.to_string())
 }
 
+/// machine_validate(toml, file) -> every error of the machine file (each "file:line: key: message"),
+/// empty when valid
+#[pyfunction]
+fn machine_validate(machine_toml: &str, machine_file: &str) -> Vec<String> {
+    MachineConfig::validate_all(machine_toml, machine_file).iter().map(|e| e.to_string()).collect()
+}
+
 /// models() -> [(name, summary, [params])] of the data-path models
 #[pyfunction]
 fn models() -> Vec<(String, String, Vec<String>)> {
@@ -164,6 +171,7 @@ fn trace_meta(path: &str) -> PyResult<(u32, u64, String, String)> {
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(machine_check, m)?)?;
+    m.add_function(wrap_pyfunction!(machine_validate, m)?)?;
     m.add_function(wrap_pyfunction!(models, m)?)?;
     m.add_function(wrap_pyfunction!(coll_algorithms, m)?)?;
     m.add_function(wrap_pyfunction!(trace_meta, m)?)?;

@@ -8,6 +8,18 @@ pub use parquet_reader::ParquetTrace;
 
 use std::collections::VecDeque;
 
+/// Most ranks a trace may have: larger ones are refused when the trace is opened, with the memory
+/// they would need, before anything per rank is allocated (docs/scaling.md: a 1,048,576-rank
+/// halo replay peaks at 8.3-10.8 GiB).
+pub const MAX_RANKS: u32 = 1 << 22;
+/// Largest message or copy size a trace may state (`bytes`, `recv_bytes`, list counts): 2^60 B.
+pub const MAX_BYTES: u64 = 1 << 60;
+/// Longest duration a trace may state (`dur_ns`): 10^6 s.
+pub const MAX_DUR_NS: i64 = 1_000_000_000_000_000;
+
+/// Replay memory per rank used in that figure (~10 KiB, the 1,048,576-rank halo's peak per rank).
+pub const BYTES_PER_RANK: u64 = 10 * 1024;
+
 /// A trace error that names the file, the rank and the event (seq) where known.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TraceError {

@@ -292,12 +292,43 @@ def _load_done(output: Path) -> dict[str, dict]:
             if f.name.startswith("_"):
                 continue
             try:
-                rec = json.loads(f.read_text())
-            except (OSError, ValueError):
+                rec = unseal_point(f.read_text(), str(f))
+            except OSError:
                 continue
-            if rec.get("key") and not rec.get("error"):
+            if rec and rec.get("key") and not rec.get("error"):
                 done[rec["key"]] = rec
     return done
+
+
+# a point file carries the SHA-256 of its record: a file edited by hand or damaged is not trusted on
+# resume (the point is computed again, with a notice)
+_SEAL = "_sha256"
+
+
+def seal_point(rec: dict) -> str:
+    body = json.dumps(rec, sort_keys=True, default=str)
+    return json.dumps({**json.loads(body), _SEAL: _sha(body.encode())})
+
+
+def unseal_point(text: str, name: str = "") -> dict | None:
+    """The record of a point file whose checksum matches; None (with a notice) otherwise."""
+    try:
+        rec = json.loads(text)
+        if not isinstance(rec, dict):
+            raise ValueError("not an object")
+    except ValueError:
+        _notice(f"sweep point file {name} is not valid JSON: computing the point again")
+        return None
+    h = rec.pop(_SEAL, None)
+    if h is None or h != _sha(json.dumps(rec, sort_keys=True, default=str).encode()):
+        _notice(f"sweep point file {name} does not match its checksum (edited or damaged): computing the point again")
+        return None
+    return rec
+
+
+def _notice(msg: str):
+    import sys
+    print(f"notice: {msg}", file=sys.stderr)
 
 
 def _write_atomic(path: Path, text: str):
@@ -385,8 +416,10 @@ def run_sweep(sweep: str | Path | Sweep, output: str | Path = "results.parquet",
             f = pdir / f"{pt['key']}.json"
             if f.exists():
                 try:
-                    rec = json.loads(f.read_text())
-                except (OSError, ValueError):
+                    rec = unseal_point(f.read_text(), str(f))
+                except OSError:
+                    continue
+                if rec is None:
                     continue
                 results[pt["key"]] = rec
                 todo.remove(pt)
@@ -405,7 +438,7 @@ def run_sweep(sweep: str | Path | Sweep, output: str | Path = "results.parquet",
                     res = fut.result()
                     pt = by_key[res["key"]]
                     rec = _row(pt, res, run_id)
-                    _write_atomic(pdir / f"{rec['key']}.json", json.dumps(rec, default=str))
+                    _write_atomic(pdir / f"{rec['key']}.json", seal_point(rec))
                     results[rec["key"]] = rec
                     computed += 1
                     failed += rec.get("error") is not None

@@ -83,6 +83,8 @@ impl Dragonfly {
             )));
         }
         let ports = a as u64 * h as u64;
+        // global ports are listed per group before the link count is known: bound them first
+        check_link_count(KIND, ports.saturating_mul(groups as u64))?;
         let (full_rounds, rem) = if groups > 1 {
             if ports < groups as u64 - 1 {
                 return Err(TopologyError(format!(
