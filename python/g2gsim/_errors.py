@@ -28,7 +28,7 @@ def _expected() -> tuple[type[BaseException], ...]:
     from .machines import MachineError
     from .trace import TraceError
     out: list[type[BaseException]] = [TraceError, MachineError, OutputError, OSError, UnicodeError, ValueError,
-                                      MemoryError, RecursionError]
+                                      OverflowError, MemoryError, RecursionError]
     try:
         from .sim import SimulationError
         out.append(SimulationError)

@@ -53,8 +53,10 @@ def archive_files(p: Path, kind: str) -> list[Path]:
                     prefix = line.split("=", 1)[1].strip()
         except OSError:
             pass
-        pat = f"{glob_escape(prefix)}-*.bin" if prefix else "*.bin"
-        files += sorted(f for f in p.parent.glob(pat) if f.is_file())
+        bins = sorted(f for f in p.parent.glob(f"{glob_escape(prefix)}-*.bin") if f.is_file()) if prefix else []
+        if not bins:  # renamed files: the reader then takes <meta stem>-NNNN.bin
+            bins = sorted(f for f in p.parent.glob(f"{glob_escape(p.stem)}-*.bin") if f.is_file())
+        files += bins
     return files
 
 

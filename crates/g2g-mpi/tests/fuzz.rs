@@ -95,6 +95,7 @@ impl Outcomes {
 fn guarded<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send + 'static) -> Result<T, String> {
     let (tx, rx) = mpsc::channel();
     let h = std::thread::Builder::new()
+        .name("fuzz-case".into())
         .stack_size(64 << 20)
         .spawn(move || {
             let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
@@ -115,8 +116,14 @@ fn guarded<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send + 's
     }
 }
 
+/// Panics of fuzz cases are counted, not printed; the test's own assertions still print.
 fn quiet_panics() {
-    std::panic::set_hook(Box::new(|_| {}));
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if std::thread::current().name() != Some("fuzz-case") || std::env::var_os("G2G_FUZZ_VERBOSE").is_some() {
+            default(info);
+        }
+    }));
 }
 
 // ------------------------------------------------------------------------------ machine files
@@ -386,11 +393,15 @@ fn fuzz_parquet_decoder() {
 fn parquet_regressions() {
     quiet_panics();
     let Ok(rd) = std::fs::read_dir(fuzz_dir("parquet")) else { return };
+    let mut bad = vec![];
     for e in rd.flatten() {
         let p = e.path();
         let r = guarded(Duration::from_secs(20), move || parquet_case(p));
-        assert!(matches!(r, Ok(Ok(_))), "{}: {r:?}", e.path().display());
+        if !matches!(r, Ok(Ok(_))) {
+            bad.push(format!("{}: {r:?}", e.path().display()));
+        }
     }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
 
 // ------------------------------------------------------------------------- replay of random traces

@@ -415,7 +415,9 @@ impl MachineConfig {
         let ctx = Ctx { file, text };
         let root: toml::Table = text.parse().map_err(|e: toml::de::Error| {
             let line = e.span().map(|s| text[..s.start.min(text.len())].lines().count().max(1));
-            ConfigError { file: file.into(), key: "<syntax>".into(), line, msg: e.message().to_string() }
+            // one line: the TOML parser's message may span several
+            let msg = e.message().lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join("; ");
+            ConfigError { file: file.into(), key: "<syntax>".into(), line, msg }
         })?;
         // every table, key, type and bound first (crate::schema): nothing below can wrap or truncate
         if let Some(e) = crate::schema::check(&root, text, file).into_iter().next() {

@@ -120,7 +120,9 @@ impl ParquetTrace {
         let p = path.as_ref().display().to_string();
         let err = |msg: String| TraceError { file: p.clone(), rank: None, seq: None, msg };
         let file = File::open(path.as_ref()).map_err(|e| err(format!("cannot open: {e}")))?;
-        let meta = ArrowReaderMetadata::load(&file, ArrowReaderOptions::new())
+        // the parquet crate panics on some corrupt footers: such a file is an error, not a crash
+        let meta = crate::catch_decoder(|| ArrowReaderMetadata::load(&file, ArrowReaderOptions::new()))
+            .map_err(|m| err(format!("corrupt Parquet metadata (the Parquet decoder failed: {m})")))?
             .map_err(|e| err(format!("not a readable Parquet trace ({e})")))?;
         let md = meta.metadata().clone();
         let kv = md.file_metadata().key_value_metadata().cloned().unwrap_or_default();
@@ -680,12 +682,17 @@ impl TraceSource for ParquetTrace {
             return Ok(false);
         }
         let rg = self.next_rg;
-        if self.fast_ok(rg) {
-            self.fill_fast(rg, queues)?;
-            self.page_decoded_row_groups += 1;
-        } else {
-            self.fill_arrow(rg, queues)?;
-        }
+        // a corrupt page can make the parquet crate (or a decoder) panic: an error naming the row group
+        crate::catch_decoder(|| -> Result<(), TraceError> {
+            if self.fast_ok(rg) {
+                self.fill_fast(rg, queues)?;
+                self.page_decoded_row_groups += 1;
+            } else {
+                self.fill_arrow(rg, queues)?;
+            }
+            Ok(())
+        })
+        .map_err(|m| self.err(None, None, format!("row group {rg}: corrupt data (the Parquet decoder failed: {m})")))??;
         self.next_rg += 1;
         Ok(true)
     }
