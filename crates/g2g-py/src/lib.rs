@@ -33,7 +33,7 @@ fn opts_from(d: Option<&Bound<'_, PyDict>>) -> PyResult<SimOptions> {
                 o.gpus_per_node = match g {
                     None => None,
                     Some(g) if (1..=g2g_net::machine::MAX_GPUS_PER_NODE as i64).contains(&g) => Some(g as u32),
-                    Some(g) => return Err(PyValueError::new_err(format!("gpus per node must be in 1..={}, not {g}", g2g_net::machine::MAX_GPUS_PER_NODE))),
+                    Some(g) => return Err(PyValueError::new_err(format!("{g} GPUs per node (--gpus-per-node) is outside 1..={}", g2g_net::machine::MAX_GPUS_PER_NODE))),
                 };
             }
             "mapping" => {
