@@ -129,7 +129,6 @@ def test_machine_file_not_text_or_a_directory(tmp_path):
     one_error(["machine", "show", tmp_path], "is a directory")
 
 
-@pytest.mark.xfail(strict=True, reason="the replay's option check comes with the sim.rs split (issue 24 replay part)")
 def test_network_scale_out_of_range(trace):
     one_error(["simulate", trace, "--network-scale", "1e-300", "--no-progress"], "network")
     one_error(["simulate", trace, "--network-scale", "nan", "--no-progress"], "network")

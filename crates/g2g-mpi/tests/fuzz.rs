@@ -595,7 +595,7 @@ fn replay_case(ranks: Vec<Vec<Op>>, mode: Mode) -> Result<String, String> {
                     return Err(format!("rank {i} ends at {} s, before its {} ns of compute", r.end_s, compute[i]));
                 }
             }
-            Ok("completed".into())
+            Ok(if rep.warnings.is_empty() { "completed".into() } else { "completed with warnings".into() })
         }
         Err(SimError::Deadlock(_)) => Ok("deadlock reported".into()),
         Err(SimError::Trace(e)) => {

@@ -66,7 +66,7 @@ const BW: Kind = Kind::Bandwidth;
 const DUR: Kind = Kind::Duration;
 const SIZE: Kind = Kind::Size;
 const FRACTION: Kind = Kind::Float { min: 0.0, max: 1.0, min_open: true };
-const FACTOR: Kind = Kind::Float { min: 0.0, max: 1e6, min_open: true };
+const FACTOR: Kind = Kind::Float { min: 1e-6, max: 1e6, min_open: false };
 
 /// Every table of a machine file ("" is the top level).
 pub const TABLES: &[TableSpec] = &[
