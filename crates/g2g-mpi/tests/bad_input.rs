@@ -110,3 +110,15 @@ fn huge_latency_factor_is_an_overflow_error_not_a_smaller_time() {
     let e = trace_err(run(ranks, &t, SimOptions::default()).unwrap_err());
     assert!(e.msg.contains("simulated time overflow"), "{e}");
 }
+
+#[test]
+fn a_large_send_into_a_small_receive_is_a_truncation_warning() {
+    let ranks = vec![vec![send(1, 1, 1 << 20)], vec![recv(0, 1, 8)]];
+    let rep = run(ranks.clone(), SIMPLE, SimOptions::default()).unwrap();
+    assert_eq!(rep.warnings.len(), 1, "{:?}", rep.warnings);
+    assert!(rep.warnings[0].contains("1 receive(s) got a message larger") && rep.warnings[0].contains("receive of 8 B got a 1048576 B message from rank 0"), "{:?}", rep.warnings);
+    assert!(run(ranks, SIMPLE, SimOptions { strict: true, ..Default::default() }).is_err());
+    // the message arriving first (unexpected) is seen too
+    let ranks = vec![vec![send(1, 1, 100)], vec![compute(1_000_000), recv(0, 1, 8)]];
+    assert_eq!(run(ranks, SIMPLE, SimOptions::default()).unwrap().warnings.len(), 1);
+}

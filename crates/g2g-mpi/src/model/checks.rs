@@ -23,4 +23,11 @@ pub(crate) struct Checks {
     pub last_rank: u32,
     /// warnings for the report (strict mode: the first one is an error)
     pub warnings: Vec<String>,
+    /// the stated size of each receive request's buffer (0: not stated), by request id
+    pub recv_cap: Vec<u64>,
+    /// the size of the receive being posted (set just before posting it)
+    pub pending_cap: u64,
+    /// receives that got a larger message than they state (MPI: truncation), the first described
+    pub truncations: u64,
+    pub first_truncation: Option<String>,
 }

@@ -109,8 +109,44 @@ impl State<'_> {
         Ok(())
     }
 
+    /// Records the stated size of the receive request `req` being posted (0: none stated).
+    #[inline]
+    pub(crate) fn note_recv_cap(&mut self, req: crate::event::ReqId) {
+        let cap = std::mem::take(&mut self.checks.pending_cap);
+        let v = &mut self.checks.recv_cap;
+        if v.len() <= req as usize {
+            v.resize(req as usize + 1, 0);
+        }
+        v[req as usize] = cap;
+    }
+
+    /// A message matched a receive that states a smaller buffer: MPI truncation (a warning).
+    #[inline]
+    pub(crate) fn check_truncation(&mut self, m: crate::event::MsgId, req: crate::event::ReqId) {
+        let cap = self.checks.recv_cap.get(req as usize).copied().unwrap_or(0);
+        let msg = self.msgs.get(m);
+        if cap > 0 && msg.bytes > cap {
+            self.checks.truncations += 1;
+            if self.checks.first_truncation.is_none() {
+                self.checks.first_truncation =
+                    Some(format!("rank {}'s receive of {cap} B got a {} B message from rank {} (tag {})", msg.dst, msg.bytes, msg.src, msg.tag));
+            }
+        }
+    }
+
     /// End of the trace: messages sent but never received, requests never completed by a wait.
     pub(crate) fn end_of_trace_warnings(&mut self) {
+        if self.stats.ops_done == 0 {
+            self.checks.warnings.push("the trace has no operations: every time in this report is 0".into());
+        }
+        if self.checks.truncations > 0 {
+            let first = self.checks.first_truncation.clone().unwrap_or_default();
+            self.checks.warnings.push(format!(
+                "{} receive(s) got a message larger than their buffer (MPI would report truncation); first: {first}; \
+                 the time counts the whole message",
+                self.checks.truncations
+            ));
+        }
         let mut unreceived: BTreeMap<u32, (u64, u64, u32)> = BTreeMap::new();
         for (r, rk) in self.ranks.iter().enumerate() {
             for &m in &rk.matching.unexpected {
