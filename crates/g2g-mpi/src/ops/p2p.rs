@@ -1,6 +1,6 @@
 //! Point-to-point operations (Send/Isend and their modes, Recv/Irecv, Sendrecv), and the posting
 //! of every message (collectives' too): data path, plan, `[[mpi.factors]]`, protocol, matching.
-use g2g_net::paths::{self, DataPath, HostPath, Pipelined};
+use g2g_net::paths::{self, HostPath, Pipelined};
 use g2g_trace::{Op, OpKind, ANY_SOURCE, PROC_NULL};
 
 use crate::event::{Ev, MsgId, Next, ReqId};
@@ -223,21 +223,9 @@ impl State<'_> {
         let req = self.reqs.new_req(s.owner);
         // a library that stages this collective's device messages through the host, in chunks
         let coll_staged = matches!(s.owner, Owner::Coll(c) if self.colls[c].staged);
-        let route = if coll_staged {
-            Route {
-                model: &paths::PIPELINED,
-                stage_src: false,
-                stage_dst: false,
-            }
-        } else {
-            route
-        };
-        // a staged side has its data in host memory by the time MPI moves it
-        let path: &dyn DataPath = if route.staged() {
-            &paths::HOST
-        } else {
-            route.model
-        };
+        let route = if coll_staged { Route::direct(&paths::PIPELINED) } else { route };
+        // the model that moves the message (a staged side has its data in host memory by then)
+        let path = route.model.message_path();
         let (a, b) = (endpoint(&self.m, src), endpoint(&self.m, dst));
         // the plan is built in a pooled box (no allocation, no plan moved once the pool is warm)
         let mut plan = self.xfers.pooled_plan();
@@ -298,15 +286,8 @@ impl State<'_> {
         // envelopes, RTS and CTS are small CPU-to-CPU control messages: host-path latency (from
         // the machine's route cache: a separate table by endpoints cost a cache miss per message)
         let ctl_latency = HostPath::latency(&self.m, a, b);
-        self.stats.message(
-            if route.staged() {
-                "hostcopy"
-            } else {
-                path.name()
-            },
-            bytes,
-            collective,
-        );
+        // by the route's model: `hostcopy` for a staged message
+        self.stats.message(route.model.name(), bytes, collective);
         self.msgs.next_uid += 1;
         let uid = self.msgs.next_uid;
         let (msg_plan, data_plan) = if eager {
