@@ -11,7 +11,26 @@ use crate::options::ModePolicy;
 /// The route of a message of `bytes` from `src` to `dst` whose buffers are on the GPU or not.
 #[allow(clippy::too_many_arguments)]
 #[inline]
-pub(crate) fn choose(m: &Machine, policy: &ModePolicy, src: Endpoint, dst: Endpoint, src_gpu: bool, dst_gpu: bool, bytes: u64, collective: bool) -> Route {
+pub(crate) fn choose(
+    m: &Machine,
+    policy: &ModePolicy,
+    src: Endpoint,
+    dst: Endpoint,
+    src_gpu: bool,
+    dst_gpu: bool,
+    bytes: u64,
+    collective: bool,
+) -> Route {
     let gpu_aware = policy.gpu_aware(bytes, collective);
-    paths::choose(m, &PathQuery { src, dst, src_gpu, dst_gpu, bytes, gpu_aware })
+    paths::choose(
+        m,
+        &PathQuery {
+            src,
+            dst,
+            src_gpu,
+            dst_gpu,
+            bytes,
+            gpu_aware,
+        },
+    )
 }
