@@ -3,6 +3,7 @@
 mod report;
 mod sim;
 mod timeline;
+mod vocab;
 
-pub use report::{OpStat, PathStat, RankStat, Report};
+pub use report::{OpStat, PathStat, RankStat, Report, SIZE_CLASSES, SIZE_CLASS_MAX_BYTES};
 pub use sim::{simulate, Mapping, Mode, Progress, SimError, SimOptions};

@@ -57,6 +57,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..trace import ANY_SOURCE, ANY_TAG, PROC_NULL, Trace, TraceBuilder, TraceError
+from ..vocab import BLOCKING_SEND_OPS
 
 __all__ = [
     "read_dumpi", "read_dumpi_meta", "read_dumpi_footer_counts", "DumpiMeta", "DumpiFile",
@@ -1575,7 +1576,7 @@ _REQ_CREATE = {FID[n]: op for n, op in (("Isend", "Isend"), ("Ibsend", "Isend"),
 _PERSIST_CREATE = {FID[n]: op for n, op in (("Send_init", "Isend"), ("Bsend_init", "Isend"),
                                               ("Rsend_init", "Isend"), ("Ssend_init", "Issend"),
                                               ("Recv_init", "Irecv"))}
-_BLOCKING_SEND = {FID[n]: n for n in ("Send", "Bsend", "Ssend", "Rsend")}
+_BLOCKING_SEND = {FID[n]: n for n in sorted(BLOCKING_SEND_OPS)}   # MPI's names are the trace's
 
 
 def _convert_rank(b: TraceBuilder, f: DumpiFile, rr: DumpiRecords, rank: int, comms: _Comms,

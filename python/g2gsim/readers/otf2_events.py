@@ -31,6 +31,7 @@ import _otf2
 from _otf2.Config import conf
 
 from ..trace import ALL_OPS, COLLECTIVES, COPY_KINDS, TraceError
+from ..vocab import SEND_ONLY_OPS, TEST_OPS, WAIT_OPS
 from .otf2_defs import (GPU_API_KINDS, R_CPY_ASYNC, R_CPY_SYNC, R_DEVICE_SYNC, R_EVENT_RECORD,
                         R_EVENT_SYNC, R_KERNEL, R_LAUNCH, R_MPI, R_STREAM_CREATE, R_STREAM_SYNC,
                         R_STREAM_WAIT, TYPE_STRING, UNDEF32, OTF2Plan)
@@ -49,11 +50,11 @@ C_STREAM_SYNC, C_DEVICE_SYNC, C_EVENT_SYNC = (OPC["StreamSynchronize"], OPC["Dev
 _GPU_OP = {R_LAUNCH: C_KERNEL, R_STREAM_SYNC: C_STREAM_SYNC, R_DEVICE_SYNC: C_DEVICE_SYNC,
            R_EVENT_SYNC: C_EVENT_SYNC, R_EVENT_RECORD: C_EVENT_RECORD, R_STREAM_WAIT: C_STREAM_WAIT}
 _BLOCKING = {R_STREAM_SYNC, R_DEVICE_SYNC, R_EVENT_SYNC}
-SEND_CODES = {OPC[o] for o in ("Send", "Ssend", "Bsend", "Rsend", "Isend", "Issend")}
+SEND_CODES = {OPC[o] for o in SEND_ONLY_OPS}
 RECV_CODES = {C_RECV, C_IRECV}
 COLL_CODES = {OPC[o] for o in COLLECTIVES}
 BARRIER_CODES = {OPC["Barrier"], OPC["Ibarrier"]}
-WAIT_CODES = {OPC[o] for o in ("Wait", "Waitall", "Waitany", "Waitsome")}
+WAIT_CODES = {OPC[o] for o in WAIT_OPS}
 CK_D2H, CK_H2D, CK_D2D = (COPY_KINDS.index(k) for k in ("d2h", "h2d", "d2d"))
 MEM_HOST, MEM_DEVICE = 0, 1
 
@@ -110,9 +111,9 @@ def region_family(name: str) -> tuple[int, str | None]:
     base = name[4:] if name.startswith("MPI_") else name
     if base.endswith("_c"):
         base = base[:-2]
-    if base in ("Wait", "Waitall", "Waitany", "Waitsome"):
+    if base in WAIT_OPS:                # MPI's names are the trace's
         return FAM_WAIT, base
-    if base in ("Test", "Testall", "Testany", "Testsome"):
+    if base in TEST_OPS:
         return FAM_TEST, base
     if base in ("Alltoallw", "Ialltoallw"):
         base = base[:-1] + "v"

@@ -65,6 +65,7 @@ import pyarrow.compute as pc
 
 from ..trace import ANY_SOURCE, ANY_TAG, COPY_KINDS, MEM_SPACES, PROC_NULL, SCHEMA, Comm, Trace, \
     TraceError
+from ..vocab import RECV_ONLY_OPS, SEND_ONLY_OPS
 from .otf2_defs import OTF2Plan, find_anchor, read_plan
 from .otf2_events import OP_NAMES, convert_ranks
 
@@ -296,8 +297,8 @@ def _list_array(lens: np.ndarray, values: np.ndarray) -> pa.Array:
 
 
 # ------------------------------------------------------------------------------------ matching
-_SENDS = ("Send", "Ssend", "Bsend", "Rsend", "Isend", "Issend")
-_RECVS = ("Recv", "Irecv")
+_SENDS = tuple(sorted(SEND_ONLY_OPS))
+_RECVS = tuple(sorted(RECV_ONLY_OPS))
 
 
 def check_matching(trace: Trace, strict: bool = False) -> list[str]:
