@@ -49,10 +49,24 @@ pub enum OpClass {
 
 impl OpClass {
     pub const ALL: [OpClass; 18] = [
-        OpClass::Send, OpClass::BlockingSend, OpClass::NonblockingSend, OpClass::SyncSend,
-        OpClass::Recv, OpClass::BlockingRecv, OpClass::NonblockingRecv, OpClass::P2p, OpClass::Wait, OpClass::Test,
-        OpClass::Collective, OpClass::BlockingCollective, OpClass::NonblockingCollective,
-        OpClass::Mpi, OpClass::Compute, OpClass::Copy, OpClass::Gpu, OpClass::Marker,
+        OpClass::Send,
+        OpClass::BlockingSend,
+        OpClass::NonblockingSend,
+        OpClass::SyncSend,
+        OpClass::Recv,
+        OpClass::BlockingRecv,
+        OpClass::NonblockingRecv,
+        OpClass::P2p,
+        OpClass::Wait,
+        OpClass::Test,
+        OpClass::Collective,
+        OpClass::BlockingCollective,
+        OpClass::NonblockingCollective,
+        OpClass::Mpi,
+        OpClass::Compute,
+        OpClass::Copy,
+        OpClass::Gpu,
+        OpClass::Marker,
     ];
 
     pub fn name(self) -> &'static str {
@@ -272,8 +286,16 @@ mod tests {
             assert_eq!(is(OpClass::Send) && is(OpClass::Recv), k == OpKind::Sendrecv, "{n}");
             assert_eq!(is(OpClass::Collective), is(OpClass::BlockingCollective) || is(OpClass::NonblockingCollective));
             // every kind is in exactly one of the top-level groups
-            let top = [OpClass::P2p, OpClass::Wait, OpClass::Test, OpClass::Collective, OpClass::Compute,
-                       OpClass::Copy, OpClass::Marker, OpClass::Gpu];
+            let top = [
+                OpClass::P2p,
+                OpClass::Wait,
+                OpClass::Test,
+                OpClass::Collective,
+                OpClass::Compute,
+                OpClass::Copy,
+                OpClass::Marker,
+                OpClass::Gpu,
+            ];
             let n_top = top.iter().filter(|c| is(**c) && !(**c == OpClass::Gpu && is(OpClass::Compute))).count();
             assert_eq!(n_top, 1, "{n}");
         }
@@ -301,7 +323,9 @@ mod tests {
         for c in COLUMNS {
             assert!(seen.insert(c.name), "{} twice", c.name);
             match c.default {
-                ColDefault::Int(_) => assert!(matches!(c.ty, ColType::U32 | ColType::I32 | ColType::I64 | ColType::U64)),
+                ColDefault::Int(_) => {
+                    assert!(matches!(c.ty, ColType::U32 | ColType::I32 | ColType::I64 | ColType::U64))
+                }
                 ColDefault::Bool(_) => assert_eq!(c.ty, ColType::Bool),
                 ColDefault::Str(s) => {
                     assert_eq!(c.ty, ColType::Str);
