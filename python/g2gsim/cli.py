@@ -16,11 +16,11 @@ from ._errors import SafeGroup, error_line, fail as _fail_line, notice as _notic
 from ._io import atomic_output, write_text_atomic
 from .sim import SimulationError, as_native, simulate as run_simulation
 from .trace import Trace, TraceError
+from .vocab import MODES, SEND_OPS, SHARING
 
 console = Console(soft_wrap=True)
 err_console = Console(stderr=True)
 
-MODES = ["as-traced", "hostcopy", "gpudirect"]
 
 
 def _one_line_warning(message, category, filename, lineno, line=None):
@@ -141,7 +141,7 @@ def sim_options(f):
         click.option("--gpudirect-collectives-only", is_flag=True, help="mixed what-if: GPU-direct for collectives only"),
         click.option("--network-scale", type=float, default=1.0, help="multiply NIC and network bandwidth"),
         click.option("--no-overlap", is_flag=True, help="what-if: GPU work waits for completion (no compute/communication overlap)"),
-        click.option("--sharing", type=click.Choice(["max-min", "max-min-full", "bottleneck"]), default=None, help="link sharing model (default: the machine file's, max-min)"),
+        click.option("--sharing", type=click.Choice(SHARING), default=None, help="link sharing model (default: the machine file's, max-min)"),
         click.option("--assume-buffers", type=click.Choice(["traced", "host", "device", "infer"]), default=None, help="buffer spaces for imported traces that lack them"),
         click.option("--no-progress", is_flag=True, help="no progress bar"),
         click.option("--no-cache", is_flag=True, help="import OTF2 / DUMPI afresh, not from the import cache"),
@@ -203,12 +203,14 @@ def info(trace, assume_buffers, no_cache):
         tab.add_row(op, f"{len(sub):,}", f"{int(sub['bytes'].sum()):,}", f"{int(sub['recv_bytes'].sum()):,}",
                     f"{dev:.0%}", "-" if tt != tt else _fmt_s(float(tt)))
     console.print(tab)
-    sends = df[df["op"].isin(["Send", "Isend", "Ssend", "Issend", "Bsend", "Rsend", "Sendrecv"])]
+    sends = df[df["op"].isin(list(SEND_OPS))]
     if len(sends):
         import numpy as np
-        edges = [0, 1024, 8192, 65536, 524288, 4 << 20, 1 << 62]
-        labels = ["<=1KiB", "1-8KiB", "8-64KiB", "64-512KiB", "512KiB-4MiB", ">4MiB"]
-        counts, _ = np.histogram(sends["bytes"].to_numpy(), bins=edges)
+
+        from .vocab import SIZE_CLASSES          # the report's classes
+        edges = [c.max_bytes for c in SIZE_CLASSES if c.max_bytes is not None]
+        labels = [c.label for c in SIZE_CLASSES]
+        counts = np.bincount(np.searchsorted(edges, sends["bytes"].to_numpy(), side="left"), minlength=len(labels))
         h = Table(title="point-to-point message sizes")
         h.add_column("size")
         h.add_column("messages", justify="right")
@@ -409,7 +411,7 @@ _add_generate()
 
 def compare_modes(trace, machine, **kw) -> dict:
     """HostCopy vs GPUDirect (vs as-traced) on one trace: the reports, keyed by mode."""
-    return {m: run_simulation(trace, machine, mode=m, **kw) for m in ("as-traced", "hostcopy", "gpudirect")}
+    return {m: run_simulation(trace, machine, mode=m, **kw) for m in MODES}
 
 
 def print_comparison(reps: dict):

@@ -3,6 +3,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
+
+import tomli_w
 
 from . import _core
 
@@ -45,6 +48,17 @@ def resolve(name_or_file: str | Path) -> tuple[str, str]:
         return _read(f), f"preset:{f.name}"
     raise MachineError(f"unknown machine {name_or_file!r}: not a file, and not a preset "
                        f"({', '.join(ps)})")
+
+
+def toml_value(v: Any) -> str:
+    """``v`` as one TOML value on one line, quoted and escaped by tomli-w: for the machine-file
+    writers (``g2gsim machine detect``, ``g2gsim calibrate fit``) that put a comment after each
+    value, which tomli-w itself cannot."""
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(toml_value(x) for x in v) + "]"
+    if isinstance(v, dict):
+        raise TypeError(f"cannot write the table {v!r} as one TOML value")
+    return tomli_w.dumps({"v": v}).removeprefix("v = ").rstrip("\n")
 
 
 def check(name_or_file: str | Path, nodes: int = 2) -> dict:

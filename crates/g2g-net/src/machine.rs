@@ -10,7 +10,7 @@
 //! all nodes.
 use crate::config::{MachineConfig, NvlinkKind};
 use crate::lmm::FlowNet;
-use crate::topology::{self, LinkId, Topology};
+use crate::topology::{self, LinkId, Links, Topology};
 
 /// Where each rank runs.
 #[derive(Clone, Debug, PartialEq)]
@@ -229,7 +229,7 @@ impl Machine {
         self.base(node) + self.shm_off + 1 + self.place.gpus_per_node + gpu
     }
     /// NVLink links from GPU a to GPU b of one node; false if they have none.
-    pub fn nvlink(&self, node: u32, a: u32, b: u32, out: &mut crate::paths::Links) -> bool {
+    pub fn nvlink(&self, node: u32, a: u32, b: u32, out: &mut Links) -> bool {
         let g = self.place.gpus_per_node;
         let base = self.base(node) + self.nv_off;
         match &self.cfg.nvlink {
@@ -262,7 +262,7 @@ impl Machine {
     }
     /// Appends the network links between two nodes' NICs on `rail` to `out` and returns the sum
     /// of their latencies (the same as `path_latency` of those links).  Cached by node pair.
-    pub fn net_route_latency(&self, src: u32, dst: u32, rail: u32, out: &mut crate::paths::Links) -> u64 {
+    pub fn net_route_latency(&self, src: u32, dst: u32, rail: u32, out: &mut Links) -> u64 {
         self.route_cached(src, dst, rail, Some(out))
     }
 
@@ -272,7 +272,7 @@ impl Machine {
         self.route_cached(src, dst, rail, None)
     }
 
-    fn route_cached(&self, src: u32, dst: u32, rail: u32, out: Option<&mut crate::paths::Links>) -> u64 {
+    fn route_cached(&self, src: u32, dst: u32, rail: u32, out: Option<&mut Links>) -> u64 {
         let rails = self.rails;
         let rail = if rail < rails { rail } else { rail % rails };
         let mut rc = self.routes.borrow_mut();
@@ -317,7 +317,7 @@ impl Machine {
 
     /// The route of `net_route_latency` computed without the cache (the reference the cache is
     /// tested against).
-    pub fn net_route_fresh(&self, src: u32, dst: u32, rail: u32, out: &mut crate::paths::Links) -> u64 {
+    pub fn net_route_fresh(&self, src: u32, dst: u32, rail: u32, out: &mut Links) -> u64 {
         let mut v = Vec::new();
         self.route_into(src, dst, rail % self.rails, &mut v);
         out.extend_from_slice(&v);

@@ -176,6 +176,71 @@ fn coll_algorithms() -> Vec<(String, Vec<String>)> {
         .collect()
 }
 
+/// parse_size(text) -> bytes: "64KiB" (1024-based), "64KB" or "64K" (1000-based), "4096"; the
+/// rule of machine files (g2g-net units.rs), for every size g2gsim reads
+#[pyfunction]
+fn parse_size(text: &str) -> PyResult<u64> {
+    g2g_net::units::parse_size(text).map_err(PyValueError::new_err)
+}
+
+/// parse_duration_ns(text) -> nanoseconds (may be fractional): "1.2us", "20000ns", "0.5ms", "2s"
+#[pyfunction]
+fn parse_duration_ns(text: &str) -> PyResult<f64> {
+    g2g_net::units::parse_duration_ns(text).map_err(PyValueError::new_err)
+}
+
+/// parse_bandwidth(text) -> bytes per second: "25GB/s", "100Gb/s" (bits), "1GiB/s"
+#[pyfunction]
+fn parse_bandwidth(text: &str) -> PyResult<f64> {
+    g2g_net::units::parse_bandwidth(text).map_err(PyValueError::new_err)
+}
+
+/// vocabulary() -> JSON: the names the core defines once and Python derives from
+/// (`g2gsim/vocab.py`): operation names and their classes, modes, sharing models, memory spaces,
+/// copy kinds, the report's size classes and the native format's columns
+#[pyfunction]
+fn vocabulary() -> String {
+    use g2g_trace::vocab::{op_names, ColDefault, OpClass, COLUMNS};
+    use serde_json::{json, Value};
+    let ops: Vec<Value> = op_names()
+        .into_iter()
+        .map(|(n, k)| json!([n, OpClass::ALL.iter().filter(|c| k.is(**c)).map(|c| c.name()).collect::<Vec<_>>()]))
+        .collect();
+    let columns: Vec<Value> = COLUMNS
+        .iter()
+        .map(|c| {
+            let default = match c.default {
+                ColDefault::Required | ColDefault::Null => Value::Null,
+                ColDefault::Int(v) => json!(v),
+                ColDefault::Bool(b) => json!(b),
+                ColDefault::Str(s) => json!(s),
+            };
+            json!({"name": c.name, "type": c.ty.name(), "required": c.default == ColDefault::Required,
+                   "default": default, "replayed": c.replayed, "doc": c.doc})
+        })
+        .collect();
+    let sizes: Vec<Value> = g2g_mpi::SIZE_CLASSES
+        .iter()
+        .enumerate()
+        .map(|(i, k)| json!([k, g2g_mpi::SIZE_CLASS_MAX_BYTES.get(i)]))
+        .collect();
+    json!({
+        "ops": ops,
+        "op_classes": OpClass::ALL.iter().map(|c| c.name()).collect::<Vec<_>>(),
+        "collectives": g2g_trace::COLL_NAMES,
+        "modes": Mode::ALL.iter().map(|m| m.name()).collect::<Vec<_>>(),
+        "sharing": g2g_net::lmm::Sharing::ALL.iter().map(|m| m.name()).collect::<Vec<_>>(),
+        "mem_spaces": g2g_trace::MemSpace::ALL.iter().map(|m| m.name()).collect::<Vec<_>>(),
+        "copy_kinds": g2g_trace::CopyKind::ALL.iter().filter_map(|c| c.name()).collect::<Vec<_>>(),
+        "size_classes": sizes,
+        "columns": columns,
+        "any_source": g2g_trace::ANY_SOURCE,
+        "proc_null": g2g_trace::PROC_NULL,
+        "any_tag": g2g_trace::ANY_TAG,
+    })
+    .to_string()
+}
+
 /// trace_meta(path) -> (nranks, rows, source, buffers); checks the file opens as a g2gsim trace
 #[pyfunction]
 fn trace_meta(path: &str) -> PyResult<(u32, u64, String, String)> {
@@ -191,6 +256,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(models, m)?)?;
     m.add_function(wrap_pyfunction!(coll_algorithms, m)?)?;
     m.add_function(wrap_pyfunction!(trace_meta, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_size, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_duration_ns, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_bandwidth, m)?)?;
+    m.add_function(wrap_pyfunction!(vocabulary, m)?)?;
     m.add("TraceError", m.py().get_type_bound::<TraceError>())?;
     m.add("MachineError", m.py().get_type_bound::<MachineError>())?;
     m.add("DeadlockError", m.py().get_type_bound::<DeadlockError>())?;

@@ -2,9 +2,11 @@
 pub mod model;
 pub mod parquet_reader;
 mod pages;
+pub mod vocab;
 
 pub use model::*;
 pub use parquet_reader::ParquetTrace;
+pub use vocab::OpClass;
 
 use std::collections::VecDeque;
 

@@ -20,6 +20,7 @@ use parquet::arrow::ProjectionMask;
 use parquet::basic::Type as Phys;
 
 use crate::pages::{supported_codec, supported_encodings, Column, Decomp, ListBuf};
+use crate::vocab::ColType;
 use crate::{CommDef, CopyKind, MemSpace, Op, OpKind, OpLists, TraceError, TraceSource};
 
 /// The flat columns the replay reads, in the order of the decode buffers.
@@ -343,15 +344,16 @@ fn layout(meta: &ArrowReaderMetadata) -> Option<Layout> {
     let leaf_of = |root: usize| -> Vec<usize> {
         (0..pq.num_columns()).filter(|&l| pq.get_column_root_idx(l) == root).collect()
     };
+    // the format's type of each column (vocab::COLUMNS)
     let want = |name: &str| -> Option<(DataType, Phys)> {
-        Some(match name {
-            "rank" | "seq" | "comm_id" => (DataType::UInt32, Phys::INT32),
-            "peer" | "tag" | "recv_peer" | "recv_tag" | "root" | "stream" | "priority" => (DataType::Int32, Phys::INT32),
-            "dur_ns" => (DataType::Int64, Phys::INT64),
-            "bytes" | "recv_bytes" | "req" => (DataType::UInt64, Phys::INT64),
-            "op" | "mem_space" | "copy_kind" => (DataType::Utf8, Phys::BYTE_ARRAY),
-            "contiguous" => (DataType::Boolean, Phys::BOOLEAN),
-            _ => return None,
+        Some(match crate::vocab::column(name)?.ty {
+            ColType::U32 => (DataType::UInt32, Phys::INT32),
+            ColType::I32 => (DataType::Int32, Phys::INT32),
+            ColType::I64 => (DataType::Int64, Phys::INT64),
+            ColType::U64 => (DataType::UInt64, Phys::INT64),
+            ColType::Str => (DataType::Utf8, Phys::BYTE_ARRAY),
+            ColType::Bool => (DataType::Boolean, Phys::BOOLEAN),
+            ColType::ListU64 => return None,
         })
     };
     let mut flat = [None; 18];
@@ -651,9 +653,8 @@ impl ParquetTrace {
         let f = self.file.try_clone().map_err(|e| self.err(None, None, e.to_string()))?;
         let b = ParquetRecordBatchReaderBuilder::new_with_metadata(f, self.meta.clone());
         // only the columns the replay reads: timestamps and call sites are for reports
-        let skip = ["t_start_ns", "t_end_ns", "callsite"];
         let roots: Vec<usize> = b.schema().fields().iter().enumerate()
-            .filter(|(_, f)| !skip.contains(&f.name().as_str()))
+            .filter(|(_, f)| crate::vocab::column(f.name()).map_or(true, |c| c.replayed))
             .map(|(i, _)| i)
             .collect();
         let mask = ProjectionMask::roots(b.parquet_schema(), roots);
@@ -695,5 +696,32 @@ impl TraceSource for ParquetTrace {
         .map_err(|m| self.err(None, None, format!("row group {rg}: corrupt data (the Parquet decoder failed: {m})")))??;
         self.next_rg += 1;
         Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vocab::{column, ColDefault};
+
+    #[test]
+    fn decode_buffers_follow_the_format_columns() {
+        // what a null reads as in the page decoder is the format's default (vocab::COLUMNS)
+        for (k, name) in FLAT.iter().enumerate() {
+            let c = column(name).unwrap_or_else(|| panic!("{name} is not a format column"));
+            assert!(c.replayed, "{name}");
+            let expect = match c.default {
+                ColDefault::Required => None,
+                ColDefault::Int(v) => Some(v),
+                ColDefault::Bool(b) => Some(b as i64),
+                // strings decode to symbols: a null is NULL_SYM, mapped to the default after
+                ColDefault::Null | ColDefault::Str(_) => Some(NULL_SYM),
+            };
+            let expect = if *name == "op" { Some(NULL_SYM) } else { expect };
+            assert_eq!(NULLS[k], expect, "{name}");
+        }
+        for name in LISTS {
+            assert!(column(name).is_some_and(|c| c.replayed), "{name}");
+        }
     }
 }

@@ -23,13 +23,13 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from .. import machines
+from ..vocab import MODES
 
 SPEC_KEYS = {"machines", "machine", "modes", "gpus_per_node", "traces", "generate", "parameters", "options", "name"}
 PARAM_KEYS = {"network_scale", "gpudirect_min_bytes", "gpudirect_collectives_only", "mapping", "coll_algos",
               "staged_as_device", "scale_nic_with_gpus", "assume_buffers"}
 RESULT_COLUMNS = ["total_time_s", "comm_time_s", "compute_time_s", "copy_time_s", "mpi_s", "memcpy_s", "comm_s",
                   "compute_s", "runtime_s", "comm_share", "p2p_messages", "collective_messages"]
-MODES = ("as-traced", "hostcopy", "gpudirect")
 
 # number of points simulated in this process (tests count recomputation with it)
 POINTS_RUN = 0

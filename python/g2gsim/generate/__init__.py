@@ -7,7 +7,8 @@ Registry API (the CLI is built from it)::
     generate(name, ranks, **params) -> Trace   # in memory, rows sorted by (rank, seq)
     generate_to_file(name, ranks, path, **params) -> Path   # streamed, bounded memory
 
-Parameter values may be Python values or CLI strings (``"64K"``, ``"8,16,1M"``, ``"true"``).
+Parameter values may be Python values or CLI strings (``"64KiB"``, ``"8,16,1MiB"``, ``"true"``;
+sizes follow ``g2gsim.units``: ``64KiB`` = 65536, ``64KB`` = ``64K`` = 64000).
 Types are ``int``, ``float``, ``bool``, ``str`` (``.choices`` lists the allowed values) and
 ``list[int]`` (comma-separated on a command line); a default of ``None`` means "derive it"
 (``compute_ns``: from the workload's stated rate).

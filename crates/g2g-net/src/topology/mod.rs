@@ -28,6 +28,9 @@ pub use fat_tree::FatTree;
 pub use torus::Torus;
 
 pub type LinkId = u32;
+/// The links of a route or of a plan's stage: inline up to 8 (a 3-level fat-tree route plus two
+/// PCIe links).
+pub type Links = smallvec::SmallVec<[LinkId; 8]>;
 
 /// One unidirectional link.  16 bytes: names are produced on demand by [`Topology::link_name`].
 #[derive(Clone, Copy, Debug, PartialEq)]
