@@ -209,6 +209,9 @@ fn machine_case(text: String) -> Result<String, String> {
                 return Err(format!("inconsistent: from_toml refuses ({e}) but validate_all finds nothing"));
             }
             if e.line.is_none() && e.key != "<syntax>" {
+                if std::env::var_os("G2G_FUZZ_VERBOSE").is_some() {
+                    eprintln!("no line: {e}");
+                }
                 return Ok("rejected, no line".into());
             }
             Ok(if e.msg.contains("unknown table") {
