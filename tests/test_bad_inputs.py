@@ -8,7 +8,6 @@ import os
 import shutil
 import struct
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner

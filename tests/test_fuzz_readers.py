@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 hypothesis = pytest.importorskip("hypothesis")
-from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st
 
 from g2gsim import machines  # noqa: E402
 from g2gsim.trace import Trace, TraceError  # noqa: E402
@@ -72,7 +73,8 @@ VALUES = st.one_of(st.integers(-2**63, 2**63 - 1).map(str), st.floats(allow_nan=
 def test_machine_values(tmp_path, edits):
     text = machines.presets()["lassen"].read_text()
     for table, key, value in edits:
-        text += f"\n[{'[' if table == 'mpi.factors' else ''}{table}{']' if table == 'mpi.factors' else ''}]\n{key} = {value}\n"
+        header = f"[[{table}]]" if table == "mpi.factors" else f"[{table}]"
+        text += f"\n{header}\n{key} = {value}\n"
     p = tmp_path / "m.toml"
     p.write_text(text)
     try:

@@ -31,7 +31,12 @@ fn bcast_against_reduce_is_a_named_mismatch() {
     ];
     let e = trace_err(run(ranks, SIMPLE, SimOptions::default()).unwrap_err());
     assert_eq!((e.rank, e.seq), (Some(2), Some(0)), "{e}");
-    assert!(e.msg.contains("collective mismatch") && e.msg.contains("calls Reduce root 0 of 64 B") && e.msg.contains("rank 0 called Bcast root 0 of 64 B"), "{e}");
+    assert!(
+        e.msg.contains("collective mismatch")
+            && e.msg.contains("calls Reduce root 0 of 64 B")
+            && e.msg.contains("rank 0 called Bcast root 0 of 64 B"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -72,7 +77,11 @@ fn unreceived_eager_send_and_unwaited_request_are_warnings() {
     let ranks = vec![vec![send(1, 5, 8)], vec![compute(10)]];
     let rep = run(ranks.clone(), SIMPLE, SimOptions::default()).unwrap();
     assert_eq!(rep.warnings.len(), 1, "{:?}", rep.warnings);
-    assert!(rep.warnings[0].contains("rank 1: 1 message(s) (8 B)") && rep.warnings[0].contains("never received"), "{:?}", rep.warnings);
+    assert!(
+        rep.warnings[0].contains("rank 1: 1 message(s) (8 B)") && rep.warnings[0].contains("never received"),
+        "{:?}",
+        rep.warnings
+    );
     let e = run(ranks, SIMPLE, SimOptions { strict: true, ..Default::default() }).unwrap_err();
     assert!(e.to_string().contains("strict mode"), "{e}");
     // an Irecv never waited for (its message arrives)
@@ -116,7 +125,12 @@ fn a_large_send_into_a_small_receive_is_a_truncation_warning() {
     let ranks = vec![vec![send(1, 1, 1 << 20)], vec![recv(0, 1, 8)]];
     let rep = run(ranks.clone(), SIMPLE, SimOptions::default()).unwrap();
     assert_eq!(rep.warnings.len(), 1, "{:?}", rep.warnings);
-    assert!(rep.warnings[0].contains("1 receive(s) got a message larger") && rep.warnings[0].contains("receive of 8 B got a 1048576 B message from rank 0"), "{:?}", rep.warnings);
+    assert!(
+        rep.warnings[0].contains("1 receive(s) got a message larger")
+            && rep.warnings[0].contains("receive of 8 B got a 1048576 B message from rank 0"),
+        "{:?}",
+        rep.warnings
+    );
     assert!(run(ranks, SIMPLE, SimOptions { strict: true, ..Default::default() }).is_err());
     // the message arriving first (unexpected) is seen too
     let ranks = vec![vec![send(1, 1, 100)], vec![compute(1_000_000), recv(0, 1, 8)]];

@@ -18,9 +18,16 @@ pub enum Kind {
     /// an integer number of bytes or a size string, 0 ..= 2^60 B
     Size,
     /// an integer in min..=max
-    Int { min: i64, max: i64 },
+    Int {
+        min: i64,
+        max: i64,
+    },
     /// a finite number in (min or [min) ..= max
-    Float { min: f64, max: f64, min_open: bool },
+    Float {
+        min: f64,
+        max: f64,
+        min_open: bool,
+    },
     Bool,
     Str,
     /// one of these strings
@@ -364,7 +371,11 @@ fn walk(tbl: &toml::Table, path: &str, idx: Option<usize>, text: &str, file: &st
                 continue;
             }
             (_, Some(_)) => {
-                errs.push(err(k, line_of(text, &full, None, None).or_else(|| line_of(text, path, Some(k), idx)), "expected a table".into()));
+                errs.push(err(
+                    k,
+                    line_of(text, &full, None, None).or_else(|| line_of(text, path, Some(k), idx)),
+                    "expected a table".into(),
+                ));
                 continue;
             }
             _ => {}
@@ -375,7 +386,9 @@ fn walk(tbl: &toml::Table, path: &str, idx: Option<usize>, text: &str, file: &st
             }
             continue;
         }
-        if v.is_table() || (v.is_array() && v.as_array().map_or(false, |a| !a.is_empty() && a.iter().all(|x| x.is_table()))) {
+        if v.is_table()
+            || (v.is_array() && v.as_array().map_or(false, |a| !a.is_empty() && a.iter().all(|x| x.is_table())))
+        {
             let mut valid: Vec<&str> = TABLES.iter().map(|t| t.path).filter(|p| !p.is_empty()).collect();
             valid.sort();
             let line = line_of(text, &full, None, None)

@@ -40,7 +40,10 @@ impl State<'_> {
             }
         }
         if op.dur_ns() > MAX_DUR_NS as u64 {
-            return Err(self.terr(r, format!("{} dur_ns {} is over the longest allowed, 1e15 ns (1e6 s)", op.kind.name(), op.dur_ns())));
+            return Err(self.terr(
+                r,
+                format!("{} dur_ns {} is over the longest allowed, 1e15 ns (1e6 s)", op.kind.name(), op.dur_ns()),
+            ));
         }
         if let Some(l) = op.lists.as_deref() {
             for (name, v) in [("counts_bytes", &l.counts), ("recv_counts_bytes", &l.recv_counts)] {
@@ -89,7 +92,9 @@ impl State<'_> {
             }
             s
         };
-        let mismatch = first.kind != kind || (kind.is_rooted() && first.root != root) || (same_size(kind) && first.bytes != op.bytes);
+        let mismatch = first.kind != kind
+            || (kind.is_rooted() && first.root != root)
+            || (same_size(kind) && first.bytes != op.bytes);
         if mismatch {
             let msg = format!(
                 "collective mismatch on communicator {} (its collective call #{inst}): this rank calls {}, rank {} called {} (its event {}); \
@@ -128,8 +133,10 @@ impl State<'_> {
         if cap > 0 && msg.bytes > cap {
             self.checks.truncations += 1;
             if self.checks.first_truncation.is_none() {
-                self.checks.first_truncation =
-                    Some(format!("rank {}'s receive of {cap} B got a {} B message from rank {} (tag {})", msg.dst, msg.bytes, msg.src, msg.tag));
+                self.checks.first_truncation = Some(format!(
+                    "rank {}'s receive of {cap} B got a {} B message from rank {} (tag {})",
+                    msg.dst, msg.bytes, msg.src, msg.tag
+                ));
             }
         }
     }
@@ -162,7 +169,8 @@ impl State<'_> {
                  the trace may be truncated or a receive is missing"
             ));
         }
-        let open: Vec<u32> = self.ranks.iter().enumerate().filter(|(_, rk)| rk.open_requests() > 0).map(|(r, _)| r as u32).collect();
+        let open: Vec<u32> =
+            self.ranks.iter().enumerate().filter(|(_, rk)| rk.open_requests() > 0).map(|(r, _)| r as u32).collect();
         if !open.is_empty() {
             let n: usize = open.iter().map(|&r| self.ranks[r as usize].open_requests()).sum();
             self.checks.warnings.push(format!(
@@ -179,4 +187,3 @@ impl crate::state::Rank {
         self.reqmap.len()
     }
 }
-
