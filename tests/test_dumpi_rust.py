@@ -77,6 +77,26 @@ def test_cart_and_split_same_rows(tmp_path):
     assert_same(tmp_path / "synth.meta")
 
 
+def test_streaming_import_is_matching_checked(tmp_path):
+    """import_dumpi (the file path behind the cache and `g2gsim import`) runs the same
+    point-to-point matching check as read_dumpi: the same warning, and a TraceError with strict."""
+    tdr.test_cart_create_and_sub(tmp_path)          # a trace with 4 unmatched sends
+    meta = tmp_path / "synth.meta"
+    with warnings.catch_warnings(record=True) as wp:
+        warnings.simplefilter("always")
+        read_dumpi(meta, engine="python")
+    with warnings.catch_warnings(record=True) as wr:
+        warnings.simplefilter("always")
+        stats = import_dumpi(meta, tmp_path / "o.g2g.parquet")
+    assert stats["unmatched"] == 4
+    ref = [str(w.message) for w in wp if "matching problem" in str(w.message)]
+    assert len(ref) == 1 and ref == [str(w.message) for w in wr if "matching problem" in str(w.message)]
+    with pytest.raises(TraceError, match=r"synth\.meta: 4 point-to-point matching problem"):
+        import_dumpi(meta, tmp_path / "s.g2g.parquet", strict=True)
+    with pytest.raises(TraceError, match="4 point-to-point matching problem"):
+        read_dumpi(meta, strict=True)
+
+
 def test_generated_trace_same_rows_and_window_order(tmp_path):
     spec = importlib.util.spec_from_file_location("dumpi_gen", ROOT / "bench/speed/dumpi_gen.py")
     gen = importlib.util.module_from_spec(spec)

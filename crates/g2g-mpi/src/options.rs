@@ -74,6 +74,8 @@ pub struct SimOptions {
     pub timeline_ranks: Option<Vec<u32>>,
     /// the timeline keeps only events overlapping [start, end) of simulated ns (None: all)
     pub timeline_window_ns: Option<(u64, u64)>,
+    /// end-of-trace warnings (unreceived messages, never-waited requests) are errors
+    pub strict: bool,
 }
 
 impl Default for SimOptions {
@@ -94,6 +96,7 @@ impl Default for SimOptions {
             timeline_max_events: 2_000_000,
             timeline_ranks: None,
             timeline_window_ns: None,
+            strict: false,
         }
     }
 }
@@ -115,12 +118,22 @@ impl std::fmt::Display for SimError {
             SimError::Machine(e) => write!(f, "machine: {e}"),
             SimError::Options(e) => write!(f, "options: {e}"),
             SimError::Deadlock(v) => {
-                write!(f, "deadlock: {} rank(s) blocked forever:", v.len())?;
-                for l in v.iter().take(64) {
+                // a summary grouped by the call the ranks are in (every rank counted), then the
+                // first ranks' own lines; the whole list is in the error's JSON (g2gsim --json)
+                let groups = crate::report::group_blocked(v);
+                write!(f, "deadlock: {} rank(s) blocked forever, {} distinct call(s):", v.len(), groups.len())?;
+                for g in groups.iter().take(32) {
+                    write!(f, "\n  {g}")?;
+                }
+                if groups.len() > 32 {
+                    write!(f, "\n  ... and {} more call(s)", groups.len() - 32)?;
+                }
+                write!(f, "\nfirst blocked ranks:")?;
+                for l in v.iter().take(16) {
                     write!(f, "\n  {l}")?;
                 }
-                if v.len() > 64 {
-                    write!(f, "\n  ... and {} more", v.len() - 64)?;
+                if v.len() > 16 {
+                    write!(f, "\n  ... {} more in the JSON list", v.len() - 16)?;
                 }
                 Ok(())
             }
