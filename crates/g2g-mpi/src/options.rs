@@ -187,10 +187,7 @@ impl ModePolicy {
         match self.mode {
             Mode::HostCopy => false,
             Mode::AsTraced => true,
-            Mode::GpuDirect => {
-                bytes >= self.gpudirect_min_bytes
-                    && (!self.gpudirect_collectives_only || collective)
-            }
+            Mode::GpuDirect => bytes >= self.gpudirect_min_bytes && (!self.gpudirect_collectives_only || collective),
         }
     }
 
@@ -214,11 +211,6 @@ impl ModePolicy {
 
     /// The mode as the report names it.
     pub fn name(&self) -> String {
-        self.mode.name().to_string()
-            + if self.staged_as_device {
-                "+staged-as-device"
-            } else {
-                ""
-            }
+        self.mode.name().to_string() + if self.staged_as_device { "+staged-as-device" } else { "" }
     }
 }

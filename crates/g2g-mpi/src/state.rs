@@ -149,12 +149,7 @@ impl State<'_> {
     /// events in order from 0).
     pub fn terr(&self, r: u32, msg: String) -> SimError {
         let seq = self.ranks[r as usize].ops_done as u32;
-        SimError::Trace(TraceError {
-            file: self.src.name().to_string(),
-            rank: Some(r),
-            seq: Some(seq),
-            msg,
-        })
+        SimError::Trace(TraceError { file: self.src.name().to_string(), rank: Some(r), seq: Some(seq), msg })
     }
 
     /// World rank of `peer` of communicator `comm`, for rank `r`'s current operation.
