@@ -154,7 +154,7 @@ impl HostPath {
     /// CTS) between two ranks.  Across nodes, from the route cache (the message's own plan has
     /// usually just looked up the same route).
     pub fn latency(m: &Machine, src: Endpoint, dst: Endpoint) -> u64 {
-        if src.node == dst.node {
+        if src.node == dst.node || m.cfg.inter_socket.is_some() {
             let mut links = Links::new();
             HostPath::links_latency(m, src, dst, &mut links)
         } else {
@@ -181,10 +181,21 @@ impl HostPath {
                 links.push(m.shm_in(dst.node, dst.gpu));
             }
             links.push(m.shm(src.node));
+            // ranks on different sockets: the copy crosses the link between them (X-Bus, UPI)
+            m.cross_sockets(src.node, m.socket_of(src.gpu), m.socket_of(dst.gpu), links);
             m.path_latency(&links[at..])
         } else {
             let rail = m.cfg.nic_of_gpu(src.gpu);
-            m.net_route_latency(src.node, dst.node, rail, links) + m.cfg.nic_latency_ns as u64
+            let at = links.len();
+            // from the sender's socket to its NIC's, and from the receiving NIC's socket to the
+            // receiver's (the same rail on both nodes)
+            m.cross_sockets(src.node, m.socket_of(src.gpu), m.nic_socket_of(src.gpu), links);
+            let sock_in = m.cfg.socket_of_nic(rail).min(m.cfg.sockets.saturating_sub(1));
+            let mut lat = m.path_latency(&links[at..]);
+            lat += m.net_route_latency(src.node, dst.node, rail, links) + m.cfg.nic_latency_ns as u64;
+            let at2 = links.len();
+            m.cross_sockets(dst.node, sock_in, m.socket_of(dst.gpu), links);
+            lat + m.path_latency(&links[at2..])
         }
     }
 }
@@ -196,7 +207,7 @@ impl DataPath for HostPath {
         "host buffer to host buffer: shared memory inside a node, NIC + network across nodes"
     }
     fn params(&self) -> &'static [&'static str] {
-        &["node.host.shm_bw", "node.host.shm_latency", "node.host.shm_rank_bw", "node.host.shm_rank_out_bw", "node.nic.*", "network.*", "mpi.factors (path host / hostcopy)"]
+        &["node.host.shm_bw", "node.host.shm_latency", "node.host.shm_rank_bw", "node.host.shm_rank_out_bw", "node.sockets", "node.gpu_socket", "node.inter_socket.*", "node.nic.*", "network.*", "mpi.factors (path host / hostcopy)"]
     }
     fn plan_into(&self, m: &Machine, src: Endpoint, dst: Endpoint, bytes: u64, out: &mut Plan) {
         let s = out.reset_single("host", 0, bytes);
@@ -209,11 +220,8 @@ pub struct StagedPath;
 impl StagedPath {
     /// One blocking cudaMemcpy between a GPU and host memory over its copy engine and PCIe link.
     pub fn copy_stage(m: &Machine, at: Endpoint, d2h: bool) -> Stage {
-        let links: Links = if d2h {
-            smallvec![m.ce_d2h(at.node, at.gpu), m.pcie_up(at.node, at.gpu)]
-        } else {
-            smallvec![m.ce_h2d(at.node, at.gpu), m.pcie_down(at.node, at.gpu)]
-        };
+        let ce = m.copy_engine(at.node, at.gpu, d2h);
+        let links: Links = if d2h { smallvec![ce, m.pcie_up(at.node, at.gpu)] } else { smallvec![ce, m.pcie_down(at.node, at.gpu)] };
         stage(m, m.cfg.copy_delay_ns as u64, links)
     }
 }
@@ -246,17 +254,26 @@ impl DataPath for GpuP2P {
         "GPUDirect P2P inside a node: NVLink between the two GPUs, else PCIe peer-to-peer; pinning cost once"
     }
     fn params(&self) -> &'static [&'static str] {
-        &["node.nvlink.*", "node.pcie.*", "gpu.gpudirect_delay", "mpi.factors (path gpudirect-p2p)"]
+        &["node.nvlink.*", "node.pcie.*", "node.sockets", "node.gpu_socket", "node.inter_socket.*", "gpu.copy_engines", "gpu.copy_engine_bw", "gpu.gpudirect_delay", "mpi.factors (path gpudirect-p2p)"]
     }
     fn plan_into(&self, m: &Machine, src: Endpoint, dst: Endpoint, bytes: u64, out: &mut Plan) {
         let s = out.reset_single("gpudirect-p2p", m.cfg.gpudirect_delay_ns as u64, bytes);
         let links = &mut s.links;
         if src.gpu == dst.gpu {
             // two ranks on one GPU: a device-local copy
-            links.push(m.ce_d2h(src.node, src.gpu));
-        } else if !m.nvlink(src.node, src.gpu, dst.gpu, links) {
-            links.push(m.pcie_up(src.node, src.gpu));
-            links.push(m.pcie_down(dst.node, dst.gpu));
+            links.push(m.copy_engine(src.node, src.gpu, true));
+        } else {
+            if !m.nvlink(src.node, src.gpu, dst.gpu, links) {
+                // no NVLink between them: up the sender's CPU link, across the sockets if they
+                // differ (X-Bus, UPI), down the receiver's
+                links.push(m.pcie_up(src.node, src.gpu));
+                m.cross_sockets(src.node, m.socket_of(src.gpu), m.socket_of(dst.gpu), links);
+                links.push(m.pcie_down(dst.node, dst.gpu));
+            }
+            // the receiving GPU's copy engine pulls the data (CUDA IPC), when engines are modelled
+            if let Some(ce) = m.p2p_engine(dst.node, dst.gpu) {
+                links.push(ce);
+            }
         }
         s.latency_ns = m.path_latency(&s.links);
     }
