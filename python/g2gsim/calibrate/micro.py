@@ -349,6 +349,10 @@ class P2PParams:
     load_ranks: int = 0
     # bins of one collective's messages: (op, path) -> bins as above; never in the closed forms
     coll_factors: dict = field(default_factory=dict)
+    # gpu.copy_engines / gpu.copy_engine_bw (None: not modelled); never in the closed forms (one
+    # transfer per GPU at a time)
+    copy_engines: int | None = None
+    copy_engine_bw: float | None = None
 
     @property
     def nvlink_path_latency(self) -> float:
