@@ -925,11 +925,12 @@ impl MachineConfig {
     }
 
     /// Socket of GPU `g` on a node of `gpn` GPUs: the listed one (`node.gpu_socket`) when the
-    /// node has the file's GPU count, else GPUs split evenly over the sockets in order (a what-if
-    /// with more or fewer GPUs per node keeps the sockets).
+    /// node has at most the file's GPU count (a what-if with fewer GPUs per node keeps GPUs
+    /// 0..gpn with their sockets and NVLink pairs), else GPUs split evenly over the sockets in
+    /// order (more GPUs than the file lists).
     pub fn socket_of_gpu(&self, g: u32, gpn: u32) -> u32 {
         match &self.gpu_socket {
-            Some(v) if v.len() == gpn as usize => v[g as usize],
+            Some(v) if v.len() >= gpn as usize => v[g as usize],
             _ => ((g as u64 * self.sockets as u64) / gpn.max(1) as u64) as u32,
         }
     }
@@ -1083,8 +1084,10 @@ copy_engine_bw = "20GB/s"
         assert_eq!(m.nic_socket, Some(vec![0, 1]));
         assert_eq!((m.copy_engines, m.copy_engine_bw), (Some(3), Some(20e9)));
         assert_eq!((m.socket_of_gpu(2, 4), m.socket_of_nic(1)), (1, 1));
-        // a what-if with 8 GPUs per node spreads them over the sockets in order
+        // a what-if with 8 GPUs per node spreads them over the sockets in order; with 2 it keeps
+        // GPUs 0 and 1 where the file puts them
         assert_eq!((0..8).map(|g| m.socket_of_gpu(g, 8)).collect::<Vec<_>>(), vec![0, 0, 0, 0, 1, 1, 1, 1]);
+        assert_eq!((0..2).map(|g| m.socket_of_gpu(g, 2)).collect::<Vec<_>>(), vec![0, 0]);
         // without the keys: one socket, no inter-socket link, engines not modelled
         let m = MachineConfig::from_toml(MIN, "t.toml").unwrap();
         assert_eq!((m.sockets, m.inter_socket.is_none(), m.copy_engines), (1, true, None));
