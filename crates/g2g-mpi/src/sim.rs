@@ -516,6 +516,8 @@ struct Sim<'a> {
     /// set around post_send_routed by a blocking point-to-point send (Send, Ssend, Bsend, Rsend, the
     /// send half of Sendrecv): the message's bin adds its `blocking_send_overhead`
     blocking_hint: bool,
+    /// LogGP gap (`mpi.gap`): when each rank's last message left (empty when the gap is 0)
+    last_inject: Vec<Time>,
 }
 
 /// HostCopy staging of a collective: (bytes copied device-to-host before, host-to-device after) on
@@ -653,6 +655,7 @@ pub fn simulate(
         node_active: Vec::new(),
         by_load: false,
         blocking_hint: false,
+        last_inject: Vec::new(),
         resched: Vec::new(),
         wait_lists: Vec::new(),
         plan_pool: Vec::new(),
@@ -995,7 +998,12 @@ impl<'a> Sim<'a> {
             if self.ranks[r as usize].cur.is_none() {
                 match self.next_op(r)? {
                     Some(op) => {
-                        let c = self.m.cfg.call_overhead_ns;
+                        let mut c = self.m.cfg.call_overhead_ns;
+                        if self.m.cfg.device_call_overhead_ns > 0.0 && is_mpi_call(op.kind) && !is_wait(op.kind) && self.opt.mode != Mode::HostCopy && self.effective_gpu(op.mem) {
+                            // a call on a device buffer: the library's memory-type query and IPC
+                            // handle cache (mpi.device_call_overhead)
+                            c += self.m.cfg.device_call_overhead_ns;
+                        }
                         let mpi_call = c > 0.0 && is_mpi_call(op.kind) && !(op.peer == PROC_NULL && !op.kind.is_collective() && !is_wait(op.kind));
                         let rk = &mut self.ranks[r as usize];
                         rk.cur = Some(op);
@@ -1436,9 +1444,14 @@ impl<'a> Sim<'a> {
             Owner::Coll(c) if self.m.cfg.factors_by_collective() => Some(self.colls[c as usize].coll_kind.name()),
             _ => None,
         };
+        if self.blocking_hint && !collective {
+            // a blocking send's extra sender time (mpi.blocking_send_overhead), bins add theirs
+            o_s_cfg += self.m.cfg.blocking_send_overhead_ns;
+        }
+        let o_blk = if self.blocking_hint && !collective { self.m.cfg.blocking_send_overhead_ns } else { 0.0 };
         if let Some(f) = self.m.cfg.factor_for(fkey, bytes, active, coll_name) {
             plan.apply_factor(f);
-            o_s_cfg = f.send_overhead_ns.unwrap_or(o_s_cfg);
+            o_s_cfg = f.send_overhead_ns.map(|o| o + o_blk).unwrap_or(o_s_cfg);
             o_r_cfg = f.recv_overhead_ns.unwrap_or(o_r_cfg);
             // a blocking send's extra sender time (UCX's fast-completion protocols), before the data leaves
             if self.blocking_hint && !collective {
@@ -1484,7 +1497,19 @@ impl<'a> Sim<'a> {
             (self.msgs.len() - 1) as MsgId
         };
         // packing happens on the sender before anything moves
-        let o_send = o_s_cfg as u64 + pack_ns;
+        let mut o_send = o_s_cfg as u64 + pack_ns;
+        let gap = self.m.cfg.gap_ns.round() as Time;
+        if gap > 0 {
+            // LogGP g: the rank's messages leave at least `gap` apart
+            if self.last_inject.is_empty() {
+                self.last_inject = vec![0; self.nranks as usize];
+            }
+            let now = self.q.now();
+            let last = self.last_inject[src as usize];
+            let depart = (now + o_send).max(if last == 0 { 0 } else { last + gap });
+            self.last_inject[src as usize] = depart.max(1);
+            o_send = depart - now;
+        }
         if let Some(tl) = self.tl.as_mut() {
             if self.msg_uid.len() <= id as usize {
                 self.msg_uid.resize(id as usize + 1, 0);

@@ -102,6 +102,16 @@ pub struct MachineConfig {
     pub recv_overhead_ns: f64,
     /// CPU time of every MPI call (the rank is busy before the call acts), `mpi.call_overhead`
     pub call_overhead_ns: f64,
+    /// extra CPU time of an MPI call on a device buffer (`mpi.device_call_overhead`: the
+    /// library's memory-type query, IPC handle cache), on top of `call_overhead`
+    pub device_call_overhead_ns: f64,
+    /// LogGP g (`mpi.gap`): the least time between two messages one rank injects; a message
+    /// leaves no earlier than the previous one of the rank plus this
+    pub gap_ns: f64,
+    /// extra sender time of every blocking send (MPI_Send / Ssend / Bsend / Rsend and the send
+    /// half of MPI_Sendrecv) before its data leaves (`mpi.blocking_send_overhead`); size bins add
+    /// their own on top
+    pub blocking_send_overhead_ns: f64,
     /// piecewise factors by message size and data path (`[[mpi.factors]]`)
     pub factors: Vec<SizeFactor>,
     pub gpudirect_eager: bool,
@@ -721,6 +731,14 @@ impl MachineConfig {
             Some(_) => Some(mpi.int("collective_depth", None, 1)? as u32),
         };
         let call_overhead_ns = mpi.dur("call_overhead", Some(0.0))?;
+        let device_call_overhead_ns = mpi.dur("device_call_overhead", Some(0.0))?;
+        let gap_ns = mpi.dur("gap", Some(0.0))?;
+        let blocking_send_overhead_ns = mpi.dur("blocking_send_overhead", Some(0.0))?;
+        for (k, v) in [("mpi.device_call_overhead", device_call_overhead_ns), ("mpi.gap", gap_ns), ("mpi.blocking_send_overhead", blocking_send_overhead_ns)] {
+            if !(v >= 0.0 && v.is_finite()) {
+                return Err(ctx.err(k, format!("must be a duration of at least 0, found {v} ns")));
+            }
+        }
         let _ = mpi.get("library");
         let factors = match mpi.get("factors") {
             None => vec![],
@@ -823,6 +841,9 @@ impl MachineConfig {
             send_overhead_ns,
             recv_overhead_ns,
             call_overhead_ns,
+            device_call_overhead_ns,
+            gap_ns,
+            blocking_send_overhead_ns,
             factors,
             gpudirect_eager,
             device_collectives,
