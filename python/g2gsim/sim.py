@@ -14,7 +14,11 @@ CACHE_DIR = Path(os.environ.get("G2GSIM_CACHE", Path.home() / ".cache" / "g2gsim
 
 
 class SimulationError(RuntimeError):
-    pass
+    """The replay cannot go on (a deadlock): ``blocked`` lists every blocked rank's line."""
+
+    def __init__(self, msg: str, blocked: list[str] | None = None):
+        super().__init__(msg)
+        self.blocked = blocked or []
 
 
 # what the fingerprint of a file reads: its first and last bytes (a changed header, a truncated or
@@ -221,5 +225,7 @@ def simulate(trace: str | Path, machine: str | Path = "lassen", mode: str = "as-
     except _core.MachineError as e:
         raise machines.MachineError(str(e)) from None
     except _core.DeadlockError as e:
-        raise SimulationError(str(e)) from None
+        msg = e.args[0] if e.args else str(e)
+        blocked = json.loads(e.args[1]) if len(e.args) > 1 and e.args[1] else []
+        raise SimulationError(msg, blocked) from None
     return json.loads(out)

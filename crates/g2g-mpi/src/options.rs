@@ -70,6 +70,8 @@ pub struct SimOptions {
     pub timeline: Option<String>,
     /// stop writing timeline events after this many (the run goes on)
     pub timeline_max_events: u64,
+    /// end-of-trace warnings (unreceived messages, never-waited requests) are errors
+    pub strict: bool,
 }
 
 impl Default for SimOptions {
@@ -88,6 +90,7 @@ impl Default for SimOptions {
             no_overlap: false,
             timeline: None,
             timeline_max_events: 2_000_000,
+            strict: false,
         }
     }
 }
@@ -109,12 +112,22 @@ impl std::fmt::Display for SimError {
             SimError::Machine(e) => write!(f, "machine: {e}"),
             SimError::Options(e) => write!(f, "options: {e}"),
             SimError::Deadlock(v) => {
-                write!(f, "deadlock: {} rank(s) blocked forever:", v.len())?;
-                for l in v.iter().take(64) {
+                // a summary grouped by the call the ranks are in (every rank counted), then the
+                // first ranks' own lines; the whole list is in the error's JSON (g2gsim --json)
+                let groups = crate::report::group_blocked(v);
+                write!(f, "deadlock: {} rank(s) blocked forever, {} distinct call(s):", v.len(), groups.len())?;
+                for g in groups.iter().take(32) {
+                    write!(f, "\n  {g}")?;
+                }
+                if groups.len() > 32 {
+                    write!(f, "\n  ... and {} more call(s)", groups.len() - 32)?;
+                }
+                write!(f, "\nfirst blocked ranks:")?;
+                for l in v.iter().take(16) {
                     write!(f, "\n  {l}")?;
                 }
-                if v.len() > 64 {
-                    write!(f, "\n  ... and {} more", v.len() - 64)?;
+                if v.len() > 16 {
+                    write!(f, "\n  ... {} more in the JSON list", v.len() - 16)?;
                 }
                 Ok(())
             }

@@ -46,6 +46,14 @@ impl State<'_> {
         let mut next_report = 1u64 << 16;
         while let Some((_, ev)) = self.q.pop() {
             self.handle(ev)?;
+            if let Some(t) = self.q.overflow() {
+                // found outside a rank's step (a transfer, a completion): the last rank that ran
+                let r = match ev {
+                    Ev::Wake(r) | Ev::KernelDone(r, _) => r,
+                    _ => self.checks.last_rank,
+                };
+                return Err(self.time_overflow(r, t));
+            }
             if self.q.processed() >= next_report {
                 next_report += 1 << 16;
                 if let Some(p) = progress.as_mut() {
@@ -278,7 +286,11 @@ impl State<'_> {
     // ------------------------------------------------------------------ rank execution
     /// Runs rank `r` until it blocks or finishes.
     fn step(&mut self, r: u32) -> Result<(), SimError> {
+        self.checks.last_rank = r;
         loop {
+            if let Some(t) = self.q.overflow() {
+                return Err(self.time_overflow(r, t));
+            }
             if self.ranks[r as usize].block != Block::None {
                 return Ok(());
             }
@@ -290,6 +302,7 @@ impl State<'_> {
             if self.ranks[r as usize].cur.is_none() {
                 match self.next_op(r)? {
                     Some(op) => {
+                        self.check_op(r, &op)?;
                         let mut c = self.m.cfg.call_overhead_ns;
                         if self.m.cfg.device_call_overhead_ns > 0.0
                             && is_mpi_call(op.kind)

@@ -142,6 +142,8 @@ pub(crate) struct State<'a> {
     pub op_pool: Vec<Box<Op>>,
     pub stats: Stats,
     pub tl: Option<Timeline>,
+    /// bounds, collective agreement, end-of-trace warnings (`checks.rs`)
+    pub checks: crate::model::checks::Checks,
 }
 
 impl State<'_> {

@@ -209,6 +209,9 @@ fn machine_case(text: String) -> Result<String, String> {
                 return Err(format!("inconsistent: from_toml refuses ({e}) but validate_all finds nothing"));
             }
             if e.line.is_none() && e.key != "<syntax>" {
+                if std::env::var_os("G2G_FUZZ_VERBOSE").is_some() {
+                    eprintln!("no line: {e}");
+                }
                 return Ok("rejected, no line".into());
             }
             Ok(if e.msg.contains("unknown table") {
@@ -595,7 +598,7 @@ fn replay_case(ranks: Vec<Vec<Op>>, mode: Mode) -> Result<String, String> {
                     return Err(format!("rank {i} ends at {} s, before its {} ns of compute", r.end_s, compute[i]));
                 }
             }
-            Ok("completed".into())
+            Ok(if rep.warnings.is_empty() { "completed".into() } else { "completed with warnings".into() })
         }
         Err(SimError::Deadlock(_)) => Ok("deadlock reported".into()),
         Err(SimError::Trace(e)) => {

@@ -224,7 +224,10 @@ impl<'a> Ctx<'a> {
             Some(i) => (&path[..i], &path[i + 1..]),
             None => ("", path),
         };
-        crate::schema::line_of(self.text, table, Some(key), None).or_else(|| crate::schema::line_of(self.text, path, None, None))
+        // the key's line, else its table's header (a required key that is missing), else the table it names
+        crate::schema::line_of(self.text, table, Some(key), None)
+            .or_else(|| crate::schema::line_of(self.text, path, None, None))
+            .or_else(|| if table.is_empty() { None } else { crate::schema::line_of(self.text, table, None, None) })
     }
     fn err(&self, key: &str, msg: impl Into<String>) -> ConfigError {
         ConfigError { file: self.file.into(), key: key.into(), line: self.line_of(key), msg: msg.into() }

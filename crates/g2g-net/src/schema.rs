@@ -69,7 +69,7 @@ const BW: Kind = Kind::Bandwidth;
 const DUR: Kind = Kind::Duration;
 const SIZE: Kind = Kind::Size;
 const FRACTION: Kind = Kind::Float { min: 0.0, max: 1.0, min_open: true };
-const FACTOR: Kind = Kind::Float { min: 0.0, max: 1e6, min_open: true };
+const FACTOR: Kind = Kind::Float { min: 1e-6, max: 1e6, min_open: false };
 
 /// Every table of a machine file ("" is the top level).
 pub const TABLES: &[TableSpec] = &[
@@ -331,6 +331,12 @@ pub(crate) fn line_of(text: &str, table: &str, key: Option<&str>, idx: Option<us
     header
 }
 
+/// Line of the first header of a table under `prefix` (`[a.b.c]` for `a.b`: a table only implied).
+fn first_header_under(text: &str, prefix: &str) -> Option<usize> {
+    let p = format!("{prefix}.");
+    text.lines().position(|l| header_name(l).map_or(false, |(n, _)| n.starts_with(&p))).map(|i| i + 1)
+}
+
 fn join(a: &str, b: &str) -> String {
     if a.is_empty() {
         b.to_string()
@@ -382,7 +388,7 @@ fn walk(tbl: &toml::Table, path: &str, idx: Option<usize>, text: &str, file: &st
             }
             _ => {}
         }
-        if let Some(kind) = this.and_then(|s| s.open) {
+        if let Some(kind) = this.and_then(|s| s.open).filter(|_| !v.is_table()) {
             if let Err(m) = check_value(&kind, v) {
                 errs.push(err(k, line_of(text, path, Some(k), idx), m));
             }
@@ -391,7 +397,9 @@ fn walk(tbl: &toml::Table, path: &str, idx: Option<usize>, text: &str, file: &st
         if v.is_table() || (v.is_array() && v.as_array().map_or(false, |a| !a.is_empty() && a.iter().all(|x| x.is_table()))) {
             let mut valid: Vec<&str> = TABLES.iter().map(|t| t.path).filter(|p| !p.is_empty()).collect();
             valid.sort();
-            let line = line_of(text, &full, None, None).or_else(|| line_of(text, path, Some(k), idx));
+            let line = line_of(text, &full, None, None)
+                .or_else(|| first_header_under(text, &full))
+                .or_else(|| line_of(text, path, Some(k), idx));
             errs.push(err(k, line, format!("unknown table [{full}] (valid tables: {})", valid.join(", "))));
         } else {
             let mut valid: Vec<&str> = KEYS.iter().filter(|s| s.table == path).map(|s| s.key).collect();

@@ -64,6 +64,7 @@ fn opts_from(d: Option<&Bound<'_, PyDict>>) -> PyResult<SimOptions> {
                 o.sharing = Some(g2g_net::lmm::Sharing::parse(&s).ok_or_else(|| PyValueError::new_err(format!("sharing must be max-min, max-min-full or bottleneck, not {s:?}")))?);
             }
             "timeline_max_events" => o.timeline_max_events = v.extract().map_err(bad)?,
+            "strict" => o.strict = v.extract().map_err(bad)?,
             _ => return Err(PyValueError::new_err(format!("unknown simulation option {k:?}"))),
         }
     }
@@ -75,7 +76,8 @@ fn sim_err(e: SimError) -> PyErr {
         SimError::Trace(t) => TraceError::new_err(t.to_string()),
         SimError::Machine(m) => MachineError::new_err(m),
         SimError::Options(m) => PyValueError::new_err(m),
-        SimError::Deadlock(_) => DeadlockError::new_err(e.to_string()),
+        // (message, JSON list of every blocked rank)
+        SimError::Deadlock(ref v) => DeadlockError::new_err((e.to_string(), serde_json::to_string(v).unwrap_or_default())),
         SimError::Interrupted => PyKeyboardInterrupt::new_err("simulation interrupted"),
     }
 }

@@ -147,6 +147,10 @@ impl ReqMap {
         }
         None
     }
+    /// Requests in the map (started, not yet completed by a wait).
+    pub fn len(&self) -> usize {
+        self.small.len() + self.big.len()
+    }
     pub fn remove(&mut self, k: &u64) -> Option<ReqId> {
         if !self.big.is_empty() {
             let v = self.big.remove(k);

@@ -97,6 +97,7 @@ impl State<'_> {
             *c += 1;
             v
         };
+        self.check_coll(r, op, kind, inst, size)?;
         let ctx = (1u64 << 63) | ((op.comm as u64) << 32) | inst as u64;
         let on_gpu = self.policy.on_gpu(op.mem);
         let gpu_path = on_gpu && self.policy.gpu_aware(op.bytes.max(op.recv_bytes()), true);

@@ -140,6 +140,7 @@ impl State<'_> {
                     self.world_of(r, op.comm, op.peer)? as i32
                 };
                 let gpu = self.policy.on_gpu(op.mem);
+                self.checks.pending_cap = op.recv_bytes().max(op.bytes);
                 let req = self.post_recv(r, src, op.comm as u64, op.tag, Owner::Rank(r));
                 // a receive into a GPU buffer that arrives over the host path is staged H2D after
                 let staged = gpu && self.recv_is_staged(r, src, op.recv_bytes().max(op.bytes));
@@ -189,6 +190,7 @@ impl State<'_> {
                     } else {
                         self.world_of(r, op.comm, op.recv_peer())? as i32
                     };
+                    self.checks.pending_cap = op.recv_bytes();
                     let rq = self.post_recv(r, src, op.comm as u64, op.recv_tag(), Owner::Rank(r));
                     if gpu && self.recv_is_staged(r, src, op.recv_bytes()) {
                         self.reqs[rq].post_copy = op.recv_bytes();
@@ -373,6 +375,7 @@ impl State<'_> {
             self.load.mark(r, &self.m.place, &self.queues);
         }
         let req = self.reqs.new_req(owner);
+        self.note_recv_cap(req);
         let msgs = &self.msgs;
         if let Some(m) = self.ranks[r as usize]
             .matching
@@ -393,6 +396,7 @@ impl State<'_> {
     }
 
     fn matched(&mut self, m: MsgId, recv_req: ReqId) {
+        self.check_truncation(m, recv_req);
         let now = self.q.now();
         match self.msgs.matched(m, recv_req) {
             OnMatch::Nothing => {}
