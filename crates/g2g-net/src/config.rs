@@ -1133,11 +1133,11 @@ copy_engine_bw = "20GB/s"
         let cases: [(&str, &str, &str, usize, &str); 8] = [
             ("gpu_socket = [0, 0, 1, 1]", "gpu_socket = [0, 0, 1, 2]", "node.gpu_socket", 7, "socket index in 0..1"),
             ("gpu_socket = [0, 0, 1, 1]", "gpu_socket = [0, 1]", "node.gpu_socket", 7, "lists 2 sockets"),
-            ("sockets = 2", "sockets = 0", "node.sockets", 6, "at least 1"),
+            ("sockets = 2", "sockets = 0", "node.sockets", 6, "1..=64"),
             ("[node.inter_socket]\nkind = \"x-bus\"\nbw = \"32GB/s\"", "[node.inter_socket]\nkind = \"x-bus\"\nbw = \"32GB\"", "node.inter_socket.bw", 10, "per second"),
             ("socket = [0, 1]", "socket = [0]", "node.nic.socket", 22, "2 NICs"),
             ("brick_bw = \"25GB/s\"\n", "", "node.nvlink.pairs", 17, "brick_bw"),
-            ("copy_engines = 3", "copy_engines = 0", "gpu.copy_engines", 25, "at least 1"),
+            ("copy_engines = 3", "copy_engines = 0", "gpu.copy_engines", 25, "1..=64"),
             ("kind = \"nvlink\"", "kind = \"nvlnk\"", "node.pcie.kind", 13, "pcie, nvlink"),
         ];
         for (from, to, key, line, msg) in cases {
