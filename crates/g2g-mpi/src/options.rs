@@ -179,6 +179,14 @@ impl ModePolicy {
         mem.on_gpu() || self.staged_are_device()
     }
 
+    /// Does an MPI call on this buffer hand the library a device pointer (and pay
+    /// `mpi.device_call_overhead`)?  Not under HostCopy: the application stages, MPI sees host
+    /// pointers.
+    #[inline]
+    pub fn device_pointer_call(&self, mem: MemSpace) -> bool {
+        self.mode != Mode::HostCopy && self.on_gpu(mem)
+    }
+
     /// Does the MPI library move device data itself (GPU-aware) for a message of `bytes`?
     /// HostCopy: never; as traced: always; gpudirect: from `gpudirect_min_bytes` on, and for
     /// collectives only under `gpudirect_collectives_only`.

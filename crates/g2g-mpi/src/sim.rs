@@ -256,7 +256,16 @@ impl State<'_> {
                 match self.next_op(r)? {
                     Some(op) => {
                         self.check_op(r, &op)?;
-                        let c = self.m.cfg.call_overhead_ns;
+                        let mut c = self.m.cfg.call_overhead_ns;
+                        if self.m.cfg.device_call_overhead_ns > 0.0
+                            && is_mpi_call(op.kind)
+                            && !is_wait(op.kind)
+                            && self.policy.device_pointer_call(op.mem)
+                        {
+                            // a call on a device buffer: the library's memory-type query and IPC
+                            // handle cache (mpi.device_call_overhead)
+                            c += self.m.cfg.device_call_overhead_ns;
+                        }
                         let mpi_call = c > 0.0
                             && is_mpi_call(op.kind)
                             && !(op.peer == PROC_NULL && !op.kind.is_collective() && !is_wait(op.kind));

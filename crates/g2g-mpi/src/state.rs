@@ -80,6 +80,8 @@ pub(crate) struct Rank {
     pub gpu: Option<Box<Gpu>>,
     /// H2D staging copy owed at the end of the current blocking collective (HostCopy)
     pub coll_h2d: u64,
+    /// when the rank's last message left (`mpi.gap`, LogGP g; 0: none yet)
+    pub last_inject: Time,
 }
 
 impl Rank {
@@ -104,6 +106,7 @@ impl Rank {
             ops_done: 0,
             gpu: None,
             coll_h2d: 0,
+            last_inject: 0,
         }
     }
 

@@ -43,6 +43,8 @@ pub(crate) fn apply(
     blocking_send: bool,
 ) -> Overheads {
     let mut o = Overheads { send_ns: cfg.send_overhead_ns, recv_ns: cfg.recv_overhead_ns };
+    // a blocking send's extra sender time (mpi.blocking_send_overhead); a bin adds its own
+    let blk = if blocking_send { cfg.blocking_send_overhead_ns } else { 0.0 };
     if let Some(f) = cfg.factor_for(key, bytes, active, coll) {
         plan.apply_factor(f);
         o.send_ns = f.send_overhead_ns.unwrap_or(o.send_ns);
@@ -51,6 +53,7 @@ pub(crate) fn apply(
             o.send_ns += f.blocking_send_overhead_ns;
         }
     }
+    o.send_ns += blk;
     o
 }
 

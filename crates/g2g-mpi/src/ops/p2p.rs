@@ -290,7 +290,16 @@ impl State<'_> {
         };
         let id = self.msgs.add(msg);
         // packing happens on the sender before anything moves
-        let o_send = o.send_ns as u64 + pack_ns;
+        let mut o_send = o.send_ns as u64 + pack_ns;
+        let gap = self.m.cfg.gap_ns.round() as u64;
+        if gap > 0 {
+            // LogGP g (mpi.gap): the rank's messages leave at least `gap` apart
+            let now = self.q.now();
+            let last = &mut self.ranks[src as usize].last_inject;
+            let depart = (now + o_send).max(if *last == 0 { 0 } else { *last + gap });
+            *last = depart.max(1);
+            o_send = depart - now;
+        }
         if let Some(tl) = self.tl.as_mut() {
             let uids = &mut self.msgs.uid;
             if uids.len() <= id as usize {
