@@ -2163,6 +2163,7 @@ impl<'a> Sim<'a> {
             trace,
             machine,
             mode: self.opt.mode.name().to_string() + if self.opt.staged_as_device { "+staged-as-device" } else { "" },
+            sharing: self.m.net.sharing.name().to_string(),
             nranks: self.nranks,
             nodes: self.m.place.nodes,
             gpus_per_node: self.m.place.gpus_per_node,

@@ -36,6 +36,49 @@ struct Link {
     cap: f64,
     flows: LinkFlows,
     mark: u32,
+    /// exact max-min: the sum of its flows' rates (bytes per ns), kept up to date by every
+    /// re-rating, start and finish, so that the incremental solve never sums a link's flows
+    load: f64,
+    /// exact max-min: the largest rate of its flows and how many flows have exactly that rate
+    /// (`nmax == 0` with flows on the link: not known, a scan finds it)
+    lmax: f64,
+    nmax: u32,
+}
+
+impl Link {
+    /// One of its flows goes from rate `old` to `new` (keeps `lmax`/`nmax`).
+    #[inline]
+    fn rate_moved(&mut self, old: f64, new: f64) {
+        if self.nmax == 0 {
+            return; // not known: found by a scan when needed
+        }
+        if old == self.lmax {
+            self.nmax -= 1;
+            if self.nmax == 0 {
+                return;
+            }
+        }
+        if new > self.lmax {
+            self.lmax = new;
+            self.nmax = 1;
+        } else if new == self.lmax {
+            self.nmax += 1;
+        }
+    }
+}
+
+/// What the incremental max-min check knows of a link in one check round (`FlowNet::tick`).
+#[derive(Clone, Copy, Debug, Default)]
+struct LinkStat {
+    tick: u32,
+    /// sum of rates with U's staged rates
+    sum: f64,
+    /// largest staged rate of a U flow on it (0 if none)
+    umax: f64,
+    /// largest rate of a flow not in U, or NaN until needed
+    fmax: f64,
+    /// U flows whose committed rate is the link's `lmax`
+    u_at_max: u32,
 }
 
 /// Field order fixed (`repr(C)`, 64-byte aligned): what a scan of a link's flows reads (`rate`,
@@ -98,11 +141,24 @@ impl Flow {
             self.last = now;
             self.rate = r;
             self.version = self.version.wrapping_add(1);
-            let d = if r > 0.0 { (self.remaining / r).ceil() } else { f64::MAX };
-            let finish = if d >= 1e18 { u64::MAX / 2 } else { now + d as u64 };
+            let finish = finish_ns(now, self.remaining, r);
             out.push(Reschedule { flow: id, finish, version: self.version });
         }
     }
+}
+
+/// When a flow with `remaining` bytes at rate `r` (bytes per ns) from `now` finishes: the next
+/// whole ns, where a quotient above a whole number by rounding noise only (1e-10 of it) counts as
+/// that number.  Incremental and whole-component solves reach the same rate through different
+/// sums, equal to the last bits or so; with round sizes and bandwidths the quotient is often a
+/// whole number, and a plain `ceil` would then put one solve a ns after the other.
+#[inline]
+fn finish_ns(now: Time, remaining: f64, r: f64) -> Time {
+    let x = if r > 0.0 { remaining / r } else { f64::MAX };
+    if x >= 1e18 {
+        return u64::MAX / 2;
+    }
+    now + (x - x * 1e-10).ceil().max(0.0) as u64
 }
 
 /// One flow whose finish time changed: schedule its completion at `finish` with `version`.
@@ -137,8 +193,10 @@ pub struct FlowNet {
     pub component_solves: u64,
     u_flows: Vec<FlowId>,
     r_links: Vec<LinkId>,
-    /// per link: (tick, sum of rates, largest rate) cached during one check
-    link_stat: Vec<(u32, f64, f64)>,
+    /// per link: what one check round knows of it
+    link_stat: Vec<LinkStat>,
+    /// exact max-min: flows started since the last resolve (the incremental solve's first U)
+    started: Vec<FlowId>,
     tick: u32,
     /// bottleneck sharing: each link's fair share (capacity / flows) as of the last re-rating;
     /// up to date for every link once a resolve has run (a link's flow count only changes by a
@@ -172,10 +230,10 @@ impl FlowNet {
 
     /// Adds a link of `bw_bytes_per_s`; returns its id (ids are dense from 0).
     pub fn add_link(&mut self, bw_bytes_per_s: f64) -> LinkId {
-        self.links.push(Link { cap: bw_bytes_per_s * 1e-9, flows: LinkFlows::new(), mark: 0 });
+        self.links.push(Link { cap: bw_bytes_per_s * 1e-9, flows: LinkFlows::new(), mark: 0, load: 0.0, lmax: 0.0, nmax: 0 });
         self.link_rem.push(0.0);
         self.link_n.push(0);
-        self.link_stat.push((0, 0.0, 0.0));
+        self.link_stat.push(LinkStat::default());
         self.last_share.push(f64::INFINITY);
 
         (self.links.len() - 1) as LinkId
@@ -230,9 +288,19 @@ impl FlowNet {
             (self.flows.len() - 1) as FlowId
         };
         for &l in links {
-            self.links[l as usize].flows.push(id);
+            let lk = &mut self.links[l as usize];
+            lk.flows.push(id);
+            if lk.flows.len() == 1 {
+                lk.lmax = 0.0;
+                lk.nmax = 1;
+            } else if lk.nmax > 0 && lk.lmax == 0.0 {
+                lk.nmax += 1;
+            }
         }
         self.dirty.extend_from_slice(links);
+        if self.sharing != Sharing::Bottleneck {
+            self.started.push(id);
+        }
         self.active_flows += 1;
         id
     }
@@ -244,11 +312,22 @@ impl FlowNet {
         f.active = false;
         f.version = f.version.wrapping_add(1);
         let token = f.token;
+        let rate = f.rate;
         let links = std::mem::take(&mut f.links);
         for &l in &links {
-            let v = &mut self.links[l as usize].flows;
+            let lk = &mut self.links[l as usize];
+            let v = &mut lk.flows;
             if let Some(p) = v.iter().position(|&x| x == id) {
                 v.swap_remove(p);
+            }
+            if lk.flows.is_empty() {
+                lk.load = 0.0;
+                lk.nmax = 0;
+            } else {
+                lk.load -= rate;
+                if lk.nmax > 0 && rate == lk.lmax {
+                    lk.nmax -= 1;
+                }
             }
         }
         self.dirty.extend_from_slice(&links);
@@ -282,12 +361,23 @@ impl FlowNet {
     }
 
     /// Re-solves every component touched since the last call; appends new finish times.
+    /// They come in flow order, whichever way the solve went (so that a caller that schedules
+    /// them as they come does the same for the incremental and the whole-component solve).
     pub fn resolve(&mut self, now: Time, out: &mut Vec<Reschedule>) {
+        let from = out.len();
+        self.resolve_any(now, out);
+        if self.sharing != Sharing::Bottleneck && out.len() - from > 1 {
+            out[from..].sort_unstable_by_key(|r| r.flow);
+        }
+    }
+
+    fn resolve_any(&mut self, now: Time, out: &mut Vec<Reschedule>) {
         if self.sharing == Sharing::Bottleneck {
             self.resolve_bottleneck(now, out);
             return;
         }
         if self.dirty.is_empty() {
+            self.started.clear();
             return;
         }
         if self.sharing == Sharing::MaxMin {
@@ -304,6 +394,7 @@ impl FlowNet {
             }
             self.solve_component(seed, now, out);
         }
+        self.started.clear();
         self.epoch = self.epoch.wrapping_add(1);
     }
 
@@ -316,42 +407,70 @@ impl FlowNet {
         self.tick
     }
 
-    /// Rate of flow `f`, the staged one if it is in U (marked `mark`).
+    /// Largest rate of link `l`'s flows as committed (before the solve under way), by a scan if
+    /// not known.
     #[inline]
-    fn rate_in(&self, f: FlowId, mark: u32) -> f64 {
-        let fl = &self.flows[f as usize];
-        if fl.mark == mark {
-            fl.staged
-        } else {
-            fl.rate
+    fn lmax(&mut self, l: LinkId) -> f64 {
+        let lk = &self.links[l as usize];
+        if lk.nmax > 0 || lk.flows.is_empty() {
+            return lk.lmax;
         }
-    }
-
-    /// (sum of rates, largest rate) of link `l`, cached for check round `tick`.
-    fn stat(&mut self, l: LinkId, mark: u32, tick: u32) -> (f64, f64) {
-        let c = self.link_stat[l as usize];
-        if c.0 == tick {
-            return (c.1, c.2);
-        }
-        let (mut sum, mut max) = (0.0f64, 0.0f64);
-        for &g in &self.links[l as usize].flows {
-            let r = self.rate_in(g, mark);
-            sum += r;
+        let (mut max, mut n) = (0.0f64, 0u32);
+        for &g in &lk.flows {
+            let r = self.flows[g as usize].rate;
             if r > max {
                 max = r;
+                n = 1;
+            } else if r == max {
+                n += 1;
             }
         }
-        self.link_stat[l as usize] = (tick, sum, max);
-        (sum, max)
+        let lk = &mut self.links[l as usize];
+        lk.lmax = max;
+        lk.nmax = n;
+        max
+    }
+
+    /// Largest rate among link `l`'s flows not in U (not marked `mark`), cached in the round's
+    /// stat of the link.
+    #[inline]
+    fn fmax(&mut self, l: LinkId, mark: u32) -> f64 {
+        let st = self.link_stat[l as usize];
+        if !st.fmax.is_nan() {
+            return st.fmax;
+        }
+        // a fixed flow has the link's largest committed rate: that is the answer
+        let lmax = self.lmax(l);
+        if self.links[l as usize].nmax > st.u_at_max {
+            self.link_stat[l as usize].fmax = lmax;
+            return lmax;
+        }
+        let mut max = 0.0f64;
+        for &g in &self.links[l as usize].flows {
+            let fl = &self.flows[g as usize];
+            if fl.mark != mark && fl.rate > max {
+                max = fl.rate;
+            }
+        }
+        self.link_stat[l as usize].fmax = max;
+        max
     }
 
     /// Does flow `f` at rate `r` have a bottleneck link: saturated, and no flow on it faster?
+    /// Links of R have their stat for round `tick` (sum and U's largest rate with U's staged
+    /// rates); any other link is as committed (its `load`).
     fn has_bottleneck(&mut self, f: FlowId, r: f64, mark: u32, tick: u32) -> bool {
         for j in 0..self.flows[f as usize].links.len() {
             let l = self.flows[f as usize].links[j];
-            let (sum, max) = self.stat(l, mark, tick);
             let cap = self.links[l as usize].cap;
-            if sum >= cap * (1.0 - 1e-9) && r >= max * (1.0 - 1e-9) {
+            let st = &mut self.link_stat[l as usize];
+            if st.tick != tick {
+                *st = LinkStat { tick, sum: self.links[l as usize].load, umax: 0.0, fmax: f64::NAN, u_at_max: 0 };
+            }
+            if st.sum < cap * (1.0 - 1e-9) || r < st.umax * (1.0 - 1e-9) {
+                continue;
+            }
+            if r >= self.fmax(l, mark) * (1.0 - 1e-9) {
                 return true;
             }
         }
@@ -432,35 +551,40 @@ impl FlowNet {
     /// The incremental exact max-min solve (module docs).  Commits and returns true when the
     /// check holds with U at most a quarter of the flows (at least 64); otherwise changes no rate
     /// and returns false.
+    ///
+    /// U starts as the flows started since the last solve; R is the dirty links (a flow started
+    /// or ended there) and the links of U.  Each round: the capacity the fixed flows leave on R
+    /// (`load` less U's committed rates: no link is summed), progressive filling of U over it,
+    /// then the check.  A U flow without a bottleneck pulls in the faster fixed flows of its
+    /// saturated links.  A fixed flow can only lose its bottleneck on an R link that is no longer
+    /// saturated or now carries a U flow faster than every fixed flow: only then are that link's
+    /// fastest fixed flows (the ones it can have been the bottleneck of) checked.
     fn resolve_incremental(&mut self, now: Time, out: &mut Vec<Reschedule>) -> bool {
         let mark = self.epoch.wrapping_add(1);
         let mut u = std::mem::take(&mut self.u_flows);
         let mut rl = std::mem::take(&mut self.r_links);
         u.clear();
         rl.clear();
+        for i in 0..self.started.len() {
+            let f = self.started[i];
+            let fl = &mut self.flows[f as usize];
+            if fl.active && fl.mark != mark {
+                fl.mark = mark;
+                u.push(f);
+            }
+        }
         for i in 0..self.dirty.len() {
             // a link is dirty once per flow started or ended on it: visit it once
             let l = self.dirty[i];
-            if self.links[l as usize].mark == mark {
-                continue;
-            }
-            self.links[l as usize].mark = mark;
-            rl.push(l);
-            for k in 0..self.links[l as usize].flows.len() {
-                let f = self.links[l as usize].flows[k];
-                if self.flows[f as usize].mark != mark {
-                    self.flows[f as usize].mark = mark;
-                    u.push(f);
-                }
+            if self.links[l as usize].mark != mark {
+                self.links[l as usize].mark = mark;
+                rl.push(l);
             }
         }
-        // a change that touches more than an eighth of the flows directly (all-to-all traffic on
-        // shared links) is left to the whole-component solve at once; U may grow to a quarter
         let limit = (self.active_flows / 4).max(64);
-        let first = (self.active_flows / 8).max(64);
         let mut linked = 0;
         let ok = loop {
-            if u.len() > limit || (linked == 0 && u.len() > first) {
+            if u.len() > limit {
                 break false;
             }
             // the links of U's new flows join R
@@ -477,26 +601,48 @@ impl FlowNet {
             linked = u.len();
             // capacity the fixed flows leave on R, and U's flows there
             for &l in &rl {
-                let mut rem = self.links[l as usize].cap;
-                let mut n = 0u32;
-                for &g in &self.links[l as usize].flows {
-                    let fl = &self.flows[g as usize];
-                    if fl.mark == mark {
-                        n += 1;
-                    } else {
-                        rem -= fl.rate;
-                    }
+                self.link_rem[l as usize] = self.links[l as usize].cap - self.links[l as usize].load;
+                self.link_n[l as usize] = 0;
+            }
+            for &f in &u {
+                let fl = &self.flows[f as usize];
+                for &l in &fl.links {
+                    self.link_rem[l as usize] += fl.rate;
+                    self.link_n[l as usize] += 1;
                 }
-                self.link_rem[l as usize] = rem.max(0.0);
-                self.link_n[l as usize] = n;
+            }
+            for &l in &rl {
+                let r = &mut self.link_rem[l as usize];
+                if *r < 0.0 {
+                    *r = 0.0;
+                }
             }
             self.u_flows = u;
             self.r_links = rl;
             self.fill_u(mark);
             u = std::mem::take(&mut self.u_flows);
             rl = std::mem::take(&mut self.r_links);
-            // check: U flows, then the fixed flows that share a link with U
+            // the round's stat of every R link: sum and U's largest rate with the staged rates
             let tick = self.next_tick();
+            for &l in &rl {
+                self.lmax(l);
+                self.link_stat[l as usize] = LinkStat { tick, sum: self.links[l as usize].load, umax: 0.0, fmax: f64::NAN, u_at_max: 0 };
+            }
+            for &f in &u {
+                let fl = &self.flows[f as usize];
+                let (old, new) = (fl.rate, fl.staged);
+                for &l in &fl.links {
+                    let st = &mut self.link_stat[l as usize];
+                    st.sum += new - old;
+                    if new > st.umax {
+                        st.umax = new;
+                    }
+                    if old == self.links[l as usize].lmax {
+                        st.u_at_max += 1;
+                    }
+                }
+            }
+            // check: U flows, then the fixed flows that can have lost their bottleneck
             let before = u.len();
             for i in 0..before {
                 let f = u[i];
@@ -507,6 +653,9 @@ impl FlowNet {
                 // a faster fixed flow shares f's saturated link: it joins U
                 for j in 0..self.flows[f as usize].links.len() {
                     let l = self.flows[f as usize].links[j];
+                    if self.link_stat[l as usize].sum < self.links[l as usize].cap * (1.0 - 1e-9) {
+                        continue;
+                    }
                     for k in 0..self.links[l as usize].flows.len() {
                         let g = self.links[l as usize].flows[k];
                         let fl = &mut self.flows[g as usize];
@@ -520,9 +669,21 @@ impl FlowNet {
             let seen = self.next_tick();
             for li in 0..rl.len() {
                 let l = rl[li];
+                let st = self.link_stat[l as usize];
+                // a fixed flow it was the bottleneck of had the link's largest rate (`lmax`, as
+                // committed): it keeps it if the link is still saturated and no U flow is faster
+                let lmax = self.links[l as usize].lmax;
+                if st.sum >= self.links[l as usize].cap * (1.0 - 1e-9) && st.umax <= lmax {
+                    continue;
+                }
+                if st.u_at_max >= self.links[l as usize].nmax && self.fmax(l, mark) < lmax * (1.0 - 1e-9) {
+                    continue; // every flow at the top is in U: no fixed flow had it as bottleneck
+                }
+                let top = lmax * (1.0 - 1e-9);
                 for k in 0..self.links[l as usize].flows.len() {
                     let g = self.links[l as usize].flows[k];
-                    if self.flows[g as usize].mark == mark || self.flows[g as usize].seen == seen {
+                    let fl = &self.flows[g as usize];
+                    if fl.mark == mark || fl.seen == seen || fl.rate < top {
                         continue;
                     }
                     self.flows[g as usize].seen = seen;
@@ -542,10 +703,21 @@ impl FlowNet {
             self.incremental_solves += 1;
             for &f in &u {
                 let fl = &mut self.flows[f as usize];
+                let old = fl.rate;
                 let r = fl.staged;
                 fl.rerate(f, now, r, out);
+                let new = fl.rate;
+                if new != old {
+                    for j in 0..self.flows[f as usize].links.len() {
+                        let l = self.flows[f as usize].links[j];
+                        let lk = &mut self.links[l as usize];
+                        lk.load += new - old;
+                        lk.rate_moved(old, new);
+                    }
+                }
             }
             self.dirty.clear();
+            self.started.clear();
             self.epoch = mark;
         }
         self.u_flows = u;
@@ -671,13 +843,22 @@ impl FlowNet {
                 fl.rate = r;
                 if changed {
                     fl.version = fl.version.wrapping_add(1);
-                    let dt = if r > 0.0 { (fl.remaining / r).ceil() } else { f64::MAX };
-                    let finish = if dt >= 1e18 { u64::MAX / 2 } else { now + dt as u64 };
+                    let finish = finish_ns(now, fl.remaining, r);
                     out.push(Reschedule { flow: f, finish, version: fl.version });
                 }
             }
         }
         self.new_rates = new_rates;
+        // the component's links: their load at the new rates
+        for &l in &self.comp_links {
+            let mut load = 0.0;
+            for &f in &self.links[l as usize].flows {
+                load += self.flows[f as usize].rate;
+            }
+            let lk = &mut self.links[l as usize];
+            lk.load = load;
+            lk.nmax = 0; // found by a scan when needed
+        }
     }
 }
 
@@ -704,6 +885,15 @@ impl Sharing {
             "max-min-full" => Some(Sharing::MaxMinFull),
             "bottleneck" => Some(Sharing::Bottleneck),
             _ => None,
+        }
+    }
+
+    /// The name `parse` reads (the reports' `sharing`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Sharing::MaxMin => "max-min",
+            Sharing::MaxMinFull => "max-min-full",
+            Sharing::Bottleneck => "bottleneck",
         }
     }
 }
