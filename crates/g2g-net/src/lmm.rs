@@ -36,9 +36,10 @@ struct Link {
     cap: f64,
     flows: LinkFlows,
     mark: u32,
-    /// exact max-min: the sum of its flows' rates (bytes per ns), kept up to date by every
-    /// re-rating, start and finish, so that the incremental solve never sums a link's flows
-    load: f64,
+    /// exact max-min: the sum of its flows' rates, kept up to date by every re-rating, start and
+    /// finish, so that the incremental solve never sums a link's flows.  In fixed point (`fx`):
+    /// exact and independent of the order of updates, so it does not drift from a fresh sum
+    load: i128,
     /// exact max-min: the largest rate of its flows and how many flows have exactly that rate
     /// (`nmax == 0` with flows on the link: not known, a scan finds it)
     lmax: f64,
@@ -65,6 +66,17 @@ impl Link {
             self.nmax += 1;
         }
     }
+}
+
+/// A rate (bytes per ns) in the fixed point of `Link::load`: units of 2^-64 byte per ns.
+#[inline]
+fn fx(r: f64) -> i128 {
+    (r * 18_446_744_073_709_551_616.0) as i128
+}
+
+#[inline]
+fn from_fx(x: i128) -> f64 {
+    x as f64 * (1.0 / 18_446_744_073_709_551_616.0)
 }
 
 /// What the incremental max-min check knows of a link in one check round (`FlowNet::tick`).
@@ -182,6 +194,8 @@ pub struct FlowNet {
     stack: Vec<LinkId>,
     link_rem: Vec<f64>,
     link_n: Vec<u32>,
+    /// incremental max-min: per R link, the fixed-point sum of the rates of its flows not in U
+    link_fixed: Vec<i128>,
     live: Vec<LinkId>,
     new_rates: Vec<(FlowId, f64)>,
     /// how concurrent flows share links
@@ -224,15 +238,17 @@ impl FlowNet {
         self.links.reserve(n);
         self.link_rem.reserve(n);
         self.link_n.reserve(n);
+        self.link_fixed.reserve(n);
         self.link_stat.reserve(n);
         self.last_share.reserve(n);
     }
 
     /// Adds a link of `bw_bytes_per_s`; returns its id (ids are dense from 0).
     pub fn add_link(&mut self, bw_bytes_per_s: f64) -> LinkId {
-        self.links.push(Link { cap: bw_bytes_per_s * 1e-9, flows: LinkFlows::new(), mark: 0, load: 0.0, lmax: 0.0, nmax: 0 });
+        self.links.push(Link { cap: bw_bytes_per_s * 1e-9, flows: LinkFlows::new(), mark: 0, load: 0, lmax: 0.0, nmax: 0 });
         self.link_rem.push(0.0);
         self.link_n.push(0);
+        self.link_fixed.push(0);
         self.link_stat.push(LinkStat::default());
         self.last_share.push(f64::INFINITY);
 
@@ -321,10 +337,10 @@ impl FlowNet {
                 v.swap_remove(p);
             }
             if lk.flows.is_empty() {
-                lk.load = 0.0;
+                lk.load = 0;
                 lk.nmax = 0;
             } else {
-                lk.load -= rate;
+                lk.load -= fx(rate);
                 if lk.nmax > 0 && rate == lk.lmax {
                     lk.nmax -= 1;
                 }
@@ -465,7 +481,7 @@ impl FlowNet {
             let cap = self.links[l as usize].cap;
             let st = &mut self.link_stat[l as usize];
             if st.tick != tick {
-                *st = LinkStat { tick, sum: self.links[l as usize].load, umax: 0.0, fmax: f64::NAN, u_at_max: 0 };
+                *st = LinkStat { tick, sum: from_fx(self.links[l as usize].load), umax: 0.0, fmax: f64::NAN, u_at_max: 0 };
             }
             if st.sum < cap * (1.0 - 1e-9) || r < st.umax * (1.0 - 1e-9) {
                 continue;
@@ -581,6 +597,9 @@ impl FlowNet {
                 rl.push(l);
             }
         }
+        // R's first links are the dirty ones: on the others, `load` is still the sum before the
+        // solve, and a link that was not saturated then was nobody's bottleneck
+        let ndirty = rl.len();
         let limit = (self.active_flows / 4).max(64);
         let mut linked = 0;
         let ok = loop {
@@ -601,21 +620,20 @@ impl FlowNet {
             linked = u.len();
             // capacity the fixed flows leave on R, and U's flows there
             for &l in &rl {
-                self.link_rem[l as usize] = self.links[l as usize].cap - self.links[l as usize].load;
+                self.link_fixed[l as usize] = self.links[l as usize].load;
                 self.link_n[l as usize] = 0;
             }
             for &f in &u {
                 let fl = &self.flows[f as usize];
+                let r = fx(fl.rate);
                 for &l in &fl.links {
-                    self.link_rem[l as usize] += fl.rate;
+                    self.link_fixed[l as usize] -= r;
                     self.link_n[l as usize] += 1;
                 }
             }
             for &l in &rl {
-                let r = &mut self.link_rem[l as usize];
-                if *r < 0.0 {
-                    *r = 0.0;
-                }
+                let fixed = from_fx(self.link_fixed[l as usize]);
+                self.link_rem[l as usize] = (self.links[l as usize].cap - fixed).max(0.0);
             }
             self.u_flows = u;
             self.r_links = rl;
@@ -626,14 +644,15 @@ impl FlowNet {
             let tick = self.next_tick();
             for &l in &rl {
                 self.lmax(l);
-                self.link_stat[l as usize] = LinkStat { tick, sum: self.links[l as usize].load, umax: 0.0, fmax: f64::NAN, u_at_max: 0 };
+                let fixed = from_fx(self.link_fixed[l as usize]);
+                self.link_stat[l as usize] = LinkStat { tick, sum: fixed, umax: 0.0, fmax: f64::NAN, u_at_max: 0 };
             }
             for &f in &u {
                 let fl = &self.flows[f as usize];
                 let (old, new) = (fl.rate, fl.staged);
                 for &l in &fl.links {
                     let st = &mut self.link_stat[l as usize];
-                    st.sum += new - old;
+                    st.sum += new;
                     if new > st.umax {
                         st.umax = new;
                     }
@@ -670,10 +689,14 @@ impl FlowNet {
             for li in 0..rl.len() {
                 let l = rl[li];
                 let st = self.link_stat[l as usize];
+                let cap = self.links[l as usize].cap;
+                if li >= ndirty && from_fx(self.links[l as usize].load) < cap * (1.0 - 1e-9) {
+                    continue; // not saturated before the change: no fixed flow's bottleneck
+                }
                 // a fixed flow it was the bottleneck of had the link's largest rate (`lmax`, as
                 // committed): it keeps it if the link is still saturated and no U flow is faster
                 let lmax = self.links[l as usize].lmax;
-                if st.sum >= self.links[l as usize].cap * (1.0 - 1e-9) && st.umax <= lmax {
+                if st.sum >= cap * (1.0 - 1e-9) && st.umax <= lmax {
                     continue;
                 }
                 if st.u_at_max >= self.links[l as usize].nmax && self.fmax(l, mark) < lmax * (1.0 - 1e-9) {
@@ -711,7 +734,7 @@ impl FlowNet {
                     for j in 0..self.flows[f as usize].links.len() {
                         let l = self.flows[f as usize].links[j];
                         let lk = &mut self.links[l as usize];
-                        lk.load += new - old;
+                        lk.load += fx(new) - fx(old);
                         lk.rate_moved(old, new);
                     }
                 }
@@ -851,9 +874,9 @@ impl FlowNet {
         self.new_rates = new_rates;
         // the component's links: their load at the new rates
         for &l in &self.comp_links {
-            let mut load = 0.0;
+            let mut load = 0i128;
             for &f in &self.links[l as usize].flows {
-                load += self.flows[f as usize].rate;
+                load += fx(self.flows[f as usize].rate);
             }
             let lk = &mut self.links[l as usize];
             lk.load = load;
@@ -1000,7 +1023,7 @@ mod tests {
 
     /// 1 to 4 distinct links out of `nlinks`, in random order (a flow's path).
     fn random_path(rng: &mut Xs, nlinks: usize) -> Vec<LinkId> {
-        let len = 1 + rng.below(4) as usize;
+        let len = (1 + rng.below(4) as usize).min(nlinks);
         let mut links: Vec<LinkId> = vec![];
         while links.len() < len {
             let l = rng.below(nlinks as u64) as LinkId;
@@ -1012,14 +1035,16 @@ mod tests {
     }
 
     /// The incremental max-min solve gives the rates of the whole-component solve after every
-    /// change, over random networks (shared "NIC" links, a few "spine" links, uneven capacities)
+    /// change, and the same finish times to the ns for the same flows in the same order, over
+    /// random networks (shared "NIC" links, a few "spine" links, uneven capacities)
     /// and random sequences of flow starts and ends, several per instant.
     #[test]
     fn incremental_max_min_equals_full_solve() {
         let mut total_incremental = 0;
-        for seed in 1..=60u64 {
+        for seed in 1..=90u64 {
             let mut rng = Xs(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
-            let nlinks = 4 + rng.below(40) as usize;
+            // seeds above 60: few links, many flows each (spine-like links carrying hundreds)
+            let nlinks = if seed > 60 { 3 + rng.below(6) as usize } else { 4 + rng.below(40) as usize };
             let mut inc = FlowNet::new();
             let mut full = FlowNet::new();
             full.sharing = Sharing::MaxMinFull;
@@ -1030,10 +1055,11 @@ mod tests {
                 full.add_link(bw);
             }
             let mut live: Vec<(FlowId, FlowId)> = vec![];
+            let (mut fin_a, mut fin_b) = (std::collections::HashMap::new(), std::collections::HashMap::new());
             let mut now = 0;
             for _step in 0..400 {
                 now += rng.below(3);
-                let starts = rng.below(4);
+                let starts = if seed > 60 { rng.below(8) } else { rng.below(4) };
                 for _ in 0..starts {
                     let links = random_path(&mut rng, nlinks);
                     let bytes = 1000.0 + rng.below(100_000) as f64;
@@ -1058,15 +1084,16 @@ mod tests {
                     let (x, y) = (inc.rate_bytes_per_s(a), full.rate_bytes_per_s(b));
                     assert!((x - y).abs() <= 1e-6 * y.max(1.0), "seed {seed}: flow rates {x} (incremental) vs {y} (full)");
                 }
-                // the finish times scheduled now agree too
-                let mut fa: Vec<(usize, Time)> = ra.iter().map(|r| (live.iter().position(|p| p.0 == r.flow).unwrap(), r.finish)).collect();
-                let mut fb: Vec<(usize, Time)> = rb.iter().map(|r| (live.iter().position(|p| p.1 == r.flow).unwrap(), r.finish)).collect();
-                fa.sort();
-                fb.sort();
-                for (x, y) in fa.iter().zip(&fb) {
-                    if x.0 == y.0 {
-                        assert!(x.1.abs_diff(y.1) <= 1, "seed {seed}: finish {} vs {}", x.1, y.1);
-                    }
+                // every live flow's latest finish time agrees to the ns (a solve may re-rate a
+                // flow by a last-bit difference that the other leaves as it was: same finish)
+                for r in &ra {
+                    fin_a.insert(r.flow, r.finish);
+                }
+                for r in &rb {
+                    fin_b.insert(r.flow, r.finish);
+                }
+                for &(a, b) in &live {
+                    assert_eq!(fin_a[&a], fin_b[&b], "seed {seed}: finish times differ");
                 }
             }
             assert_eq!(full.incremental_solves, 0);
