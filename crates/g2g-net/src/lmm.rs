@@ -8,16 +8,22 @@
 //! versions (lazy invalidation).  Starts and ends at one instant are batched into one solve.
 //!
 //! Exact max-min is solved incrementally (`Sharing::MaxMin`).  The allocation before a change is
-//! max-min; after it, only the flows of the changed links are re-rated (the set U), by progressive
-//! filling over the capacity the other flows leave; then the max-min condition is checked around
-//! them: every flow must have a *bottleneck link*, saturated and carrying no faster flow
-//! (Bertsekas & Gallager, Data Networks, 6.5.2).  A flow that fails, or a flow faster than a U flow
-//! on the U flow's saturated link, joins U and the filling is repeated.  Flows away from the changed
-//! links keep their rates and their bottleneck links, so the check only visits the links of U.
-//! When U stops growing the allocation is the max-min one (each fixed flow has its bottleneck link,
-//! each U flow its saturated link in the residual problem, on which no flow is faster); when U grows
-//! past a quarter of the flows, the whole component is solved instead.  `Sharing::MaxMinFull`
-//! always solves the whole component (the reference the incremental solve is tested against).
+//! max-min; after it, only a set U of flows is re-rated -- at first the flows started since the
+//! last solve -- by progressive filling over the capacity the other flows leave on U's links
+//! and the links where flows started or ended (R); then the max-min condition is checked: every
+//! flow must have a *bottleneck link*, saturated and carrying no faster flow (Bertsekas &
+//! Gallager, Data Networks, 6.5.2).  A U flow that fails pulls in the faster fixed flows of its
+//! saturated links; a fixed flow can only have lost its bottleneck on an R link that was
+//! saturated before, and is no longer or now carries a U flow faster than every flow before:
+//! only there are the fastest fixed flows (the ones the link can have been the bottleneck of)
+//! checked, and a failing one joins U.  The filling and the check are repeated until U stops
+//! growing; then every flow has a bottleneck link and the allocation is the max-min one.  No
+//! link's flows are summed for this: each link keeps the sum of its flows' rates (in exact fixed
+//! point, so it never drifts from a fresh sum) and its largest rate with how many flows have it.
+//! When U grows past a quarter of the flows, the whole component is solved instead.
+//! `Sharing::MaxMinFull` always solves the whole component (the reference the incremental solve
+//! is tested against).  New finish times are returned in flow order and rounded up to the ns
+//! with a tolerance for last-bit noise (`finish_ns`), so both solves schedule the same.
 
 use crate::topology::LinkId;
 
