@@ -361,7 +361,7 @@ impl FlowNet {
 
     /// Flow `id`'s completion record (see [`Completion`]).
     #[inline]
-    pub fn completion(&mut self, id: FlowId) -> &mut Completion {
+    pub(crate) fn completion(&mut self, id: FlowId) -> &mut Completion {
         &mut self.flows[id as usize].done
     }
 
@@ -908,16 +908,13 @@ pub enum Sharing {
 }
 
 impl Sharing {
-    pub fn parse(s: &str) -> Option<Sharing> {
-        match s {
-            "max-min" => Some(Sharing::MaxMin),
-            "max-min-full" => Some(Sharing::MaxMinFull),
-            "bottleneck" => Some(Sharing::Bottleneck),
-            _ => None,
-        }
-    }
+    /// Every sharing model, the default first.
+    pub const ALL: [Sharing; 3] = [Sharing::MaxMin, Sharing::MaxMinFull, Sharing::Bottleneck];
 
-    /// The name `parse` reads (the reports' `sharing`).
+    pub fn parse(s: &str) -> Option<Sharing> {
+        Sharing::ALL.into_iter().find(|m| m.name() == s)
+    }
+    /// The name `parse` reads (also the reports' `sharing`).
     pub fn name(self) -> &'static str {
         match self {
             Sharing::MaxMin => "max-min",
