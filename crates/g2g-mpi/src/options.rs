@@ -185,6 +185,14 @@ impl ModePolicy {
         mem.on_gpu() || self.staged_are_device()
     }
 
+    /// Does an MPI call on this buffer hand the library a device pointer (and pay
+    /// `mpi.device_call_overhead`)?  Not under HostCopy: the application stages, MPI sees host
+    /// pointers.
+    #[inline]
+    pub fn device_pointer_call(&self, mem: MemSpace) -> bool {
+        self.mode != Mode::HostCopy && self.on_gpu(mem)
+    }
+
     /// Does the MPI library move device data itself (GPU-aware) for a message of `bytes`?
     /// HostCopy: never; as traced: always; gpudirect: from `gpudirect_min_bytes` on, and for
     /// collectives only under `gpudirect_collectives_only`.
@@ -193,10 +201,7 @@ impl ModePolicy {
         match self.mode {
             Mode::HostCopy => false,
             Mode::AsTraced => true,
-            Mode::GpuDirect => {
-                bytes >= self.gpudirect_min_bytes
-                    && (!self.gpudirect_collectives_only || collective)
-            }
+            Mode::GpuDirect => bytes >= self.gpudirect_min_bytes && (!self.gpudirect_collectives_only || collective),
         }
     }
 
@@ -220,11 +225,6 @@ impl ModePolicy {
 
     /// The mode as the report names it.
     pub fn name(&self) -> String {
-        self.mode.name().to_string()
-            + if self.staged_as_device {
-                "+staged-as-device"
-            } else {
-                ""
-            }
+        self.mode.name().to_string() + if self.staged_as_device { "+staged-as-device" } else { "" }
     }
 }

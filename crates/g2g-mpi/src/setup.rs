@@ -97,12 +97,7 @@ pub fn simulate(
         m.scale_network(opt.network_scale);
     }
     let world = World::new(nranks, src.comms()).map_err(|(bad, msg)| {
-        SimError::Trace(TraceError {
-            file: src.name().into(),
-            rank: Some(bad),
-            seq: None,
-            msg,
-        })
+        SimError::Trace(TraceError { file: src.name().into(), rank: Some(bad), seq: None, msg })
     })?;
     let trace_name = src.name().to_string();
     // room for the flows in flight at once (16 per rank; more grow the tables as needed)
@@ -152,16 +147,9 @@ pub fn simulate(
         }
     }
     if let Some(tl) = st.tl.take() {
-        tl.finish()
-            .map_err(|e| SimError::Options(format!("timeline: {e}")))?;
+        tl.finish().map_err(|e| SimError::Options(format!("timeline: {e}")))?;
     }
-    Ok(report(
-        &st,
-        &opt,
-        trace_name,
-        machine_name,
-        wall.elapsed().as_secs_f64(),
-    ))
+    Ok(report(&st, &opt, trace_name, machine_name, wall.elapsed().as_secs_f64()))
 }
 
 fn report(st: &State, opt: &SimOptions, trace: String, machine: String, wall_s: f64) -> Report {
@@ -170,6 +158,7 @@ fn report(st: &State, opt: &SimOptions, trace: String, machine: String, wall_s: 
         trace,
         machine,
         mode: st.policy.name(),
+        sharing: st.m.net.sharing.name().to_string(),
         nranks: st.world.nranks,
         nodes: place.nodes,
         gpus_per_node: place.gpus_per_node,

@@ -80,6 +80,8 @@ pub(crate) struct Rank {
     pub gpu: Option<Box<Gpu>>,
     /// H2D staging copy owed at the end of the current blocking collective (HostCopy)
     pub coll_h2d: u64,
+    /// when the rank's last message left (`mpi.gap`, LogGP g; 0: none yet)
+    pub last_inject: Time,
 }
 
 impl Rank {
@@ -104,6 +106,7 @@ impl Rank {
             ops_done: 0,
             gpu: None,
             coll_h2d: 0,
+            last_inject: 0,
         }
     }
 
@@ -149,12 +152,7 @@ impl State<'_> {
     /// events in order from 0).
     pub fn terr(&self, r: u32, msg: String) -> SimError {
         let seq = self.ranks[r as usize].ops_done as u32;
-        SimError::Trace(TraceError {
-            file: self.src.name().to_string(),
-            rank: Some(r),
-            seq: Some(seq),
-            msg,
-        })
+        SimError::Trace(TraceError { file: self.src.name().to_string(), rank: Some(r), seq: Some(seq), msg })
     }
 
     /// World rank of `peer` of communicator `comm`, for rank `r`'s current operation.

@@ -66,6 +66,9 @@ const fn int(min: i64, max: i64) -> Kind {
 pub const MAX_GPUS_PER_NODE: i64 = 1024;
 pub const MAX_NICS: i64 = 64;
 pub const MAX_DEPTH: i64 = 4096;
+/// CPU sockets (NUMA domains) of a node, copy engines of a GPU.
+pub const MAX_SOCKETS: i64 = 64;
+pub const MAX_COPY_ENGINES: i64 = 64;
 /// Nodes, routers, groups of a topology dimension.
 pub const MAX_TOPO_DIM: i64 = 1 << 20;
 
@@ -79,6 +82,7 @@ const FACTOR: Kind = Kind::Float { min: 1e-6, max: 1e6, min_open: false };
 pub const TABLES: &[TableSpec] = &[
     t(""),
     t("node"),
+    t("node.inter_socket"),
     t("node.pcie"),
     t("node.nvlink"),
     t("node.host"),
@@ -100,6 +104,13 @@ pub const KEYS: &[KeySpec] = &[
     k("", "sources", Kind::Other("free text")),
     k("node", "gpus", int(1, MAX_GPUS_PER_NODE)),
     k("node", "cpu", Kind::Other("free text")),
+    k("node", "sockets", int(1, MAX_SOCKETS)),
+    k("node", "gpu_socket", Kind::Other("a list of socket indices, one per GPU")),
+    k("node.inter_socket", "kind", Kind::Str),
+    k("node.inter_socket", "bw", BW),
+    k("node.inter_socket", "latency", DUR),
+    k("node.inter_socket", "efficiency", FRACTION),
+    k("node.pcie", "kind", Kind::Choice(&["pcie", "nvlink"])),
     k("node.pcie", "bw", BW),
     k("node.pcie", "latency", DUR),
     k("node.pcie", "efficiency", FRACTION),
@@ -110,7 +121,9 @@ pub const KEYS: &[KeySpec] = &[
     k("node.nvlink", "latency", DUR),
     k("node.nvlink", "efficiency", FRACTION),
     k("node.nvlink", "links_per_pair", Kind::Other("free text")),
-    k("node.nvlink", "pairs", Kind::Other("a list of [gpu_a, gpu_b, \"bandwidth\"]")),
+    k("node.nvlink", "pairs", Kind::Other("a list of [gpu_a, gpu_b, \"bandwidth\"] or [gpu_a, gpu_b, bricks]")),
+    k("node.nvlink", "brick_bw", BW),
+    k("node.nvlink", "gpu_bw", BW),
     k("node.host", "shm_bw", BW),
     k("node.host", "shm_latency", DUR),
     k("node.host", "shm_rank_bw", BW),
@@ -121,6 +134,7 @@ pub const KEYS: &[KeySpec] = &[
     k("node.nic", "efficiency", FRACTION),
     k("node.nic", "gpudirect_rdma", Kind::Bool),
     k("node.nic", "affinity", Kind::Other("\"per-gpu\", \"shared\" or a list of NIC indices")),
+    k("node.nic", "socket", Kind::Other("a list of socket indices, one per NIC")),
     k("network", "topology", Kind::Choice(&["crossbar", "fat-tree", "dragonfly", "torus"])),
     k("network", "hop_latency", DUR),
     k("network", "link_bw", BW),
@@ -142,6 +156,9 @@ pub const KEYS: &[KeySpec] = &[
     k("mpi", "send_overhead", DUR),
     k("mpi", "recv_overhead", DUR),
     k("mpi", "call_overhead", DUR),
+    k("mpi", "device_call_overhead", DUR),
+    k("mpi", "blocking_send_overhead", DUR),
+    k("mpi", "gap", DUR),
     k("mpi", "gpudirect_eager", Kind::Bool),
     k("mpi", "device_collectives", Kind::Other("\"direct\", \"staged\" or a list of collectives")),
     k("mpi", "collective_chunk", SIZE),
@@ -160,6 +177,8 @@ pub const KEYS: &[KeySpec] = &[
     k("gpu", "copy_delay", DUR),
     k("gpu", "copy_per_byte", DUR),
     k("gpu", "gpudirect_delay", DUR),
+    k("gpu", "copy_engines", int(1, MAX_COPY_ENGINES)),
+    k("gpu", "copy_engine_bw", BW),
     k("gpu", "pipeline_chunk", SIZE),
     k("gpu", "pipeline_depth", int(1, MAX_DEPTH)),
     k("gpu", "pipeline_threshold", SIZE),

@@ -22,15 +22,5 @@ pub(crate) fn choose(
     collective: bool,
 ) -> Route {
     let gpu_aware = policy.gpu_aware(bytes, collective);
-    paths::choose(
-        m,
-        &PathQuery {
-            src,
-            dst,
-            src_gpu,
-            dst_gpu,
-            bytes,
-            gpu_aware,
-        },
-    )
+    paths::choose(m, &PathQuery { src, dst, src_gpu, dst_gpu, bytes, gpu_aware })
 }

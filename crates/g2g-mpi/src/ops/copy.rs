@@ -18,12 +18,7 @@ impl State<'_> {
         }
         // the gpudirect what-if for HostCopy traces drops the copies that only stage MPI buffers
         let rk = &mut self.ranks[r as usize];
-        if hostcopy::drops_copy(
-            &self.policy,
-            op,
-            &self.queues[r as usize],
-            &mut rk.recent_recvs,
-        ) {
+        if hostcopy::drops_copy(&self.policy, op, &self.queues[r as usize], &mut rk.recent_recvs) {
             return true;
         }
         let at = endpoint(&self.m, r);
@@ -44,11 +39,7 @@ impl State<'_> {
                 Plan::one("memcpy", st, op.bytes)
             }
             CopyKind::H2H | CopyKind::None => {
-                let st = Stage {
-                    delay_ns: 0,
-                    links: smallvec::smallvec![self.m.shm(at.node)],
-                    latency_ns: 0,
-                };
+                let st = Stage { delay_ns: 0, links: smallvec::smallvec![self.m.shm(at.node)], latency_ns: 0 };
                 Plan::one("memcpy", st, op.bytes)
             }
         };
@@ -64,13 +55,7 @@ impl State<'_> {
         }
         self.ranks[r as usize].phase = 1;
         self.ranks[r as usize].block = Block::Copy;
-        self.xfers.start(
-            &mut self.q,
-            &mut self.m.net,
-            plan,
-            XferOwner::RankCopy(r),
-            0,
-        );
+        self.xfers.start(&mut self.q, &mut self.m.net, plan, XferOwner::RankCopy(r), 0);
         false
     }
 
@@ -81,13 +66,7 @@ impl State<'_> {
         rk.stages = true;
         rk.block = Block::Copy;
         rk.copy_start = self.q.now();
-        self.xfers.start(
-            &mut self.q,
-            &mut self.m.net,
-            plan,
-            XferOwner::RankCopy(r),
-            0,
-        );
+        self.xfers.start(&mut self.q, &mut self.m.net, plan, XferOwner::RankCopy(r), 0);
     }
 
     /// The rank's blocking copy has finished: the rank goes on, or its collective (whose send
@@ -98,12 +77,7 @@ impl State<'_> {
         if rk.block == Block::Copy {
             rk.block = Block::None;
             // staging copies count as copy time, not inside the op they serve
-            if rk
-                .cur
-                .as_ref()
-                .map(|o| o.kind != OpKind::Memcpy)
-                .unwrap_or(true)
-            {
+            if rk.cur.as_ref().map(|o| o.kind != OpKind::Memcpy).unwrap_or(true) {
                 rk.copy += now - rk.copy_start;
             }
             Next::Step(r)
