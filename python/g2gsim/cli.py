@@ -12,7 +12,8 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 from rich.table import Table
 
 from . import __version__, machines
-from .sim import SimulationError, as_native, simulate as run_simulation
+from .sim import SimulationError, as_native
+from .sim import simulate as run_simulation
 from .trace import Trace, TraceError
 from .vocab import MODES, SEND_OPS, SHARING
 
@@ -130,13 +131,16 @@ def sim_options(f):
         click.option("--gpus-per-node", type=click.IntRange(1), default=None, help="override GPUs (ranks) per node"),
         click.option("--mapping", default=None, help="linear (default), round-robin, or a file of node indices per rank"),
         click.option("--coll-algo", "coll_algos", default="", help="override algorithms: allreduce=ring,bcast=binomial"),
-        click.option("--staged-buffers-are-device", is_flag=True, help="gpudirect what-if for HostCopy traces: host MPI buffers hold GPU data; staging copies are dropped"),
-        click.option("--gpudirect-min-bytes", type=click.IntRange(0), default=0, help="mixed what-if: GPU-direct only for messages of at least this size"),
+        click.option("--staged-buffers-are-device", is_flag=True,
+                     help="gpudirect what-if for HostCopy traces: host MPI buffers hold GPU data; staging copies are dropped"),
+        click.option("--gpudirect-min-bytes", type=click.IntRange(0), default=0,
+                     help="mixed what-if: GPU-direct only for messages of at least this size"),
         click.option("--gpudirect-collectives-only", is_flag=True, help="mixed what-if: GPU-direct for collectives only"),
         click.option("--network-scale", type=float, default=1.0, help="multiply NIC and network bandwidth"),
         click.option("--no-overlap", is_flag=True, help="what-if: GPU work waits for completion (no compute/communication overlap)"),
         click.option("--sharing", type=click.Choice(SHARING), default=None, help="link sharing model (default: the machine file's, max-min)"),
-        click.option("--assume-buffers", type=click.Choice(["traced", "host", "device", "infer"]), default=None, help="buffer spaces for imported traces that lack them"),
+        click.option("--assume-buffers", type=click.Choice(["traced", "host", "device", "infer"]), default=None,
+                     help="buffer spaces for imported traces that lack them"),
         click.option("--no-progress", is_flag=True, help="no progress bar"),
     ]
     for o in reversed(opts):
@@ -195,7 +199,7 @@ def info(trace, assume_buffers):
     if len(sends):
         import numpy as np
 
-        from .vocab import SIZE_CLASSES          # the report's classes
+        from .vocab import SIZE_CLASSES  # the report's classes
         edges = [c.max_bytes for c in SIZE_CLASSES if c.max_bytes is not None]
         labels = [c.label for c in SIZE_CLASSES]
         counts = np.bincount(np.searchsorted(edges, sends["bytes"].to_numpy(), side="left"), minlength=len(labels))

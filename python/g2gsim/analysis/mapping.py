@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -156,7 +157,7 @@ def map_trace(trace, machine="lassen", *, gpus_per_node: int | None = None, mode
     cands = {"linear": linear_mapping(td.nranks, gpn), "round-robin": round_robin_mapping(td.nranks, gpn),
              "optimised": opt}
     total = float(W.sum())
-    rows = []
+    rows: list[dict[str, Any]] = []
     sim_kw = {k: v for k, v in sim_kw.items() if v is not None}
     sim_kw.pop("mapping", None)
     for name, m in cands.items():
