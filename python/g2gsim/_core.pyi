@@ -13,6 +13,8 @@ def simulate(trace_path: str, machine_toml: str, machine_file: str, options: dic
     KeyboardInterrupt."""
 def machine_check(machine_toml: str, machine_file: str, nodes: int = 2) -> str:
     """JSON summary of the parsed and built machine."""
+def machine_validate(machine_toml: str, machine_file: str) -> list[str]:
+    """Every error of the machine file (key and line each); empty when valid."""
 def models() -> list[tuple[str, str, list[str]]]:
     """(name, summary, parameters) of each data-path model."""
 def coll_algorithms() -> list[tuple[str, list[str]]]:

@@ -20,17 +20,32 @@ def presets() -> dict[str, Path]:
     return {p.stem: p for p in sorted(PRESET_DIR.glob("*.toml"))}
 
 
+def _read(p: Path) -> str:
+    """The text of a machine file; every way reading it can fail is a MachineError naming it."""
+    if p.is_dir():
+        raise MachineError(f"{p}: is a directory, not a machine file")
+    try:
+        data = p.read_bytes()
+    except OSError as e:
+        raise MachineError(f"{p}: cannot read the machine file ({e.strerror or e})") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[:e.start].count(b"\n") + 1
+        raise MachineError(f"{p}:{line}: not UTF-8 text (byte {e.start}); a machine file is TOML") from None
+
+
 def resolve(name_or_file: str | Path) -> tuple[str, str]:
     """Returns (toml_text, file_label) for a preset name or a path."""
     p = Path(name_or_file)
     if p.suffix == ".toml" or p.exists():
         if not p.exists():
             raise MachineError(f"machine file {p} does not exist")
-        return p.read_text(), str(p)
+        return _read(p), str(p)
     ps = presets()
     if str(name_or_file) in ps:
         f = ps[str(name_or_file)]
-        return f.read_text(), f"preset:{f.name}"
+        return _read(f), f"preset:{f.name}"
     raise MachineError(f"unknown machine {name_or_file!r}: not a file, and not a preset "
                        f"({', '.join(ps)})")
 
@@ -52,3 +67,16 @@ def check(name_or_file: str | Path, nodes: int = 2) -> dict:
         return json.loads(_core.machine_check(text, label, nodes))
     except _core.MachineError as e:
         raise MachineError(str(e)) from None
+
+
+def validate(name_or_file: str | Path) -> list[str]:
+    """Every error of a machine file (each "file:line: key: message"); empty when it is valid. A file
+    whose schema is valid is also built (2 nodes), so topology errors show too."""
+    text, label = resolve(name_or_file)
+    errs = list(_core.machine_validate(text, label))
+    if not errs:
+        try:
+            _core.machine_check(text, label, 2)
+        except _core.MachineError as e:
+            errs.append(str(e))
+    return errs

@@ -7,6 +7,7 @@ generators of millions of rows); writers and the core read the file written by `
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -93,8 +94,11 @@ class NativeWriter:
         self.row_group_rows = row_group_rows or ROW_GROUP_ROWS
         # ``schema``: a table read from an older file may lack an optional column (priority)
         self.schema = (schema or SCHEMA).remove_metadata()
+        # written next to the final path and renamed into place by close(): a run killed mid-way
+        # never leaves a corrupt file at the final path (abort() removes the partial file)
+        self._tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         # dictionary encoding on every column: the core decodes such files ~10 % faster
-        self._w = pq.ParquetWriter(self.path, self.schema.with_metadata(meta), compression="zstd",
+        self._w = pq.ParquetWriter(self._tmp, self.schema.with_metadata(meta), compression="zstd",
                                    use_dictionary=True)
         self.rows_written = 0
         self.row_groups = 0
@@ -117,6 +121,14 @@ class NativeWriter:
         if self.rows_written == 0:
             self._w.write_table(self.schema.empty_table())
         self._w.close()
+        os.replace(self._tmp, self.path)
+
+    def abort(self) -> None:
+        """Closes and removes the partial file; the final path is left as it was."""
+        try:
+            self._w.close()
+        finally:
+            self._tmp.unlink(missing_ok=True)
 
 
 class TraceError(ValueError):
@@ -202,8 +214,10 @@ class Trace:
         w = NativeWriter(path, meta, schema=t.schema)
         try:
             w.append(t, window[order])
-        finally:
-            w.close()
+        except BaseException:
+            w.abort()
+            raise
+        w.close()
         self.path = path
         return path
 
@@ -216,15 +230,30 @@ class Trace:
             pf = pq.ParquetFile(path)
         except Exception as e:  # noqa: BLE001 - pyarrow raises several kinds
             raise TraceError(f"{path}: not a readable Parquet trace ({e})") from None
-        md = {k.decode(): v.decode() for k, v in (pf.schema_arrow.metadata or {}).items()}
+        try:
+            md = {k.decode(): v.decode() for k, v in (pf.schema_arrow.metadata or {}).items()}
+        except UnicodeDecodeError:
+            raise TraceError(f"{path}: corrupt metadata (not UTF-8)") from None
         if "g2gsim.format_version" not in md:
             raise TraceError(f"{path}: Parquet file has no g2gsim metadata (not a g2gsim trace)")
-        if int(md["g2gsim.format_version"]) > FORMAT_VERSION:
+        try:
+            version = int(md["g2gsim.format_version"])
+            json.loads(md.get("g2gsim.comms", "[]"))
+            int(md.get("g2gsim.nranks", "x"))
+        except ValueError:
+            raise TraceError(f"{path}: corrupt g2gsim metadata (format_version, nranks or comms)") from None
+        if version > FORMAT_VERSION:
             raise TraceError(f"{path}: trace format version {md['g2gsim.format_version']} is newer "
                              f"than this g2gsim understands ({FORMAT_VERSION})")
-        table = pf.read()
-        comms = [Comm(c["id"], c.get("name", ""), c.get("members"))
-                 for c in json.loads(md.get("g2gsim.comms", "[]"))]
+        try:
+            table = pf.read()
+        except Exception as e:  # noqa: BLE001 - pyarrow raises several kinds on a corrupt page
+            raise TraceError(f"{path}: corrupt Parquet data ({e})") from None
+        try:
+            comms = [Comm(int(c["id"]), str(c.get("name", "")), c.get("members"))
+                     for c in json.loads(md.get("g2gsim.comms", "[]"))]
+        except (TypeError, KeyError, ValueError, AttributeError):
+            raise TraceError(f"{path}: corrupt g2gsim.comms metadata (a list of {{id, name, members}})") from None
         return cls(table=table, nranks=int(md["g2gsim.nranks"]), comms=comms,
                    source=md.get("g2gsim.source", ""), buffers=md.get("g2gsim.buffers", "traced"),
                    path=path)

@@ -260,7 +260,7 @@ impl FlowNet {
 
     /// Flow `id`'s completion record (see [`Completion`]).
     #[inline]
-    pub fn completion(&mut self, id: FlowId) -> &mut Completion {
+    pub(crate) fn completion(&mut self, id: FlowId) -> &mut Completion {
         &mut self.flows[id as usize].done
     }
 

@@ -22,13 +22,22 @@ fn opts_from(d: Option<&Bound<'_, PyDict>>) -> PyResult<SimOptions> {
     let Some(d) = d else { return Ok(o) };
     for (k, v) in d.iter() {
         let k: String = k.extract()?;
+        // a value of the wrong type or range is an error naming the option (not an OverflowError)
+        let bad = |e: PyErr| PyValueError::new_err(format!("option {k}: {}", e.value_bound(d.py())));
         match k.as_str() {
             "mode" => {
-                let s: String = v.extract()?;
+                let s: String = v.extract().map_err(bad)?;
                 o.mode = Mode::parse(&s).ok_or_else(|| PyValueError::new_err(format!("mode must be as-traced, hostcopy or gpudirect, not {s:?}")))?;
             }
-            "staged_as_device" => o.staged_as_device = v.extract()?,
-            "gpus_per_node" => o.gpus_per_node = v.extract()?,
+            "staged_as_device" => o.staged_as_device = v.extract().map_err(bad)?,
+            "gpus_per_node" => {
+                let g: Option<i64> = v.extract().map_err(bad)?;
+                o.gpus_per_node = match g {
+                    None => None,
+                    Some(g) if (1..=g2g_net::machine::MAX_GPUS_PER_NODE as i64).contains(&g) => Some(g as u32),
+                    Some(g) => return Err(PyValueError::new_err(format!("{g} GPUs per node (--gpus-per-node) is outside 1..={}", g2g_net::machine::MAX_GPUS_PER_NODE))),
+                };
+            }
             "mapping" => {
                 if let Ok(s) = v.extract::<String>() {
                     o.mapping = match s.as_str() {
@@ -37,21 +46,27 @@ fn opts_from(d: Option<&Bound<'_, PyDict>>) -> PyResult<SimOptions> {
                         _ => return Err(PyValueError::new_err(format!("mapping must be linear, round-robin or a list of node indices, not {s:?}"))),
                     };
                 } else {
-                    o.mapping = Mapping::Nodes(v.extract()?);
+                    let v: Vec<i64> = v.extract().map_err(bad)?;
+                    let max = g2g_net::machine::MAX_NODES as i64;
+                    if let Some((r, n)) = v.iter().enumerate().find(|(_, &n)| !(0..max).contains(&n)) {
+                        return Err(PyValueError::new_err(format!("mapping: rank {r} on node {n}; node indices must be in 0..{max}")));
+                    }
+                    o.mapping = Mapping::Nodes(v.into_iter().map(|n| n as u32).collect());
                 }
             }
-            "coll_algos" => o.coll_algos = v.extract()?,
-            "gpudirect_min_bytes" => o.gpudirect_min_bytes = v.extract()?,
-            "gpudirect_collectives_only" => o.gpudirect_collectives_only = v.extract()?,
-            "network_scale" => o.network_scale = v.extract()?,
-            "per_rank" => o.per_rank = v.extract()?,
-            "timeline" => o.timeline = v.extract()?,
-            "no_overlap" => o.no_overlap = v.extract()?,
+            "coll_algos" => o.coll_algos = v.extract().map_err(bad)?,
+            "gpudirect_min_bytes" => o.gpudirect_min_bytes = v.extract().map_err(bad)?,
+            "gpudirect_collectives_only" => o.gpudirect_collectives_only = v.extract().map_err(bad)?,
+            "network_scale" => o.network_scale = v.extract().map_err(bad)?,
+            "per_rank" => o.per_rank = v.extract().map_err(bad)?,
+            "timeline" => o.timeline = v.extract().map_err(bad)?,
+            "no_overlap" => o.no_overlap = v.extract().map_err(bad)?,
             "sharing" => {
-                let s: String = v.extract()?;
+                let s: String = v.extract().map_err(bad)?;
                 o.sharing = Some(g2g_net::lmm::Sharing::parse(&s).ok_or_else(|| PyValueError::new_err(format!("sharing must be max-min, max-min-full or bottleneck, not {s:?}")))?);
             }
-            "timeline_max_events" => o.timeline_max_events = v.extract()?,
+            "timeline_max_events" => o.timeline_max_events = v.extract().map_err(bad)?,
+            "strict" => o.strict = v.extract().map_err(bad)?,
             _ => return Err(PyValueError::new_err(format!("unknown simulation option {k:?}"))),
         }
     }
@@ -63,7 +78,8 @@ fn sim_err(e: SimError) -> PyErr {
         SimError::Trace(t) => TraceError::new_err(t.to_string()),
         SimError::Machine(m) => MachineError::new_err(m),
         SimError::Options(m) => PyValueError::new_err(m),
-        SimError::Deadlock(_) => DeadlockError::new_err(e.to_string()),
+        // (message, JSON list of every blocked rank)
+        SimError::Deadlock(ref v) => DeadlockError::new_err((e.to_string(), serde_json::to_string(v).unwrap_or_default())),
         SimError::Interrupted => PyKeyboardInterrupt::new_err("simulation interrupted"),
     }
 }
@@ -135,6 +151,13 @@ fn machine_check(machine_toml: &str, machine_file: &str, nodes: u32) -> PyResult
         "nodes_built": nodes,
     });
     Ok(v.to_string())
+}
+
+/// machine_validate(toml, file) -> every error of the machine file (each "file:line: key: message"),
+/// empty when valid
+#[pyfunction]
+fn machine_validate(machine_toml: &str, machine_file: &str) -> Vec<String> {
+    MachineConfig::validate_all(machine_toml, machine_file).iter().map(|e| e.to_string()).collect()
 }
 
 /// models() -> [(name, summary, [params])] of the data-path models
@@ -231,6 +254,7 @@ fn trace_meta(path: &str) -> PyResult<(u32, u64, String, String)> {
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(machine_check, m)?)?;
+    m.add_function(wrap_pyfunction!(machine_validate, m)?)?;
     m.add_function(wrap_pyfunction!(models, m)?)?;
     m.add_function(wrap_pyfunction!(coll_algorithms, m)?)?;
     m.add_function(wrap_pyfunction!(trace_meta, m)?)?;

@@ -121,7 +121,9 @@ impl ParquetTrace {
         let p = path.as_ref().display().to_string();
         let err = |msg: String| TraceError { file: p.clone(), rank: None, seq: None, msg };
         let file = File::open(path.as_ref()).map_err(|e| err(format!("cannot open: {e}")))?;
-        let meta = ArrowReaderMetadata::load(&file, ArrowReaderOptions::new())
+        // the parquet crate panics on some corrupt footers: such a file is an error, not a crash
+        let meta = crate::catch_decoder(|| ArrowReaderMetadata::load(&file, ArrowReaderOptions::new()))
+            .map_err(|m| err(format!("corrupt Parquet metadata (the Parquet decoder failed: {m})")))?
             .map_err(|e| err(format!("not a readable Parquet trace ({e})")))?;
         let md = meta.metadata().clone();
         let kv = md.file_metadata().key_value_metadata().cloned().unwrap_or_default();
@@ -134,6 +136,19 @@ impl ParquetTrace {
         let nranks: u32 = get("g2gsim.nranks")
             .and_then(|s| s.trim().parse().ok())
             .ok_or_else(|| err("metadata g2gsim.nranks missing or not a number".into()))?;
+        if nranks == 0 {
+            return Err(err("metadata g2gsim.nranks is 0: a trace needs at least one rank".into()));
+        }
+        if nranks > crate::MAX_RANKS {
+            // refused before any per-rank allocation (issue 24: no allocation abort)
+            return Err(err(format!(
+                "the trace claims {nranks} ranks; g2gsim simulates at most {} (the replay keeps about {} KiB per rank: \
+                 {nranks} ranks would need about {:.0} GiB)",
+                crate::MAX_RANKS,
+                crate::BYTES_PER_RANK / 1024,
+                nranks as f64 * crate::BYTES_PER_RANK as f64 / (1u64 << 30) as f64
+            )));
+        }
         let comms: Vec<CommDef> = match get("g2gsim.comms") {
             Some(s) => serde_json::from_str(&s).map_err(|e| err(format!("metadata g2gsim.comms is not valid JSON: {e}")))?,
             None => vec![CommDef { id: 0, name: "MPI_COMM_WORLD".into(), members: None }],
@@ -264,6 +279,14 @@ impl ParquetTrace {
             let d = dur.value(i);
             if d < 0 {
                 return Err(self.err(Some(r), Some(s), format!("negative dur_ns {d}")));
+            }
+            if d > crate::MAX_DUR_NS {
+                return Err(self.err(Some(r), Some(s), format!("dur_ns {d} is over the longest allowed, 1e15 ns (1e6 s)")));
+            }
+            for (name, v) in [("bytes", bytes.value(i)), ("recv_bytes", recv_bytes.value(i))] {
+                if v > crate::MAX_BYTES {
+                    return Err(self.err(Some(r), Some(s), format!("{name} {v} is over the largest allowed, 2^60 B")));
+                }
             }
             let mut o = Op::from_row(
                 kind, m, ck, contiguous.is_null(i) || contiguous.value(i), peer.value(i), tag.value(i), comm.value(i),
@@ -565,6 +588,7 @@ impl ParquetTrace {
         let n = n.min(CHUNK); // (it is): no bounds checks on the CHUNK-row arrays
         let col = |k: usize| &b.cols[k].v;
         let (seq, op, dur, mems, copies) = (col(SEQ), col(OP), col(DUR), col(MEM), col(COPY));
+        let (bytes, rbytes) = (col(BYTES), col(RECV_BYTES));
         // CHUNK long, as `assemble` reads it
         kinds.resize(CHUNK, (OpKind::Compute, MemSpace::Host, CopyKind::None));
         let kinds = &mut kinds[..n];
@@ -611,6 +635,14 @@ impl ParquetTrace {
             if d < 0 {
                 return Err(fail(self, format!("negative dur_ns {d}")));
             }
+            if d > crate::MAX_DUR_NS {
+                return Err(fail(self, format!("dur_ns {d} is over the longest allowed, 1e15 ns (1e6 s)")));
+            }
+            for (name, v) in [("bytes", bytes[i] as u64), ("recv_bytes", rbytes[i] as u64)] {
+                if v > crate::MAX_BYTES {
+                    return Err(fail(self, format!("{name} {v} is over the largest allowed, 2^60 B")));
+                }
+            }
             kinds[i] = (kind, mem, copy);
         }
         Ok(())
@@ -651,12 +683,17 @@ impl TraceSource for ParquetTrace {
             return Ok(false);
         }
         let rg = self.next_rg;
-        if self.fast_ok(rg) {
-            self.fill_fast(rg, queues)?;
-            self.page_decoded_row_groups += 1;
-        } else {
-            self.fill_arrow(rg, queues)?;
-        }
+        // a corrupt page can make the parquet crate (or a decoder) panic: an error naming the row group
+        crate::catch_decoder(|| -> Result<(), TraceError> {
+            if self.fast_ok(rg) {
+                self.fill_fast(rg, queues)?;
+                self.page_decoded_row_groups += 1;
+            } else {
+                self.fill_arrow(rg, queues)?;
+            }
+            Ok(())
+        })
+        .map_err(|m| self.err(None, None, format!("row group {rg}: corrupt data (the Parquet decoder failed: {m})")))??;
         self.next_rg += 1;
         Ok(true)
     }

@@ -20,8 +20,8 @@ err_console = Console(stderr=True)
 
 
 def _fail(msg: str, code: int = 1):
-    err_console.print(f"[bold red]error:[/] {msg}", highlight=False, markup=True, soft_wrap=True)
-    sys.exit(code)
+    from .._errors import fail
+    fail(msg, code)
 
 
 def _mapping(m: str | None):

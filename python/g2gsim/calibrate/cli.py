@@ -27,8 +27,8 @@ HERE = Path(__file__).resolve().parent
 
 
 def _fail(msg: str, code: int = 1) -> NoReturn:
-    err_console.print(f"[bold red]error:[/] {msg}", highlight=False, soft_wrap=True)
-    sys.exit(code)
+    from .._errors import fail
+    fail(msg, code)
 
 
 def _write_json(path, obj):

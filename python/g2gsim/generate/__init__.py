@@ -146,6 +146,13 @@ def _resolve(name: str, ranks: Any, values: dict[str, Any]) -> tuple[Generator, 
             raise ValueError(f"{name}: {k} must not be negative, got {v}")
         if p.type is float and isinstance(v, float) and v < 0:
             raise ValueError(f"{name}: {k} must not be negative, got {v}")
+        if isinstance(v, float) and v != v or v in (float("inf"), float("-inf")):
+            raise ValueError(f"{name}: {k} must be a finite number, got {v}")
+        if isinstance(v, (list, tuple)) and any(isinstance(x, (int, float)) and x < 0 for x in v):
+            raise ValueError(f"{name}: {k} must not hold negative values, got {list(v)}")
+        # a rate of 0 would drop the work it times (compute = work / rate): never silently
+        if k.endswith("_per_s") and isinstance(v, (int, float)) and not v > 0:
+            raise ValueError(f"{name}: {k} is a rate and must be positive, got {v}")
     return gen, nranks, prm
 
 

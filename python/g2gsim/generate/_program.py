@@ -339,12 +339,18 @@ class StreamWriter:
         self._writer.append(rows_to_table(rows), window[order])
 
     def close(self) -> None:
+        """Finishes the file; if writing failed, removes the partial file and re-raises."""
+        ok = False
         try:
             self._wait()
+            ok = True
         finally:
             self._pool.shutdown(wait=True)
             if self._writer is not None:
-                self._writer.close()
+                if ok:
+                    self._writer.close()
+                else:
+                    self._writer.abort()
                 self._writer = None
 
 
