@@ -16,7 +16,6 @@ mod sim;
 mod state;
 mod stats;
 mod timeline;
-mod vocab;
 
 pub use options::{Mapping, Mode, Progress, SimError, SimOptions};
 pub use report::{OpStat, PathStat, RankStat, Report, SIZE_CLASSES, SIZE_CLASS_MAX_BYTES};
