@@ -4,8 +4,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from . import _core, machines
 from .trace import TraceError
@@ -126,7 +127,10 @@ def _no_cache_dir() -> Path:
     import tempfile
     d = Path(tempfile.mkdtemp(prefix="g2gsim-import-"))
     if not _TEMP_DIRS:
-        atexit.register(lambda: [shutil.rmtree(x, ignore_errors=True) for x in _TEMP_DIRS])
+        def _cleanup() -> None:
+            for x in _TEMP_DIRS:
+                shutil.rmtree(x, ignore_errors=True)
+        atexit.register(_cleanup)
     _TEMP_DIRS.append(d)
     return d
 
