@@ -49,7 +49,7 @@ NONBLOCKING_COLLECTIVES = ["I" + c[0].lower() + c[1:] for c in BLOCKING_COLLECTI
 COLLECTIVES = set(BLOCKING_COLLECTIVES) | set(NONBLOCKING_COLLECTIVES)
 GPU_OPS = {"Kernel", "EventRecord", "StreamWaitEvent", "StreamSynchronize", "DeviceSynchronize",
            "EventSynchronize"}
-OTHER_OPS = {"Compute", "Memcpy", "Init", "Finalize"} | GPU_OPS
+OTHER_OPS = {"Compute", "Untraced", "Memcpy", "Init", "Finalize"} | GPU_OPS
 ALL_OPS = P2P_OPS | WAIT_OPS | TEST_OPS | COLLECTIVES | OTHER_OPS
 MEM_SPACES = ("host", "device", "managed", "unknown")
 COPY_KINDS = ("d2h", "h2d", "d2d", "h2h")

@@ -632,7 +632,13 @@ class DumpiMeta:
     fields: dict[str, str] = field(default_factory=dict)
 
     def bin_path(self, rank: int) -> Path:
-        return self.path.parent / f"{self.fileprefix}-{rank:04d}.bin"
+        p = self.path.parent / f"{self.fileprefix}-{rank:04d}.bin"
+        if not p.is_file():
+            # files renamed after tracing (e.g. n16-0003.bin next to n16.meta): <meta stem>-NNNN.bin
+            alt = self.path.parent / f"{self.path.stem}-{rank:04d}.bin"
+            if alt.is_file():
+                return alt
+        return p
 
 
 def read_dumpi_meta(meta_path: str | Path) -> DumpiMeta:
@@ -1508,7 +1514,8 @@ def read_dumpi(meta_path: str | Path, assume_buffers: str = "host", progress: bo
         if progress:
             print(f"dumpi: rank {r + 1}/{nranks}: {len(recs[-1].fids)} records from {f.path.name}",
                   file=sys.stderr)
-    _check_footers(files, recs)
+    missing = _check_footers(files, recs)
+    untraced_at = {r: _untraced_gap(recs[r]) for r, n in enumerate(missing) if n > 0}
     comms = _Comms(nranks)
     created = _resolve_comms(files, recs, comms)
 
@@ -1525,7 +1532,8 @@ def read_dumpi(meta_path: str | Path, assume_buffers: str = "host", progress: bo
                      buffers="assumed-host" if assume_buffers == "host" else "assumed-device")
     stats: dict[str, Any] = {"unknown_type_uses": 0, "orphan_requests": 0, "used_comms": set()}
     for r in range(nranks):
-        _convert_rank(b, files[r], recs[r], r, comms, created, origin, assume_buffers, stats)
+        _convert_rank(b, files[r], recs[r], r, comms, created, origin, assume_buffers, stats,
+                      untraced_at=untraced_at.get(r))
         if progress:
             print(f"dumpi: rank {r + 1}/{nranks} converted", file=sys.stderr)
     used = stats["used_comms"]
@@ -1535,6 +1543,14 @@ def read_dumpi(meta_path: str | Path, assume_buffers: str = "host", progress: bo
         if gid in used or not comms.names[gid].startswith("MPI_COMM_SELF"):
             b.add_comm(gid, comms.names[gid], comms.members[gid])
     notes = []
+    gaps = {r: g for r, g in untraced_at.items() if g is not None}
+    if missing and any(missing):
+        ranks = [r for r, n in enumerate(missing) if n > 0]
+        tot = sum((recs[r].t0[g] - _prev_end(recs[r], g)) for r, g in gaps.items()) * 1e-9
+        notes.append(f"profiling was off on {len(ranks)} of {nranks} ranks (their footers count "
+                     f"{sum(missing)} calls more than the records)"
+                     + (f"; the longest gap of each such rank is kept as an Untraced row ({tot / max(len(gaps), 1):.3f} s "
+                        f"per rank on average; simulate skips it unless --window all)" if gaps else ""))
     if stats["unknown_type_uses"]:
         notes.append(f"{stats['unknown_type_uses']} message sizes used a datatype of unknown size "
                      f"(counted as 0 bytes)")
@@ -1553,10 +1569,33 @@ def read_dumpi(meta_path: str | Path, assume_buffers: str = "host", progress: bo
     return trace
 
 
-def _check_footers(files: list[DumpiFile], recs: list[DumpiRecords]) -> None:
-    """The footer's call counts must match the records (when the footer counts recorded calls)."""
+def _prev_end(rr: DumpiRecords, i: int) -> int:
+    """Latest end time of the records before record ``i``."""
+    return max(t for t in rr.t1[:i] if t is not None)
+
+
+def _untraced_gap(rr: DumpiRecords) -> int | None:
+    """Index of the record that ends the longest gap between calls (where the calls the footer counts
+    but the records lack were made, profiling switched off), or None without timestamps."""
+    best, best_i, end = 0, None, None
+    for i, (t0, t1) in enumerate(zip(rr.t0, rr.t1)):
+        if t0 is None:
+            continue
+        if end is not None and t0 - end > best:
+            best, best_i = t0 - end, i
+        if t1 is not None:
+            end = t1 if end is None or t1 > end else end
+    return best_i
+
+
+def _check_footers(files: list[DumpiFile], recs: list[DumpiRecords]) -> list[int]:
+    """The footer's call counts must match the records (when the footer counts recorded calls).
+    Returns, per rank, how many more calls the footer counts than the records hold: calls made while
+    profiling was switched off (DUMPI then records nothing but still counts them)."""
+    missing = []
     for f, rr in zip(files, recs):
         if not f.has_footer:
+            missing.append(0)
             continue
         counts = [0] * N_FOOTER_SLOTS
         for fid in rr.fids:
@@ -1564,9 +1603,11 @@ def _check_footers(files: list[DumpiFile], recs: list[DumpiRecords]) -> None:
                 counts[fid] += 1
         diff = {DUMPI_FUNCTIONS[i]: (f.call_counts[i], counts[i]) for i in range(ALL_FUNCTIONS)
                 if f.call_counts[i] != counts[i]}
-        if diff:
-            warnings.warn(f"{f.where()}: footer call counts differ from the records "
+        missing.append(sum(max(a - b, 0) for a, b in diff.values()))
+        if any(a < b for a, b in diff.values()):
+            warnings.warn(f"{f.where()}: the records hold more calls than the footer counts "
                           f"(function: footer, records): {diff}", stacklevel=3)
+    return missing
 
 
 _REQ_CREATE = {FID[n]: op for n, op in (("Isend", "Isend"), ("Ibsend", "Isend"),
@@ -1579,7 +1620,7 @@ _BLOCKING_SEND = {FID[n]: n for n in ("Send", "Bsend", "Ssend", "Rsend")}
 
 
 def _convert_rank(b: TraceBuilder, f: DumpiFile, rr: DumpiRecords, rank: int, comms: _Comms,
-                  created: dict, origin: int, mem: str, stats: dict) -> None:
+                  created: dict, origin: int, mem: str, stats: dict, untraced_at: int | None = None) -> None:
     F = FID
     types = _Types(f.type_sizes)
     local: dict[int, int] = {DUMPI_COMM_WORLD: 0}
@@ -1663,13 +1704,20 @@ def _convert_rank(b: TraceBuilder, f: DumpiFile, rr: DumpiRecords, rank: int, co
                 stats["orphan_requests"] += 1
         return out
 
+    untraced = [untraced_at]
+
     def emit(i: int, op: str, **kw) -> None:
         nonlocal prev_end
         t0, t1 = t0s[i], t1s[i]
         if t0 is not None:
             if prev_end is not None and t0 > prev_end:
-                add(rank, "Compute", dur_ns=t0 - prev_end, t_start_ns=prev_end - origin,
-                    t_end_ns=t0 - origin)
+                # the gap in which profiling was off: an Untraced stretch, not Compute
+                # (the first emitted record at or after the one that ends the gap)
+                un = untraced[0] is not None and i >= untraced[0]
+                if un:
+                    untraced[0] = None
+                add(rank, "Untraced" if un else "Compute", dur_ns=t0 - prev_end,
+                    t_start_ns=prev_end - origin, t_end_ns=t0 - origin)
             kw["t_start_ns"] = t0 - origin
             kw["t_end_ns"] = t1 - origin
             prev_end = t1 if prev_end is None or t1 > prev_end else prev_end
