@@ -19,7 +19,8 @@ use g2g_net::paths::{self, DataPath, Endpoint, Plan, StagedPath};
 use g2g_net::MachineConfig;
 use g2g_trace::{CommDef, CopyKind, MemSpace, Op, OpKind, TraceError, TraceSource, ANY_SOURCE, ANY_TAG, PROC_NULL};
 
-use crate::report::{size_class_index, EngineStat, OpStat, PathStat, RankStat, Report};
+use crate::buffers::{self, Buffers, Window};
+use crate::report::{size_class_index, BufferStat, EngineStat, OpStat, PathStat, RankStat, Report};
 
 /// How device-buffer messages travel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,9 +64,10 @@ pub type Progress<'a> = &'a mut dyn FnMut(u64, u64) -> bool;
 #[derive(Clone, Debug)]
 pub struct SimOptions {
     pub mode: Mode,
-    /// gpudirect what-if for HostCopy traces: host-buffer messages are treated as device data and the
-    /// explicit D2H/H2D copies that only stage an MPI buffer are dropped
-    pub staged_as_device: bool,
+    /// where MPI data buffers live (`--buffers`, crate::buffers): as traced, all device, all host
+    pub buffers: Buffers,
+    /// untraced stretches: skipped (`traced`) or simulated as host time (`all`)
+    pub window: Window,
     pub gpus_per_node: Option<u32>,
     pub mapping: Mapping,
     /// "allreduce=ring,bcast=binomial"
@@ -93,7 +95,8 @@ impl Default for SimOptions {
     fn default() -> Self {
         SimOptions {
             mode: Mode::AsTraced,
-            staged_as_device: false,
+            buffers: Buffers::Traced,
+            window: Window::Traced,
             gpus_per_node: None,
             mapping: Mapping::Linear,
             coll_algos: String::new(),
@@ -403,6 +406,12 @@ struct Rank {
     gpu: Option<Box<Gpu>>,
     /// H2D staging copy owed at the end of the current blocking collective (HostCopy)
     coll_h2d: u64,
+    /// sizes of send buffers a recognised D2H copy staged, not sent yet (crate::buffers)
+    staged_sends: Vec<u64>,
+    /// untraced time (`Untraced` rows)
+    untraced: Time,
+    /// the current send's buffer class (`send_buf_gpu`), kept across its phases
+    send_gpu: bool,
 }
 
 impl Rank {
@@ -428,6 +437,9 @@ impl Rank {
             ops_done: 0,
             gpu: None,
             coll_h2d: 0,
+            staged_sends: Vec::new(),
+            untraced: 0,
+            send_gpu: false,
         }
     }
 }
@@ -475,6 +487,12 @@ struct Sim<'a> {
     nranks: u32,
     src: &'a mut dyn TraceSource,
     exhausted: bool,
+    /// where MPI buffers were found to live and what the staging rule recognised
+    bufstat: BufferStat,
+    /// MPI data buffers the trace itself records as device memory
+    traced_device: u64,
+    /// `Untraced` rows met
+    untraced_ops: u64,
     /// seconds spent inside the trace source (decoding), part of the wall time
     read_s: f64,
     resolve_pending: bool,
@@ -544,7 +562,7 @@ fn is_mpi_call(k: OpKind) -> bool {
     !matches!(
         k,
         OpKind::Compute | OpKind::Kernel | OpKind::Memcpy | OpKind::EventRecord | OpKind::StreamWaitEvent | OpKind::StreamSync
-            | OpKind::DeviceSync | OpKind::EventSync | OpKind::Init | OpKind::Finalize
+            | OpKind::DeviceSync | OpKind::EventSync | OpKind::Init | OpKind::Finalize | OpKind::Untraced
     )
 }
 
@@ -646,6 +664,9 @@ pub fn simulate(
         nranks,
         src,
         exhausted: false,
+        bufstat: BufferStat::default(),
+        traced_device: 0,
+        untraced_ops: 0,
         read_s: 0.0,
         resolve_pending: false,
         staged_hint: false,
@@ -834,7 +855,10 @@ impl<'a> Sim<'a> {
     /// The rank's next operation, in a box from the pool.
     fn next_op(&mut self, r: u32) -> Result<Option<Box<Op>>, SimError> {
         loop {
-            if !self.queues[r as usize].is_empty() {
+            // the staging rule looks at the rank's next LOOKAHEAD operations: keep that many
+            // queued whatever the file's row groups (a result must not depend on the layout)
+            let n = self.queues[r as usize].len();
+            if n > 0 && (n > buffers::LOOKAHEAD || self.exhausted) {
                 let mut b = self.op_pool.pop().unwrap_or_else(|| Box::new(Op::new(OpKind::Compute)));
                 // swapped with the queue's front, then the spent op popped and dropped: moving
                 // the op out through an `Option<Op>` copies it in odd-offset pieces around the
@@ -856,40 +880,73 @@ impl<'a> Sim<'a> {
         }
     }
 
-    /// Does a send of `bytes` from a host buffer (point-to-point or a collective's send buffer)
-    /// follow soon, before the rank waits or receives?  Then a D2H copy of that size only stages it.
+    /// The staging rule, send side (crate::buffers::d2h_stages_send).
     fn staged_send_follows(&self, r: u32, bytes: u64) -> bool {
-        for n in self.queues[r as usize].iter().take(32) {
-            match n.kind {
-                OpKind::Send | OpKind::Ssend | OpKind::Isend | OpKind::Issend | OpKind::Bsend | OpKind::Rsend | OpKind::Sendrecv => {
-                    if n.bytes == bytes && !n.mem.on_gpu() {
-                        return true;
-                    }
-                }
-                k if k.is_collective() => return n.bytes == bytes && !n.mem.on_gpu(),
-                OpKind::Wait | OpKind::Waitall | OpKind::Waitany | OpKind::Waitsome | OpKind::Recv => return false,
-                _ => {}
-            }
-        }
-        false
+        buffers::d2h_stages_send(&self.queues[r as usize], bytes)
     }
 
     /// Does rank `r` stage its MPI buffers through host memory (HostCopy)?  True once it has run a
     /// D2H or H2D copy, or when one follows among its next queued operations (a receiver that only
     /// copies back after its first receive).
     fn rank_stages(&self, r: u32) -> bool {
-        let rk = &self.ranks[r as usize];
-        rk.stages || self.queues[r as usize].iter().take(4).any(|n| n.kind == OpKind::Memcpy && matches!(n.copy, CopyKind::D2H | CopyKind::H2D))
+        self.ranks[r as usize].stages || buffers::copies_ahead(&self.queues[r as usize])
     }
 
-    /// Remembers a host receive buffer's size for the staged-as-device what-if (at most 64).
+    /// Remembers a host receive buffer's size (at most 64): an H2D copy of that size afterwards
+    /// only stages the received message (the staging rule, receive side).
     fn note_recv(&mut self, r: u32, mem: MemSpace, bytes: u64) {
-        if self.opt.staged_as_device && !mem.on_gpu() && bytes > 0 {
+        if self.opt.buffers != Buffers::Host && !mem.on_gpu() && bytes > 0 {
             let rr = &mut self.ranks[r as usize].recent_recvs;
             if rr.len() >= 64 {
                 rr.remove(0);
             }
             rr.push(bytes);
+        }
+    }
+
+    /// Is the send buffer of this MPI call (`bytes` of it, space `mem`) on the GPU for the mode?
+    /// Counts it in the report's buffer statistics.  Device buffers: yes; staged ones (a recognised
+    /// D2H copy filled them): only under gpudirect, which removed that copy; host ones: no.
+    fn send_buf_gpu(&mut self, r: u32, mem: MemSpace, bytes: u64, data: bool) -> bool {
+        if !data {
+            self.bufstat.sync_calls += 1;
+            return false;
+        }
+        self.bufstat.mpi_buffers += 1;
+        if mem.on_gpu() {
+            self.traced_device += 1;
+        }
+        if self.opt.buffers == Buffers::Host {
+            return false;
+        }
+        if mem.on_gpu() {
+            self.bufstat.device += 1;
+            return true;
+        }
+        let ss = &mut self.ranks[r as usize].staged_sends;
+        if let Some(i) = ss.iter().position(|&b| b == bytes) {
+            ss.swap_remove(i);
+            self.bufstat.staged += 1;
+            return self.opt.mode == Mode::GpuDirect;
+        }
+        if self.opt.buffers == Buffers::Device {
+            self.bufstat.device += 1;
+            return true;
+        }
+        false
+    }
+
+    /// Is a receive buffer on the GPU for the mode (decides whether a host-path arrival is staged
+    /// back with an added H2D copy)?  A host buffer under `--buffers device` is, unless the trace
+    /// copies it to the GPU itself right after (then that copy is the staging).
+    fn recv_buf_gpu(&self, r: u32, mem: MemSpace, bytes: u64) -> bool {
+        if bytes == 0 {
+            return false;
+        }
+        match self.opt.buffers {
+            Buffers::Host => false,
+            Buffers::Traced => mem.on_gpu(),
+            Buffers::Device => mem.on_gpu() || !buffers::h2d_follows(&self.queues[r as usize], bytes),
         }
     }
 
@@ -933,14 +990,13 @@ impl<'a> Sim<'a> {
         self.free_reqs.push(id);
     }
 
-    /// Is data in this buffer on the GPU for the purpose of the simulated mode?
-    fn effective_gpu(&self, mem: MemSpace) -> bool {
-        mem.on_gpu() || (self.opt.staged_as_device && self.opt.mode == Mode::GpuDirect)
-    }
-
     /// Chooses the data path of a message and whether each side stages through the host.
     /// Returns (model, sender staging copy, receiver staging copy).
     fn choose_path(&self, src: u32, dst: u32, src_gpu: bool, dst_gpu: bool, bytes: u64, collective: bool) -> Route {
+        if bytes == 0 {
+            // synchronisation, not data: the host path in every mode
+            return (&paths::HOST, false, false);
+        }
         let (a, b) = (self.ep(src), self.ep(dst));
         let gpu_aware = match self.opt.mode {
             Mode::HostCopy => false,
@@ -1033,7 +1089,7 @@ impl<'a> Sim<'a> {
         match op.kind {
             // waiting for the GPU is compute time from the host's point of view
             OpKind::Compute | OpKind::Kernel | OpKind::StreamSync | OpKind::DeviceSync | OpKind::EventSync
-            | OpKind::EventRecord | OpKind::StreamWaitEvent => rk.compute += dt,
+            | OpKind::EventRecord | OpKind::StreamWaitEvent | OpKind::Untraced => rk.compute += dt,
             OpKind::Memcpy => rk.copy += dt,
             OpKind::Init | OpKind::Finalize => {}
             _ => rk.comm += dt,
@@ -1069,6 +1125,19 @@ impl<'a> Sim<'a> {
             OpKind::Kernel | OpKind::EventRecord | OpKind::StreamWaitEvent | OpKind::StreamSync | OpKind::DeviceSync | OpKind::EventSync => {
                 self.exec_gpu(r, op, phase)
             }
+            OpKind::Untraced => {
+                // a stretch the tracer did not record: skipped (reported) unless --window all
+                if phase == 0 {
+                    self.untraced_ops += 1;
+                    self.ranks[r as usize].untraced += op.dur_ns();
+                    if self.opt.window == Window::All && op.dur_ns() > 0 {
+                        self.ranks[r as usize].phase = 1;
+                        self.busy(r, op.dur_ns());
+                        return Ok(false);
+                    }
+                }
+                Ok(true)
+            }
             OpKind::Compute => {
                 if phase == 0 && op.dur_ns() > 0 {
                     self.ranks[r as usize].phase = 1;
@@ -1098,22 +1167,38 @@ impl<'a> Sim<'a> {
         if phase > 0 {
             return Ok(true);
         }
-        // the gpudirect what-if for HostCopy traces drops the copies that only stage MPI buffers
-        if self.opt.staged_as_device && self.opt.mode == Mode::GpuDirect {
-            match op.copy {
+        // the staging rule (crate::buffers): a D2H copy before a host send of its size, an H2D
+        // copy after a host receive of its size only stage an MPI buffer; gpudirect removes them
+        if self.opt.buffers != Buffers::Host {
+            let staging = match op.copy {
                 CopyKind::D2H => {
-                    if self.staged_send_follows(r, op.bytes) {
-                        return Ok(true);
+                    let st = self.staged_send_follows(r, op.bytes);
+                    if st {
+                        let ss = &mut self.ranks[r as usize].staged_sends;
+                        if ss.len() >= 64 {
+                            ss.remove(0);
+                        }
+                        ss.push(op.bytes);
                     }
+                    st
                 }
                 CopyKind::H2D => {
                     let rr = &mut self.ranks[r as usize].recent_recvs;
                     if let Some(i) = rr.iter().position(|&b| b == op.bytes) {
                         rr.swap_remove(i);
-                        return Ok(true);
+                        true
+                    } else {
+                        false
                     }
                 }
-                _ => {}
+                _ => false,
+            };
+            if staging {
+                self.bufstat.staging_copies += 1;
+                if self.opt.mode == Mode::GpuDirect {
+                    self.bufstat.staging_copies_removed += 1;
+                    return Ok(true);
+                }
             }
         }
         let at = self.ep(r);
@@ -1195,7 +1280,14 @@ impl<'a> Sim<'a> {
     /// the op to phase 1 and returns `None`.
     fn send_route(&mut self, r: u32, op: &Op, phase: u8) -> Result<Option<(u32, Route)>, SimError> {
         let dst = self.world_of(r, op.comm, op.peer)?;
-        let gpu = self.effective_gpu(op.mem);
+        // classified once per call (phase 1 follows the HostCopy staging copy of phase 0)
+        let gpu = if phase == 0 {
+            let g = self.send_buf_gpu(r, op.mem, op.bytes, op.bytes > 0);
+            self.ranks[r as usize].send_gpu = g;
+            g
+        } else {
+            self.ranks[r as usize].send_gpu
+        };
         // the receiver's buffer space is not known at the sender: assume it matches ours
         let route = self.choose_path(r, dst, gpu, gpu, op.bytes, false);
         if phase == 0 && route.1 && op.bytes > 0 {
@@ -1224,7 +1316,7 @@ impl<'a> Sim<'a> {
         match phase {
             0 => {
                 let src = if op.peer == ANY_SOURCE { -1 } else { self.world_of(r, op.comm, op.peer)? as i32 };
-                let gpu = self.effective_gpu(op.mem);
+                let gpu = self.recv_buf_gpu(r, op.mem, op.recv_bytes().max(op.bytes));
                 let req = self.post_recv(r, src, op.comm as u64, op.tag, Owner::Rank(r));
                 // a receive into a GPU buffer that arrives over the host path is staged H2D after
                 let staged = gpu && self.recv_is_staged(r, src, op.recv_bytes().max(op.bytes));
@@ -1262,7 +1354,7 @@ impl<'a> Sim<'a> {
                         None => return Ok(false),
                     }
                 };
-                let gpu = self.effective_gpu(op.mem);
+                let gpu = self.recv_buf_gpu(r, op.mem, op.recv_bytes());
                 let mut reqs = vec![];
                 if op.recv_peer() != PROC_NULL {
                     let src = if op.recv_peer() == ANY_SOURCE { -1 } else { self.world_of(r, op.comm, op.recv_peer())? as i32 };
@@ -1981,7 +2073,8 @@ impl<'a> Sim<'a> {
                     v
                 };
                 let ctx = (1u64 << 63) | ((op.comm as u64) << 32) | inst as u64;
-                let on_gpu = self.effective_gpu(op.mem);
+                // synchronisation (Barrier, no bytes) never takes a GPU path
+                let on_gpu = self.send_buf_gpu(r, op.mem, op.bytes, buffers::carries_data(op));
                 let gpu_path = on_gpu && match self.opt.mode {
                     Mode::HostCopy => false,
                     Mode::AsTraced => true,
@@ -2162,16 +2255,21 @@ impl<'a> Sim<'a> {
         let mut rep = Report {
             trace,
             machine,
-            mode: self.opt.mode.name().to_string() + if self.opt.staged_as_device { "+staged-as-device" } else { "" },
+            mode: self.opt.mode.name().to_string(),
+            buffers: self.opt.buffers.name().to_string(),
+            trace_buffers: self.src.buffers().to_string(),
+            window: self.opt.window.name().to_string(),
+            buffer_stats: self.bufstat.clone(),
             nranks: self.nranks,
             nodes: self.m.place.nodes,
             gpus_per_node: self.m.place.gpus_per_node,
             ..Default::default()
         };
         let mut end: Time = 0;
-        let (mut comm, mut comp, mut copy) = (0u128, 0u128, 0u128);
+        let (mut comm, mut comp, mut copy, mut untraced) = (0u128, 0u128, 0u128, 0u128);
         for (i, rk) in self.ranks.iter().enumerate() {
             end = end.max(rk.end);
+            untraced += rk.untraced as u128;
             comm += rk.comm as u128;
             comp += rk.compute as u128;
             copy += rk.copy as u128;
@@ -2184,6 +2282,7 @@ impl<'a> Sim<'a> {
                     comm_s: rk.comm as f64 * 1e-9,
                     compute_s: rk.compute as f64 * 1e-9,
                     copy_s: rk.copy as f64 * 1e-9,
+                    untraced_s: rk.untraced as f64 * 1e-9,
                 });
             }
         }
@@ -2192,6 +2291,8 @@ impl<'a> Sim<'a> {
         rep.comm_time_s = comm as f64 * 1e-9 / n;
         rep.compute_time_s = comp as f64 * 1e-9 / n;
         rep.copy_time_s = copy as f64 * 1e-9 / n;
+        rep.untraced_s = untraced as f64 * 1e-9;
+        self.explain(&mut rep);
         for (i, s) in self.stats.iter().enumerate() {
             if s.count > 0 {
                 rep.per_op.insert(OpKind::from_index(i).name().to_string(), s.clone());
@@ -2223,6 +2324,82 @@ impl<'a> Sim<'a> {
             build: build_kind(),
         };
         rep
+    }
+}
+
+impl Sim<'_> {
+    /// The report's `assumptions` (what the run took for granted, one sentence each) and `notices`
+    /// (options that changed nothing, and what to use instead).  docs/semantics.md.
+    fn explain(&self, rep: &mut Report) {
+        let b = &self.bufstat;
+        let (mode, bufs) = (self.opt.mode, self.opt.buffers);
+        let traced = match rep.trace_buffers.as_str() {
+            "traced" => "recorded by the tracer".to_string(),
+            "" => "not said by the trace".to_string(),
+            "assumed-host" => "not recorded by the trace (host assumed at import)".to_string(),
+            "assumed-device" => "not recorded by the trace (device assumed at import)".to_string(),
+            t => format!("{t} at import"),
+        };
+        let host = b.mpi_buffers - b.device - b.staged;
+        rep.assumptions.push(format!(
+            "buffers {}: of {} MPI data buffers, {} device, {} host buffers staged by the application's own copies, {} host (buffer spaces {traced})",
+            bufs.name(), b.mpi_buffers, b.device, b.staged, host
+        ));
+        rep.assumptions.push(format!(
+            "staging rule: a D2H copy followed within {} operations of the same rank by a host send of its size, and an H2D copy after a host receive of its size, only stage an MPI buffer ({} recognised{})",
+            buffers::LOOKAHEAD,
+            b.staging_copies,
+            if mode == Mode::GpuDirect { format!(", {} removed by gpudirect", b.staging_copies_removed) } else { String::new() }
+        ));
+        rep.assumptions.push(match mode {
+            Mode::AsTraced => "mode as-traced: each call moves its data as recorded (a GPU-aware MPI moves device buffers itself)".to_string(),
+            Mode::HostCopy => "mode hostcopy: device buffers are staged through host memory by the application (a D2H copy before the send, an H2D copy after the receive; added where the trace has none)".to_string(),
+            Mode::GpuDirect => "mode gpudirect: device and staged buffers move GPU to GPU (P2P within a node, RDMA or pipelined across nodes); recognised staging copies are removed".to_string(),
+        });
+        if b.sync_calls > 0 {
+            rep.assumptions.push(format!("synchronisation: {} Barrier and zero-byte calls take the host path in every mode", b.sync_calls));
+        }
+        let untraced_ranks = self.ranks.iter().filter(|rk| rk.untraced > 0).count();
+        if self.untraced_ops > 0 {
+            let per = rep.untraced_s / self.nranks.max(1) as f64;
+            rep.assumptions.push(match self.opt.window {
+                Window::Traced => format!(
+                    "window traced: {untraced_ranks} of {} ranks have stretches the tracer did not record ({per:.6} s per rank on average): skipped, not simulated (--window all simulates them as host time)",
+                    self.nranks
+                ),
+                Window::All => format!(
+                    "window all: {untraced_ranks} of {} ranks have stretches the tracer did not record ({per:.6} s per rank on average): simulated as host time",
+                    self.nranks
+                ),
+            });
+        } else if self.opt.window == Window::All {
+            rep.notices.push("--window all changes nothing: the trace has no untraced stretches".into());
+        }
+        // options that could not change this run
+        let gpu_data = b.device + b.staged;
+        if mode != Mode::AsTraced && gpu_data == 0 {
+            let why = if b.mpi_buffers == 0 {
+                "the trace moves no MPI data".to_string()
+            } else if bufs == Buffers::Host {
+                "--buffers host keeps every MPI buffer in host memory".to_string()
+            } else {
+                format!("none of the {} MPI data buffers is on the GPU or staged through explicit copies (buffer spaces {traced})", b.mpi_buffers)
+            };
+            let hint = if bufs == Buffers::Device || b.mpi_buffers == 0 { "" } else { "; --buffers device asks what GPU-resident buffers would give" };
+            rep.notices.push(format!("--mode {} changes nothing: {why}{hint}", mode.name()));
+        }
+        if bufs == Buffers::Device && b.mpi_buffers > 0 && self.traced_device + b.staged == b.mpi_buffers {
+            rep.notices.push("--buffers device changes nothing: every MPI data buffer is device memory or staged in the trace already".into());
+        }
+        if bufs == Buffers::Host && self.traced_device == 0 && b.staging_copies == 0 && b.mpi_buffers > 0 {
+            rep.notices.push("--buffers host changes nothing: the trace's MPI buffers are host memory and it stages none".into());
+        }
+        if mode != Mode::GpuDirect && (self.opt.gpudirect_min_bytes > 0 || self.opt.gpudirect_collectives_only) {
+            rep.notices.push(format!(
+                "--gpudirect-min-bytes / --gpudirect-collectives-only change nothing under --mode {}: they choose which messages gpudirect moves directly",
+                mode.name()
+            ));
+        }
     }
 }
 

@@ -801,6 +801,7 @@ class RankConverter:
                               -1, -1, 1, -1])
         else:
             st["off"] = 0
+            st.pop("off_t0", None)
         self.rows.extend(out)
         st["last_leave"] = t1
 
@@ -827,12 +828,13 @@ class RankConverter:
             if off > 0:
                 # measurement was switched off: the stretch is reported, not simulated (--window)
                 t_off = st.pop("off_t0", None)
-                rows.append([C_UNTRACED, last if t_off is None else t_off, a, off, -1, -1, 0, 0, 0, -1, -1, -1,
+                rows.append([C_UNTRACED, last if t_off is None or t_off < last else t_off, a, off, -1, -1, 0, 0, 0, -1, -1, -1,
                              0, -1, -1, -1, 1, -1])
                 self._count("untraced_stretches")
                 self.stats["untraced_ns"] = self.stats.get("untraced_ns", 0) + off
         else:
             st["off"] = 0
+            st.pop("off_t0", None)
         rows.extend(out)
         st["last_leave"] = t1
 
