@@ -14,7 +14,7 @@ PY_PKGS := maturin numpy pyarrow pandas click rich tomli-w matplotlib dask distr
 PY_PKGS_TEST := pytest mpi4py
 STAMP := .make-stamps
 
-.PHONY: demo test build deps deps-test cargo-test pytest bench pgo clean tracer
+.PHONY: demo test build deps deps-test cargo-test pytest bench pgo clean tracer golden-update
 
 demo: build
 	g2gsim demo --workload jacobi2d --ranks 16 --machine lassen
@@ -50,6 +50,10 @@ cargo-test:
 
 pytest:
 	$(PY) -m pytest -q tests
+
+# rewrite tests/golden/*/expected.*.json from the current build; review the diff (tests/golden/README.md)
+golden-update:
+	$(PY) tests/golden/golden.py --update
 
 bench: build
 	$(PY) bench/speed/run.py

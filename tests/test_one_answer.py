@@ -200,7 +200,7 @@ def test_barrier_and_zero_byte_messages_never_take_gpu_paths(tmp_path):
 
 # ----------------------------------------------------------------------------- the traced window
 def test_minife_untraced_setup_is_reported_not_simulated(tmp_path):
-    with pytest.warns(UserWarning, match="profiling was off on 2 of 2 ranks"):
+    with pytest.warns(UserWarning, match="on 2 ranks were made while DUMPI tracing was off"):
         native = gsim.as_native(MINIFE)
     t = pq.read_table(native).to_pandas()
     un = t[t["op"] == "Untraced"]

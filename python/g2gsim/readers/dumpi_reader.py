@@ -60,7 +60,7 @@ from ..trace import ANY_SOURCE, ANY_TAG, PROC_NULL, Trace, TraceBuilder, TraceEr
 
 __all__ = [
     "read_dumpi", "read_dumpi_meta", "read_dumpi_footer_counts", "DumpiMeta", "DumpiFile",
-    "DUMPI_FUNCTIONS", "SUPPORTED_VERSIONS",
+    "DUMPI_FUNCTIONS", "SUPPORTED_VERSIONS", "DumpiImportNotice",
 ]
 
 # --------------------------------------------------------------------------------------------
@@ -630,15 +630,40 @@ class DumpiMeta:
     starttime: int = 0
     version: tuple[int, int, int] | None = None
     fields: dict[str, str] = field(default_factory=dict)
+    # the prefix the .bin files really have: ``fileprefix`` or, for renamed files, the .meta's stem
+    bin_prefix: str = ""
+    # one line saying the .bin files were found under another prefix than the .meta names ("" if not)
+    prefix_note: str = ""
 
     def bin_path(self, rank: int) -> Path:
-        p = self.path.parent / f"{self.fileprefix}-{rank:04d}.bin"
-        if not p.is_file():
-            # files renamed after tracing (e.g. n16-0003.bin next to n16.meta): <meta stem>-NNNN.bin
-            alt = self.path.parent / f"{self.path.stem}-{rank:04d}.bin"
-            if alt.is_file():
-                return alt
-        return p
+        return self.path.parent / f"{self.bin_prefix or self.fileprefix}-{rank:04d}.bin"
+
+
+class DumpiImportNotice(UserWarning):
+    """A one-line notice about how a DUMPI trace was read (e.g. renamed .bin files)."""
+
+
+def _resolve_bin_prefix(meta: DumpiMeta) -> None:
+    """Find the prefix of the .bin files.  libdumpi names them ``<fileprefix>-NNNN.bin``; traces
+    whose files were renamed after the .meta's stem (``n16.meta`` + ``n16-0000.bin``, as in the
+    MiniFE traces of the corpus) are found when the .meta's prefix finds no file at all."""
+    d = meta.path.parent
+    meta.bin_prefix = meta.fileprefix
+
+    def any_bin(prefix: str) -> bool:
+        return any((d / f"{prefix}-{r:04d}.bin").is_file() for r in range(min(meta.numprocs, 8))) \
+            or any(d.glob(f"{_glob_escape(prefix)}-[0-9][0-9][0-9][0-9]*.bin"))
+
+    stem = meta.path.stem
+    if any_bin(meta.fileprefix) or stem == meta.fileprefix or not any_bin(stem):
+        return
+    meta.bin_prefix = stem
+    meta.prefix_note = (f"{meta.path}: fileprefix={meta.fileprefix} matches no .bin file; "
+                        f"reading the renamed files {stem}-NNNN.bin beside it")
+
+
+def _glob_escape(s: str) -> str:
+    return "".join(f"[{c}]" if c in "*?[" else c for c in s)
 
 
 def read_dumpi_meta(meta_path: str | Path) -> DumpiMeta:
@@ -678,9 +703,11 @@ def read_dumpi_meta(meta_path: str | Path) -> DumpiMeta:
         starttime = int(fields.get("startime", fields.get("starttime", "0")))
     except ValueError:
         starttime = 0
-    return DumpiMeta(path=path, hostname=fields.get("hostname", ""), numprocs=numprocs,
+    meta = DumpiMeta(path=path, hostname=fields.get("hostname", ""), numprocs=numprocs,
                      fileprefix=fields["fileprefix"], username=fields.get("username", ""),
                      starttime=starttime, version=version, fields=fields)
+    _resolve_bin_prefix(meta)
+    return meta
 
 
 @dataclass
@@ -1015,8 +1042,11 @@ def _call(fid: int) -> str:
 def _open_rank(meta: DumpiMeta, rank: int) -> DumpiFile:
     path = meta.bin_path(rank)
     if not path.is_file():
+        also = ""
+        if meta.bin_prefix == meta.fileprefix and meta.path.stem != meta.fileprefix:
+            also = f"; no {meta.path.stem}-NNNN.bin either"
         raise TraceError(f"{path}: rank {rank}: DUMPI trace file is missing (meta file {meta.path} "
-                         f"lists {meta.numprocs} ranks) (before record 0)")
+                         f"lists {meta.numprocs} ranks{also}) (before record 0)")
     f = DumpiFile.__new__(DumpiFile)
     f.meta_version = meta.version  # used only to diagnose truncated files
     f.__init__(path, rank)
@@ -1504,6 +1534,8 @@ def read_dumpi(meta_path: str | Path, assume_buffers: str = "host", progress: bo
         raise ValueError(f"assume_buffers must be 'host' or 'device', not {assume_buffers!r}")
     t_begin = time.perf_counter()
     meta = read_dumpi_meta(meta_path)
+    if meta.prefix_note:
+        warnings.warn(meta.prefix_note, DumpiImportNotice, stacklevel=2)
     nranks = meta.numprocs
     files: list[DumpiFile] = []
     recs: list[DumpiRecords] = []
@@ -1514,8 +1546,9 @@ def read_dumpi(meta_path: str | Path, assume_buffers: str = "host", progress: bo
         if progress:
             print(f"dumpi: rank {r + 1}/{nranks}: {len(recs[-1].fids)} records from {f.path.name}",
                   file=sys.stderr)
-    missing = _check_footers(files, recs)
-    untraced_at = {r: _untraced_gap(recs[r]) for r, n in enumerate(missing) if n > 0}
+    ignored_note, ignored = _check_footers(files, recs)
+    # where tracing was off, the calls it ignored were made in a gap between records: the longest
+    untraced_at = {r: _untraced_gap(recs[r]) for r, n in enumerate(ignored) if n > 0}
     comms = _Comms(nranks)
     created = _resolve_comms(files, recs, comms)
 
@@ -1543,14 +1576,16 @@ def read_dumpi(meta_path: str | Path, assume_buffers: str = "host", progress: bo
         if gid in used or not comms.names[gid].startswith("MPI_COMM_SELF"):
             b.add_comm(gid, comms.names[gid], comms.members[gid])
     notes = []
-    gaps = {r: g for r, g in untraced_at.items() if g is not None}
-    if missing and any(missing):
-        ranks = [r for r, n in enumerate(missing) if n > 0]
-        tot = sum((recs[r].t0[g] - _prev_end(recs[r], g)) for r, g in gaps.items()) * 1e-9
-        notes.append(f"profiling was off on {len(ranks)} of {nranks} ranks (their footers count "
-                     f"{sum(missing)} calls more than the records)"
-                     + (f"; the longest gap of each such rank is kept as an Untraced row ({tot / max(len(gaps), 1):.3f} s "
-                        f"per rank on average; simulate skips it unless --window all)" if gaps else ""))
+    if meta.prefix_note:
+        b.source += f" [.bin files {meta.bin_prefix}-NNNN.bin, not fileprefix={meta.fileprefix}]"
+    if ignored_note:
+        gaps = {r: g for r, g in untraced_at.items() if g is not None}
+        if gaps:
+            tot = sum(recs[r].t0[g] - _prev_end(recs[r], g) for r, g in gaps.items()) * 1e-9
+            ignored_note += (f"; the longest gap of each such rank is kept as an Untraced row "
+                             f"({tot / len(gaps):.3f} s per rank on average; simulate skips it unless "
+                             f"--window all)")
+        notes.append(ignored_note)
     if stats["unknown_type_uses"]:
         notes.append(f"{stats['unknown_type_uses']} message sizes used a datatype of unknown size "
                      f"(counted as 0 bytes)")
@@ -1575,8 +1610,8 @@ def _prev_end(rr: DumpiRecords, i: int) -> int:
 
 
 def _untraced_gap(rr: DumpiRecords) -> int | None:
-    """Index of the record that ends the longest gap between calls (where the calls the footer counts
-    but the records lack were made, profiling switched off), or None without timestamps."""
+    """Index of the record that ends the longest gap between calls (where the calls made while
+    tracing was off happened), or None without timestamps."""
     best, best_i, end = 0, None, None
     for i, (t0, t1) in enumerate(zip(rr.t0, rr.t1)):
         if t0 is None:
@@ -1588,26 +1623,36 @@ def _untraced_gap(rr: DumpiRecords) -> int | None:
     return best_i
 
 
-def _check_footers(files: list[DumpiFile], recs: list[DumpiRecords]) -> list[int]:
-    """The footer's call counts must match the records (when the footer counts recorded calls).
-    Returns, per rank, how many more calls the footer counts than the records hold: calls made while
-    profiling was switched off (DUMPI then records nothing but still counts them)."""
-    missing = []
+def _check_footers(files: list[DumpiFile], recs: list[DumpiRecords]) -> tuple[str, list[int]]:
+    """The footer's call counts minus its ignored counts (calls made while tracing was off, e.g.
+    after ``MPI_Pcontrol(0)``) must match the records.  Returns a one-line note on the ignored
+    calls ("" when there are none) and the ignored calls of each rank."""
+    ignored_total = 0
+    ignored_ranks = 0
+    per_rank: list[int] = []
     for f, rr in zip(files, recs):
         if not f.has_footer:
-            missing.append(0)
+            per_rank.append(0)
             continue
         counts = [0] * N_FOOTER_SLOTS
         for fid in rr.fids:
             if fid < ALL_FUNCTIONS:
                 counts[fid] += 1
-        diff = {DUMPI_FUNCTIONS[i]: (f.call_counts[i], counts[i]) for i in range(ALL_FUNCTIONS)
-                if f.call_counts[i] != counts[i]}
-        missing.append(sum(max(a - b, 0) for a, b in diff.values()))
-        if any(a < b for a, b in diff.values()):
-            warnings.warn(f"{f.where()}: the records hold more calls than the footer counts "
-                          f"(function: footer, records): {diff}", stacklevel=3)
-    return missing
+        diff = {DUMPI_FUNCTIONS[i]: (f.call_counts[i] - f.ignored_counts[i], counts[i])
+                for i in range(ALL_FUNCTIONS)
+                if f.call_counts[i] - f.ignored_counts[i] != counts[i]}
+        if diff:
+            warnings.warn(f"{f.where()}: footer call counts (less ignored calls) differ from the "
+                          f"records (function: footer, records): {diff}", stacklevel=3)
+        ign = sum(f.ignored_counts[:ALL_FUNCTIONS])
+        per_rank.append(ign)
+        if ign:
+            ignored_total += ign
+            ignored_ranks += 1
+    if not ignored_total:
+        return "", per_rank
+    return (f"{ignored_total} MPI calls on {ignored_ranks} ranks were made while DUMPI tracing was "
+            f"off (footers' ignored counts) and are not in the trace", per_rank)
 
 
 _REQ_CREATE = {FID[n]: op for n, op in (("Isend", "Isend"), ("Ibsend", "Isend"),
@@ -1711,8 +1756,8 @@ def _convert_rank(b: TraceBuilder, f: DumpiFile, rr: DumpiRecords, rank: int, co
         t0, t1 = t0s[i], t1s[i]
         if t0 is not None:
             if prev_end is not None and t0 > prev_end:
-                # the gap in which profiling was off: an Untraced stretch, not Compute
-                # (the first emitted record at or after the one that ends the gap)
+                # the gap in which tracing was off (the first emitted record at or after the one
+                # that ends it): an Untraced stretch, not Compute
                 un = untraced[0] is not None and i >= untraced[0]
                 if un:
                     untraced[0] = None
