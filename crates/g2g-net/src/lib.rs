@@ -1,5 +1,6 @@
 //! The machine model: links as shared resources, max-min fair sharing, inter-node topologies,
 //! the GPU data paths, and machine files.
+pub mod completion;
 pub mod config;
 pub mod lmm;
 pub mod machine;

@@ -1,0 +1,280 @@
+//! What a run is asked to do (`SimOptions`, `Mode`), how it can fail (`SimError`), and the mode
+//! and what-if policy read from the options in one place (`ModePolicy`).
+//!
+//! A leaf: every layer may read these.
+use g2g_trace::TraceError;
+
+/// How device-buffer messages travel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// each call takes the path its recorded buffer space implies
+    AsTraced,
+    /// device-buffer messages are staged through host memory by the application
+    HostCopy,
+    /// device-buffer messages go GPU to GPU (GPUDirect P2P / RDMA, or pipelined without RDMA)
+    GpuDirect,
+}
+
+impl Mode {
+    pub fn parse(s: &str) -> Option<Mode> {
+        match s {
+            "as-traced" => Some(Mode::AsTraced),
+            "hostcopy" => Some(Mode::HostCopy),
+            "gpudirect" => Some(Mode::GpuDirect),
+            _ => None,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::AsTraced => "as-traced",
+            Mode::HostCopy => "hostcopy",
+            Mode::GpuDirect => "gpudirect",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Mapping {
+    Linear,
+    RoundRobin,
+    /// node index per rank
+    Nodes(Vec<u32>),
+}
+
+pub type Progress<'a> = &'a mut dyn FnMut(u64, u64) -> bool;
+
+#[derive(Clone, Debug)]
+pub struct SimOptions {
+    pub mode: Mode,
+    /// where MPI data buffers live (`--buffers`, [`Buffers`]): as traced, all device, all host
+    pub buffers: Buffers,
+    /// untraced stretches: skipped (`traced`) or simulated as host time (`all`)
+    pub window: Window,
+    pub gpus_per_node: Option<u32>,
+    pub mapping: Mapping,
+    /// "allreduce=ring,bcast=binomial"
+    pub coll_algos: String,
+    /// mixed what-if: under gpudirect, only messages of at least this size go GPU-direct
+    pub gpudirect_min_bytes: u64,
+    /// mixed what-if: GPU-direct for collectives only (point-to-point staged)
+    pub gpudirect_collectives_only: bool,
+    /// multiplies NIC and network link bandwidth
+    pub network_scale: f64,
+    /// what-if: serialise GPU work with the host (every kernel and stream copy waits to finish), to
+    /// show what compute/communication overlap buys
+    pub no_overlap: bool,
+    /// overrides the machine file's `network.sharing`
+    pub sharing: Option<g2g_net::lmm::Sharing>,
+    /// keep per-rank rows in the report (off for huge runs)
+    pub per_rank: bool,
+    /// write a Chrome/Perfetto trace of the simulated run here
+    pub timeline: Option<String>,
+    /// stop writing timeline events after this many (the run goes on)
+    pub timeline_max_events: u64,
+}
+
+impl Default for SimOptions {
+    fn default() -> Self {
+        SimOptions {
+            mode: Mode::AsTraced,
+            buffers: Buffers::Traced,
+            window: Window::Traced,
+            gpus_per_node: None,
+            mapping: Mapping::Linear,
+            coll_algos: String::new(),
+            gpudirect_min_bytes: 0,
+            gpudirect_collectives_only: false,
+            network_scale: 1.0,
+            per_rank: true,
+            sharing: None,
+            no_overlap: false,
+            timeline: None,
+            timeline_max_events: 2_000_000,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum SimError {
+    Trace(TraceError),
+    Machine(String),
+    Options(String),
+    /// the replay cannot go on: each line names a blocked rank and what it waits for
+    Deadlock(Vec<String>),
+    Interrupted,
+}
+
+impl std::fmt::Display for SimError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SimError::Trace(e) => write!(f, "{e}"),
+            SimError::Machine(e) => write!(f, "machine: {e}"),
+            SimError::Options(e) => write!(f, "options: {e}"),
+            SimError::Deadlock(v) => {
+                write!(f, "deadlock: {} rank(s) blocked forever:", v.len())?;
+                for l in v.iter().take(64) {
+                    write!(f, "\n  {l}")?;
+                }
+                if v.len() > 64 {
+                    write!(f, "\n  ... and {} more", v.len() - 64)?;
+                }
+                Ok(())
+            }
+            SimError::Interrupted => write!(f, "interrupted"),
+        }
+    }
+}
+impl std::error::Error for SimError {}
+
+impl From<TraceError> for SimError {
+    fn from(e: TraceError) -> Self {
+        SimError::Trace(e)
+    }
+}
+
+/// The mode and the what-ifs that decide how device data travels, read from the options once:
+/// every question the replay asks of them is a method here.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ModePolicy {
+    pub mode: Mode,
+    /// `SimOptions::buffers`
+    pub buffers: Buffers,
+    /// `SimOptions::window`
+    pub window: Window,
+    pub gpudirect_min_bytes: u64,
+    pub gpudirect_collectives_only: bool,
+    /// `SimOptions::no_overlap`
+    pub no_overlap: bool,
+}
+
+impl ModePolicy {
+    pub fn new(opt: &SimOptions) -> ModePolicy {
+        ModePolicy {
+            mode: opt.mode,
+            buffers: opt.buffers,
+            window: opt.window,
+            gpudirect_min_bytes: opt.gpudirect_min_bytes,
+            gpudirect_collectives_only: opt.gpudirect_collectives_only,
+            no_overlap: opt.no_overlap,
+        }
+    }
+
+    /// Is the staging rule on (the trace's own D2H/H2D copies around host MPI buffers are
+    /// recognised as HostCopy staging)?  Everywhere but under `--buffers host`.
+    #[inline]
+    pub fn recognises_staging(&self) -> bool {
+        self.buffers != Buffers::Host
+    }
+
+    /// Does the MPI library move device data itself (GPU-aware) for a message of `bytes`?
+    /// HostCopy: never; as traced: always; gpudirect: from `gpudirect_min_bytes` on, and for
+    /// collectives only under `gpudirect_collectives_only`.
+    #[inline]
+    pub fn gpu_aware(&self, bytes: u64, collective: bool) -> bool {
+        match self.mode {
+            Mode::HostCopy => false,
+            Mode::AsTraced => true,
+            Mode::GpuDirect => {
+                bytes >= self.gpudirect_min_bytes
+                    && (!self.gpudirect_collectives_only || collective)
+            }
+        }
+    }
+
+    /// Are the recognised staging copies removed (and their buffers sent from the device)?
+    #[inline]
+    pub fn drops_staging_copies(&self) -> bool {
+        self.recognises_staging() && self.mode == Mode::GpuDirect
+    }
+
+    /// Are host receive buffers' sizes remembered (to recognise the H2D copy that stages one)?
+    #[inline]
+    pub fn remembers_recv_buffers(&self) -> bool {
+        self.recognises_staging()
+    }
+
+    /// Does the host wait for every kernel and stream copy (no compute/communication overlap)?
+    #[inline]
+    pub fn serialises_gpu(&self) -> bool {
+        self.no_overlap
+    }
+
+    /// The mode as the report names it.
+    pub fn name(&self) -> String {
+        self.mode.name().to_string()
+    }
+}
+
+// ---------------------------------------------------------------- where buffers live
+// Where an MPI buffer lives, decided once at simulate time (`--buffers`), the one rule that
+// recognises the application's own staging copies (HostCopy, seed 002), and the traced window
+// (`--window`).  docs/semantics.md describes the same in the paper's terms.
+//
+// Every MPI data buffer of a run ends up in one of three classes:
+// * **device**: GPU memory.  `hostcopy` stages it through the host (the copies are added),
+//   `gpudirect` moves it GPU to GPU, `as-traced` lets the GPU-aware MPI move it.
+// * **staged**: host memory that the trace itself filled from, or emptied to, the GPU with an
+//   explicit copy (a HostCopy application).  `as-traced` and `hostcopy` replay the copy and the host
+//   message as recorded; `gpudirect` removes the copy and sends from the device.
+// * **host**: host memory with no staging copy: the same in every mode.
+//
+// `--buffers traced` takes the trace's `mem_space`; `device` makes every host data buffer device
+// (staged ones stay staged: their copy is the HostCopy staging); `host` makes every buffer host and
+// recognises no staging.  Calls that carry no data (Barrier, zero-byte messages) are
+// synchronisation: host path, whatever the mode or buffers.
+/// `--buffers`: where MPI data buffers live.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Buffers {
+    /// as the trace records them (`mem_space`); explicit staging copies are recognised
+    #[default]
+    Traced,
+    /// every MPI data buffer is GPU memory (the what-if for traces of host buffers)
+    Device,
+    /// every MPI buffer is host memory; copies are the application's own
+    Host,
+}
+
+impl Buffers {
+    pub fn parse(s: &str) -> Option<Buffers> {
+        match s {
+            "traced" => Some(Buffers::Traced),
+            "device" => Some(Buffers::Device),
+            "host" => Some(Buffers::Host),
+            _ => None,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Buffers::Traced => "traced",
+            Buffers::Device => "device",
+            Buffers::Host => "host",
+        }
+    }
+}
+
+/// `--window`: what the replay does with stretches the tracer did not record (`Untraced` rows).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Window {
+    /// skipped: the simulation covers the traced region only; the stretches are reported
+    #[default]
+    Traced,
+    /// simulated as host time, like `Compute`
+    All,
+}
+
+impl Window {
+    pub fn parse(s: &str) -> Option<Window> {
+        match s {
+            "traced" => Some(Window::Traced),
+            "all" => Some(Window::All),
+            _ => None,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Window::Traced => "traced",
+            Window::All => "all",
+        }
+    }
+}
+
