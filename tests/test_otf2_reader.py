@@ -171,7 +171,8 @@ def test_corpus_trace_imports(corpus, name, tmp_path):
     _assert_agrees_with_raw(trace, raw)
     assert check_matching(trace) == []
     assert trace.import_stats["events"] <= sum(raw["kinds"].values())
-    assert trace.buffers == "traced"
+    # Score-P and the other corpus tracers record no buffer space: host is an assumption (issue 23)
+    assert trace.buffers == "assumed-host"
     assert trace.source.startswith("otf2_reader: ")
     # none of these programs uses a communicator other than MPI_COMM_WORLD
     assert [c.to_json() for c in trace.comms] == [
