@@ -120,7 +120,7 @@ def test_old_options_map_onto_buffers_with_a_notice(jacobi):
 
 def test_otf2_native_and_dumpi_entry_points_agree(tmp_path):
     """The same question on an OTF2 or DUMPI trace given directly, or imported first."""
-    from g2gsim.readers.otf2_synth import write_synthetic
+    from g2gsim.testing.otf2_synth import write_synthetic
     ex = write_synthetic(tmp_path / "otf2", nranks=4, iterations=3)
     for trace in (ex.anchor, MINIFE):
         native = tmp_path / f"{Path(trace).stem}.g2g.parquet"
@@ -217,7 +217,7 @@ def test_minife_untraced_setup_is_reported_not_simulated(tmp_path):
 
 
 def test_otf2_measurement_off_becomes_an_untraced_stretch(tmp_path):
-    from g2gsim.readers.otf2_synth import write_synthetic
+    from g2gsim.testing.otf2_synth import write_synthetic
     ex = write_synthetic(tmp_path / "otf2", nranks=4, iterations=3)
     t = pq.read_table(gsim.as_native(ex.anchor)).to_pandas()
     un = t[t["op"] == "Untraced"]

@@ -12,13 +12,15 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 from rich.table import Table
 
 from . import __version__, machines
+from ._errors import SafeGroup, error_line, fail as _fail_line
+from ._io import atomic_output, write_text_atomic
 from .sim import BUFFERS, WINDOWS, SimulationError, as_native, simulate as run_simulation
 from .trace import Trace, TraceError
+from .vocab import MODES, SEND_OPS, SHARING
 
 console = Console(soft_wrap=True)
 err_console = Console(stderr=True)
 
-MODES = ["as-traced", "hostcopy", "gpudirect"]
 
 
 def _one_line_warning(message, category, filename, lineno, line=None):
@@ -28,8 +30,7 @@ def _one_line_warning(message, category, filename, lineno, line=None):
 
 
 def _fail(msg: str, code: int = 1):
-    err_console.print(f"[bold red]error:[/] {msg}", highlight=False, markup=True, soft_wrap=True)
-    sys.exit(code)
+    _fail_line(msg, code)
 
 
 class _Bar:
@@ -63,10 +64,11 @@ def _parse_mapping(m: str | None):
     p = Path(m)
     if not p.exists():
         _fail(f"--mapping {m!r}: use linear, round-robin or a file with one node index per rank")
+    from .analysis.mapping import read_mapping
     try:
-        return [int(x) for x in p.read_text().split()]
-    except ValueError:
-        _fail(f"{p}: a mapping file holds one integer node index per rank, whitespace separated")
+        return read_mapping(p)
+    except ValueError as e:
+        _fail(str(e))
 
 
 def _sim(trace, machine, mode, progress=True, **kw):
@@ -120,7 +122,7 @@ def print_summary(rep: dict):
     console.print(ops)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=SafeGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="g2gsim")
 def main():
     """g2gsim: what would GPU-aware MPI save this MPI+GPU application?
@@ -148,10 +150,11 @@ def sim_options(f):
         click.option("--gpudirect-collectives-only", is_flag=True, help="mixed what-if: GPU-direct for collectives only"),
         click.option("--network-scale", type=float, default=1.0, help="multiply NIC and network bandwidth"),
         click.option("--no-overlap", is_flag=True, help="what-if: GPU work waits for completion (no compute/communication overlap)"),
-        click.option("--sharing", type=click.Choice(["max-min", "max-min-full", "bottleneck"]), default=None, help="link sharing model (default: the machine file's, max-min)"),
+        click.option("--sharing", type=click.Choice(SHARING), default=None, help="link sharing model (default: the machine file's, max-min)"),
         click.option("--assume-buffers", type=click.Choice(["traced", "host", "device", "infer"]), default=None, hidden=True,
                      help="replaced by --buffers"),
         click.option("--no-progress", is_flag=True, help="no progress bar"),
+        click.option("--no-cache", is_flag=True, help="import OTF2 / DUMPI afresh, not from the import cache"),
     ]
     for o in reversed(opts):
         f = o(f)
@@ -160,8 +163,8 @@ def sim_options(f):
 
 def _kw(gpus_per_node, mapping, coll_algos, staged_buffers_are_device, gpudirect_min_bytes,
         gpudirect_collectives_only, network_scale, assume_buffers, buffers=None, window="traced", sharing=None,
-        no_overlap=False):
-    return dict(sharing=sharing, no_overlap=no_overlap or None, gpus_per_node=gpus_per_node, mapping=_parse_mapping(mapping), coll_algos=coll_algos,
+        no_overlap=False, no_cache=False):
+    return dict(cache=False if no_cache else None, sharing=sharing, no_overlap=no_overlap or None, gpus_per_node=gpus_per_node, mapping=_parse_mapping(mapping), coll_algos=coll_algos,
                 staged_as_device=staged_buffers_are_device or None, gpudirect_min_bytes=gpudirect_min_bytes,
                 gpudirect_collectives_only=gpudirect_collectives_only, network_scale=network_scale,
                 assume_buffers=assume_buffers, buffers=buffers, window=window)
@@ -198,21 +201,22 @@ def simulate(trace, mode, json_out, machine, no_progress, **kw):
     print_assumptions(rep)
     print_summary(rep)
     if json_out:
-        Path(json_out).write_text(json.dumps(rep, indent=2))
+        write_text_atomic(json_out, json.dumps(rep, indent=2))
         console.print(f"report written to {json_out}")
 
 
 @main.command()
 @click.argument("trace", type=click.Path(exists=True))
 @click.option("--assume-buffers", type=click.Choice(["traced", "host", "device", "infer"]), default=None, hidden=True)
-def info(trace, assume_buffers):
+@click.option("--no-cache", is_flag=True, help="import OTF2 / DUMPI afresh, not from the import cache")
+def info(trace, assume_buffers, no_cache):
     """Ranks, each rank's traced time span and untraced stretches, operation counts, bytes by operation
     and a message-size histogram of TRACE."""
     if assume_buffers is not None:
         _fail("--assume-buffers is gone: a trace is read as recorded and where buffers live is decided at "
               "simulate time (g2gsim simulate/compare --buffers traced|device|host)", 2)
     try:
-        t = Trace.read(as_native(trace))
+        t = Trace.read(as_native(trace, cache=False if no_cache else None))
     except (TraceError, ValueError) as e:
         _fail(str(e))
     df = t.table.select(["rank", "op", "bytes", "recv_bytes", "mem_space", "t_start_ns", "t_end_ns",
@@ -233,12 +237,14 @@ def info(trace, assume_buffers):
         tab.add_row(op, f"{len(sub):,}", f"{int(sub['bytes'].sum()):,}", f"{int(sub['recv_bytes'].sum()):,}",
                     f"{dev:.0%}", "-" if tt != tt else _fmt_s(float(tt)))
     console.print(tab)
-    sends = df[df["op"].isin(["Send", "Isend", "Ssend", "Issend", "Bsend", "Rsend", "Sendrecv"])]
+    sends = df[df["op"].isin(list(SEND_OPS))]
     if len(sends):
         import numpy as np
-        edges = [0, 1024, 8192, 65536, 524288, 4 << 20, 1 << 62]
-        labels = ["<=1KiB", "1-8KiB", "8-64KiB", "64-512KiB", "512KiB-4MiB", ">4MiB"]
-        counts, _ = np.histogram(sends["bytes"].to_numpy(), bins=edges)
+
+        from .vocab import SIZE_CLASSES          # the report's classes
+        edges = [c.max_bytes for c in SIZE_CLASSES if c.max_bytes is not None]
+        labels = [c.label for c in SIZE_CLASSES]
+        counts = np.bincount(np.searchsorted(edges, sends["bytes"].to_numpy(), side="left"), minlength=len(labels))
         h = Table(title="point-to-point message sizes")
         h.add_column("size")
         h.add_column("messages", justify="right")
@@ -339,11 +345,15 @@ def machine_show(name_or_file, nodes):
 @machine.command("validate")
 @click.argument("name_or_file")
 def machine_validate(name_or_file):
-    """Check a machine file; errors name the key and line."""
+    """Check a machine file; lists every error, each naming the key and line."""
     try:
-        machines.check(name_or_file)
+        errs = machines.validate(name_or_file)
     except machines.MachineError as e:
         _fail(str(e))
+    if errs:
+        for e in errs[:-1]:
+            error_line(e)
+        _fail(errs[-1] + (f" ({len(errs)} errors)" if len(errs) > 1 else ""))
     console.print(f"{name_or_file}: valid")
 
 
@@ -358,6 +368,29 @@ def machine_detect(output, capture):
         click.echo(text, nl=False)
     else:
         console.print(f"wrote {output}; values that could not be detected are marked NOT DETECTED")
+
+
+@main.group()
+def cache():
+    """The import cache of OTF2 / DUMPI traces (~/.cache/g2gsim, or G2GSIM_CACHE)."""
+
+
+@cache.command("list")
+def cache_list():
+    """List the cached imports."""
+    from . import sim
+    entries = sim.cache_entries()
+    for f in entries:
+        console.print(f"{f.name}  {f.stat().st_size:,} B")
+    console.print(f"{len(entries)} cached import(s) in {sim.CACHE_DIR}")
+
+
+@cache.command("clear")
+def cache_clear():
+    """Remove every cached import."""
+    from . import sim
+    n, b = sim.clear_cache()
+    console.print(f"removed {n} file(s), {b:,} B from {sim.CACHE_DIR}")
 
 
 @main.command("import")
@@ -375,7 +408,7 @@ def import_(trace, output, assume_buffers):
               f"{'traced' if assume_buffers == 'infer' else assume_buffers}", 2)
     try:
         t = import_trace(Path(trace), progress=sys.stderr.isatty())
-        t.write(output)
+        t.write(output)  # Trace.write: a temporary file renamed into place
     except (TraceError, ValueError) as e:
         _fail(str(e))
     counts = t.op_counts()
@@ -429,7 +462,8 @@ def _add_generate():
                 _fail(f"--param {k}: cannot read {v!r} as {getattr(typ, '__name__', typ)}")
         try:
             if hasattr(gen, "generate_to_file"):
-                gen.generate_to_file(workload, ranks, output, **kw)
+                with atomic_output(output) as tmp:  # killed mid-way: no corrupt file at OUTPUT
+                    gen.generate_to_file(workload, ranks, tmp, **kw)
                 n = None
             else:
                 t = gen.generate(workload, ranks, **kw)
@@ -448,7 +482,7 @@ _add_generate()
 
 def compare_modes(trace, machine, **kw) -> dict:
     """HostCopy vs GPUDirect (vs as-traced) on one trace: the reports, keyed by mode."""
-    return {m: run_simulation(trace, machine, mode=m, **kw) for m in ("as-traced", "hostcopy", "gpudirect")}
+    return {m: run_simulation(trace, machine, mode=m, **kw) for m in MODES}
 
 
 def print_comparison(reps: dict):

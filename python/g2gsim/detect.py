@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from . import __version__
+from .machines import toml_value as _toml_value
 from .detect_parse import (PATH_RANK, QUERY_FIELDS, encoding_name, gen_from_gts, gen_from_link_gbs, norm_bus_id,
                            parse_cpuinfo_model, parse_hwloc, parse_ib_rate, parse_modules, parse_mpi_version,
                            parse_nvlink_remote, parse_nvlink_status, parse_query_csv, parse_smi_q, parse_topo, pcie_bw, smi_q_attached)
@@ -926,20 +927,6 @@ def _description(det: Detection, model: str | None) -> str:
 
 
 # ================================================================================ rendering
-def _toml_value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, float):
-        return repr(v)
-    if isinstance(v, str):
-        return json.dumps(v, ensure_ascii=False)
-    if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
-    raise TypeError(f"cannot write {v!r} to TOML")
-
-
 def _comment(s: str) -> str:
     return re.sub(r"\s+", " ", s).strip()
 

@@ -3,6 +3,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
+
+import tomli_w
 
 from . import _core
 
@@ -17,19 +20,45 @@ def presets() -> dict[str, Path]:
     return {p.stem: p for p in sorted(PRESET_DIR.glob("*.toml"))}
 
 
+def _read(p: Path) -> str:
+    """The text of a machine file; every way reading it can fail is a MachineError naming it."""
+    if p.is_dir():
+        raise MachineError(f"{p}: is a directory, not a machine file")
+    try:
+        data = p.read_bytes()
+    except OSError as e:
+        raise MachineError(f"{p}: cannot read the machine file ({e.strerror or e})") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[:e.start].count(b"\n") + 1
+        raise MachineError(f"{p}:{line}: not UTF-8 text (byte {e.start}); a machine file is TOML") from None
+
+
 def resolve(name_or_file: str | Path) -> tuple[str, str]:
     """Returns (toml_text, file_label) for a preset name or a path."""
     p = Path(name_or_file)
     if p.suffix == ".toml" or p.exists():
         if not p.exists():
             raise MachineError(f"machine file {p} does not exist")
-        return p.read_text(), str(p)
+        return _read(p), str(p)
     ps = presets()
     if str(name_or_file) in ps:
         f = ps[str(name_or_file)]
-        return f.read_text(), f"preset:{f.name}"
+        return _read(f), f"preset:{f.name}"
     raise MachineError(f"unknown machine {name_or_file!r}: not a file, and not a preset "
                        f"({', '.join(ps)})")
+
+
+def toml_value(v: Any) -> str:
+    """``v`` as one TOML value on one line, quoted and escaped by tomli-w: for the machine-file
+    writers (``g2gsim machine detect``, ``g2gsim calibrate fit``) that put a comment after each
+    value, which tomli-w itself cannot."""
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(toml_value(x) for x in v) + "]"
+    if isinstance(v, dict):
+        raise TypeError(f"cannot write the table {v!r} as one TOML value")
+    return tomli_w.dumps({"v": v}).removeprefix("v = ").rstrip("\n")
 
 
 def check(name_or_file: str | Path, nodes: int = 2) -> dict:
@@ -115,3 +144,16 @@ def describe(text: str, label: str, default: bool = False) -> dict:
         sentence += "; the file gives no ranges for its uncertain parameters"
     return {"name": name, "label": label, "preset": preset, "calibrated": calibrated, "default": default,
             "key_parameters": params, "ranges": ranges, "sentence": sentence}
+
+
+def validate(name_or_file: str | Path) -> list[str]:
+    """Every error of a machine file (each "file:line: key: message"); empty when it is valid. A file
+    whose schema is valid is also built (2 nodes), so topology errors show too."""
+    text, label = resolve(name_or_file)
+    errs = list(_core.machine_validate(text, label))
+    if not errs:
+        try:
+            _core.machine_check(text, label, 2)
+        except _core.MachineError as e:
+            errs.append(str(e))
+    return errs

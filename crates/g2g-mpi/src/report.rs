@@ -118,16 +118,28 @@ pub fn size_class(bytes: u64) -> &'static str {
     SIZE_CLASSES[size_class_index(bytes)]
 }
 
-/// The point-to-point size classes of the report, in order.
+/// The point-to-point size classes of the report, in order (`_core.size_classes()`).
 pub const SIZE_CLASSES: [&str; 5] = ["a: <=1KiB", "b: 1KiB-64KiB", "c: 64KiB-1MiB", "d: 1MiB-16MiB", "e: >16MiB"];
+/// The largest message of each class but the last (which has no bound).
+pub const SIZE_CLASS_MAX_BYTES: [u64; 4] = [1 << 10, 1 << 16, 1 << 20, 1 << 24];
 
 /// Index of `bytes`' class in [`SIZE_CLASSES`].
 pub fn size_class_index(bytes: u64) -> usize {
-    match bytes {
-        0..=1024 => 0,
-        1025..=65536 => 1,
-        65537..=1048576 => 2,
-        1048577..=16777216 => 3,
-        _ => 4,
+    SIZE_CLASS_MAX_BYTES.iter().position(|&m| bytes <= m).unwrap_or(SIZE_CLASS_MAX_BYTES.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn size_classes_cut_at_their_bounds() {
+        assert_eq!(SIZE_CLASSES.len(), SIZE_CLASS_MAX_BYTES.len() + 1);
+        for (i, &m) in SIZE_CLASS_MAX_BYTES.iter().enumerate() {
+            assert_eq!(size_class_index(m), i);
+            assert_eq!(size_class_index(m + 1), i + 1);
+        }
+        assert_eq!(size_class(0), "a: <=1KiB");
+        assert_eq!(size_class(u64::MAX), "e: >16MiB");
     }
 }

@@ -178,31 +178,13 @@ struct Ctx<'a> {
 }
 
 impl<'a> Ctx<'a> {
-    /// Line (1-based) where `key` of `table` is set, found by scanning the text.
+    /// Line (1-based) where `key` of `table` is set (else the table's header), found by scanning the text.
     fn line_of(&self, path: &str) -> Option<usize> {
         let (table, key) = match path.rfind('.') {
             Some(i) => (&path[..i], &path[i + 1..]),
             None => ("", path),
         };
-        let mut cur = String::new();
-        for (i, line) in self.text.lines().enumerate() {
-            let t = line.trim();
-            if t.starts_with('[') {
-                cur = t.trim_matches(|c| c == '[' || c == ']').trim().to_string();
-                if key.is_empty() && cur == table {
-                    return Some(i + 1);
-                }
-                continue;
-            }
-            if cur == table {
-                if let Some(eq) = t.find('=') {
-                    if t[..eq].trim().trim_matches('"') == key {
-                        return Some(i + 1);
-                    }
-                }
-            }
-        }
-        None
+        crate::schema::line_of(self.text, table, Some(key), None).or_else(|| crate::schema::line_of(self.text, path, None, None))
     }
     fn err(&self, key: &str, msg: impl Into<String>) -> ConfigError {
         ConfigError { file: self.file.into(), key: key.into(), line: self.line_of(key), msg: msg.into() }
@@ -259,6 +241,18 @@ impl<'a, 'b> T<'a, 'b> {
         match self.get(k) {
             Some(toml::Value::Integer(i)) if *i >= min => Ok(*i),
             Some(toml::Value::Integer(i)) => Err(self.ctx.err(&self.key(k), format!("must be at least {min}, found {i}"))),
+            Some(v) => Err(self.ctx.err(&self.key(k), format!("expected an integer, found {}", v.type_str()))),
+            None => default.ok_or_else(|| self.ctx.err(&self.key(k), "required (an integer)")),
+        }
+    }
+    /// An integer key as u32, within the bounds the schema declares for it (never truncated).
+    fn u32_(&mut self, k: &'static str, default: Option<u32>) -> Result<u32, ConfigError> {
+        let (min, max) = crate::schema::int_bounds(&self.path, k).unwrap_or((0, u32::MAX as i64));
+        match self.get(k) {
+            Some(toml::Value::Integer(i)) if *i >= min && *i <= max => {
+                u32::try_from(*i).map_err(|_| self.ctx.err(&self.key(k), format!("must be an integer in {min}..={max}, found {i}")))
+            }
+            Some(toml::Value::Integer(i)) => Err(self.ctx.err(&self.key(k), format!("must be an integer in {min}..={max}, found {i}"))),
             Some(v) => Err(self.ctx.err(&self.key(k), format!("expected an integer, found {}", v.type_str()))),
             None => default.ok_or_else(|| self.ctx.err(&self.key(k), "required (an integer)")),
         }
@@ -430,18 +424,32 @@ fn parse_factors(ctx: &Ctx, a: &[toml::Value]) -> Result<Vec<SizeFactor>, Config
 }
 
 impl MachineConfig {
+    /// Every error of a machine file's text, not only the first (`g2gsim machine validate`): all
+    /// schema errors (unknown tables and keys, types, bounds), or else the parser's first error.
+    pub fn validate_all(text: &str, file: &str) -> Vec<ConfigError> {
+        let root: toml::Table = match text.parse() {
+            Ok(r) => r,
+            Err(_) => return MachineConfig::from_toml(text, file).err().into_iter().collect(),
+        };
+        let errs = crate::schema::check(&root, text, file);
+        if !errs.is_empty() {
+            return errs;
+        }
+        MachineConfig::from_toml(text, file).err().into_iter().collect()
+    }
+
     /// Parses a machine file's text; `file` names it in errors.
     pub fn from_toml(text: &str, file: &str) -> Result<MachineConfig, ConfigError> {
         let ctx = Ctx { file, text };
         let root: toml::Table = text.parse().map_err(|e: toml::de::Error| {
             let line = e.span().map(|s| text[..s.start.min(text.len())].lines().count().max(1));
-            ConfigError { file: file.into(), key: "<syntax>".into(), line, msg: e.message().to_string() }
+            // one line: the TOML parser's message may span several
+            let msg = e.message().lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join("; ");
+            ConfigError { file: file.into(), key: "<syntax>".into(), line, msg }
         })?;
-        for k in root.keys() {
-            const TOP: [&str; 11] = ["schema_version", "name", "description", "sources", "node", "network", "mpi", "gpu", "cpu", "collectives", "uncertainty"];
-            if !TOP.contains(&k.as_str()) {
-                return Err(ctx.err(k, format!("unknown top-level key (valid: {})", TOP.join(", "))));
-            }
+        // every table, key, type and bound first (crate::schema): nothing below can wrap or truncate
+        if let Some(e) = crate::schema::check(&root, text, file).into_iter().next() {
+            return Err(e);
         }
         let mut top = T { ctx: &ctx, path: String::new(), t: Some(&root), used: vec![] };
         let ver = top.int("schema_version", None, 1)?;
@@ -458,7 +466,7 @@ impl MachineConfig {
         if node.t.is_none() {
             return Err(ctx.err("node", "the [node] table is required"));
         }
-        let gpus = node.int("gpus", None, 1)? as u32;
+        let gpus = node.u32_("gpus", None)?;
         let _ = node.get("cpu");
         node.finish()?;
 
@@ -494,7 +502,7 @@ impl MachineConfig {
                             let b = arr[1].as_integer().ok_or_else(bad)?;
                             let bw = parse_bandwidth(arr[2].as_str().ok_or_else(bad)?)
                                 .map_err(|e| ctx.err("node.nvlink.pairs", e))?;
-                            if a < 0 || b < 0 || a as u32 >= gpus || b as u32 >= gpus || a == b {
+                            if a < 0 || b < 0 || a >= gpus as i64 || b >= gpus as i64 || a == b {
                                 return Err(ctx.err("node.nvlink.pairs", format!("pair [{a}, {b}] names a GPU outside 0..{}", gpus - 1)));
                             }
                             v.push((a as u32, b as u32, bw * nv_eff));
@@ -528,7 +536,7 @@ impl MachineConfig {
         host.finish()?;
 
         let mut nic = sub(&ctx, &root, "node.nic")?;
-        let nic_count = nic.int("count", Some(1), 1)? as u32;
+        let nic_count = nic.u32_("count", Some(1))?;
         let nic_eff = nic.efficiency()?;
         let nic_bw = nic.bw("bw", None)? * nic_eff;
         let nic_latency_ns = nic.dur("latency", Some(1000.0))?;
@@ -541,7 +549,7 @@ impl MachineConfig {
                 let mut v = vec![];
                 for x in a {
                     match x.as_integer() {
-                        Some(i) if i >= 0 && (i as u32) < nic_count => v.push(i as u32),
+                        Some(i) if i >= 0 && i < nic_count as i64 => v.push(i as u32),
                         _ => return Err(ctx.err("node.nic.affinity", format!("each entry must be a NIC index in 0..{}", nic_count - 1))),
                     }
                 }
@@ -559,7 +567,7 @@ impl MachineConfig {
         let hop_latency_ns = net.dur("hop_latency", Some(100.0))? as u64;
         // the network's links carry the NICs' protocol: node.nic.efficiency applies to them too
         let link_bw = net.bw("link_bw", Some(nic_bw / nic_eff))? * nic_eff;
-        let rails = net.int("rails", Some(nic_count as i64), 1)? as u32;
+        let rails = net.u32_("rails", Some(nic_count))?;
         let _ = net.get("nodes");
         let sharing = match net.str_("sharing")? {
             None => crate::lmm::Sharing::MaxMin,
@@ -568,19 +576,19 @@ impl MachineConfig {
         let network = match topo.as_str() {
             "crossbar" => TopologySpec::Crossbar { link_bw_bytes_per_s: nic_bw.min(link_bw), hop_latency_ns, rails },
             "fat-tree" => TopologySpec::FatTree {
-                levels: net.int("levels", Some(2), 2)? as u32,
-                nodes_per_leaf: net.int("nodes_per_leaf", Some(16), 1)? as u32,
-                leaves_per_pod: net.int("leaves_per_pod", Some(16), 1)? as u32,
+                levels: net.u32_("levels", Some(2))?,
+                nodes_per_leaf: net.u32_("nodes_per_leaf", Some(16))?,
+                leaves_per_pod: net.u32_("leaves_per_pod", Some(16))?,
                 taper: net.float("taper", Some(1.0))?,
                 link_bw_bytes_per_s: link_bw,
                 hop_latency_ns,
                 rails,
             },
             "dragonfly" => TopologySpec::Dragonfly {
-                groups: net.int("groups", None, 1)? as u32,
-                routers_per_group: net.int("routers_per_group", None, 1)? as u32,
-                nodes_per_router: net.int("nodes_per_router", None, 1)? as u32,
-                global_links_per_router: net.int("global_links_per_router", None, 1)? as u32,
+                groups: net.u32_("groups", None)?,
+                routers_per_group: net.u32_("routers_per_group", None)?,
+                nodes_per_router: net.u32_("nodes_per_router", None)?,
+                global_links_per_router: net.u32_("global_links_per_router", None)?,
                 local_bw_bytes_per_s: net.bw("local_bw", Some(link_bw / nic_eff))? * nic_eff,
                 global_bw_bytes_per_s: net.bw("global_bw", Some(link_bw / nic_eff))? * nic_eff,
                 nic_bw_bytes_per_s: nic_bw,
@@ -589,14 +597,17 @@ impl MachineConfig {
             },
             "torus" => {
                 let dims = match net.get("dims") {
-                    Some(toml::Value::Array(a)) if a.len() == 3 && a.iter().all(|x| x.as_integer().map(|i| i > 0).unwrap_or(false)) => {
-                        [a[0].as_integer().unwrap() as u32, a[1].as_integer().unwrap() as u32, a[2].as_integer().unwrap() as u32]
+                    Some(toml::Value::Array(a))
+                        if a.len() == 3 && a.iter().all(|x| x.as_integer().map_or(false, |i| (1..=crate::schema::MAX_TOPO_DIM).contains(&i))) =>
+                    {
+                        let d = |i: usize| a[i].as_integer().and_then(|x| u32::try_from(x).ok()).unwrap_or(1);
+                        [d(0), d(1), d(2)]
                     }
-                    _ => return Err(ctx.err("network.dims", "required for a torus: [x, y, z] positive integers")),
+                    _ => return Err(ctx.err("network.dims", format!("required for a torus: [x, y, z], integers in 1..={}", crate::schema::MAX_TOPO_DIM))),
                 };
                 TopologySpec::Torus {
                     dims,
-                    nodes_per_router: net.int("nodes_per_router", Some(1), 1)? as u32,
+                    nodes_per_router: net.u32_("nodes_per_router", Some(1))?,
                     link_bw_bytes_per_s: link_bw,
                     nic_bw_bytes_per_s: nic_bw,
                     hop_latency_ns,
@@ -641,7 +652,7 @@ impl MachineConfig {
         }
         let collective_depth = match mpi.get("collective_depth") {
             None => None,
-            Some(_) => Some(mpi.int("collective_depth", None, 1)? as u32),
+            Some(_) => Some(mpi.u32_("collective_depth", None)?),
         };
         let call_overhead_ns = mpi.dur("call_overhead", Some(0.0))?;
         let _ = mpi.get("library");
@@ -660,7 +671,7 @@ impl MachineConfig {
         };
         let gpudirect_delay_ns = gpu.dur("gpudirect_delay", Some(4000.0))?;
         let pipeline_chunk = gpu.size("pipeline_chunk", Some(512 * 1024))?.max(1);
-        let pipeline_depth = gpu.int("pipeline_depth", Some(16), 1)? as u32;
+        let pipeline_depth = gpu.u32_("pipeline_depth", Some(16))?;
         let pipeline_threshold = gpu.size("pipeline_threshold", Some(pipeline_chunk))?;
         let collective_chunk = collective_chunk.unwrap_or(pipeline_chunk);
         let collective_depth = collective_depth.unwrap_or(pipeline_depth);
@@ -924,5 +935,60 @@ bw = "12.5GB/s"
         let e = MachineConfig::from_toml(&MIN.replace("bw = \"16GB/s\"", "bw = \"16GB/s\"\nefficiency = 1.2"), "m.toml").unwrap_err();
         assert_eq!((e.key.as_str(), e.line), ("node.pcie.efficiency", Some(8)));
         assert!(e.msg.contains("(0, 1]"), "{e}");
+    }
+
+    /// Issue 24: values that wrapped, saturated or were truncated are errors naming key and line.
+    #[test]
+    fn out_of_range_values_are_errors() {
+        let cases: [(&str, &str, &str); 9] = [
+            ("[network]\nhop_latency = \"1.9e10s\"\n", "network.hop_latency", "1e6 s"),
+            ("[network]\nhop_latency = \"1e30s\"\n", "network.hop_latency", "1e6 s"),
+            ("[mpi]\nsend_overhead = \"1e30s\"\n", "mpi.send_overhead", "1e6 s"),
+            ("[[mpi.factors]]\npath = \"host\"\nlat_factor = 1e300\n", "mpi.factors[0].lat_factor", "[0, 1000000]"),
+            ("[network]\nlink_bw = \"1e-300GB/s\"\n", "network.link_bw", "1 B/s"),
+            ("[network]\ntopology = \"fat-tree\"\nlevels = 4294967298\n", "network.levels", "2..=3"),
+            ("[network]\ntopology = \"torus\"\ndims = [4294967297, 1, 1]\n", "network.dims", "1..="),
+            ("[gpu]\npipeline_depth = 4294967297\n", "gpu.pipeline_depth", "1..=4096"),
+            ("[mpi]\neager_limit = \"1e30B\"\n", "mpi.eager_limit", "2^60"),
+        ];
+        for (extra, key, msg) in cases {
+            let text = format!("{MIN}{extra}");
+            let e = MachineConfig::from_toml(&text, "m.toml").unwrap_err();
+            assert_eq!(e.key, key, "{extra}: {e}");
+            assert!(e.msg.contains(msg), "{extra}: {e}");
+            let want = text.lines().position(|l| l.starts_with(key.rsplit('.').next().unwrap())).map(|i| i + 1);
+            assert_eq!(e.line, want, "{e}");
+        }
+        let e = MachineConfig::from_toml(&MIN.replace("gpus = 4", "gpus = 4294967297"), "m.toml").unwrap_err();
+        assert_eq!((e.key.as_str(), e.line), ("node.gpus", Some(5)));
+        assert!(e.msg.contains("1..=1024"), "{e}");
+        let e = MachineConfig::from_toml(&MIN.replace("[node.nic]\n", "[node.nic]\ncount = 4294967297\n"), "m.toml").unwrap_err();
+        assert_eq!(e.key, "node.nic.count");
+        let e = MachineConfig::from_toml(&MIN.replace("bw = \"16GB/s\"", "bw = \"1e-300GB/s\""), "m.toml").unwrap_err();
+        assert_eq!((e.key.as_str(), e.line), ("node.pcie.bw", Some(7)));
+    }
+
+    /// Issue 24: misspelt tables were ignored (defaults used); now errors listing the valid tables.
+    #[test]
+    fn unknown_tables_are_errors() {
+        for (table, line) in [("node.nvlinks", 13), ("node.hots", 13), ("gpu.copy", 13), ("network.fat", 13)] {
+            let text = format!("{MIN}[{table}]\nbw = \"1GB/s\"\n");
+            let e = MachineConfig::from_toml(&text, "m.toml").unwrap_err();
+            assert_eq!((e.key.as_str(), e.line), (table, Some(line)), "{e}");
+            assert!(e.msg.contains("unknown table") && e.msg.contains("node.nvlink,") && e.msg.contains("network"), "{e}");
+        }
+    }
+
+    #[test]
+    fn validate_all_reports_every_error() {
+        let text = format!("{MIN}[network]\nhop_latency = \"1e30s\"\nrails = 0\n[gpu.copy]\nx = 1\n[mpi]\nsend_overhead = 5\n");
+        let errs = MachineConfig::validate_all(&text, "m.toml");
+        let keys: Vec<&str> = errs.iter().map(|e| e.key.as_str()).collect();
+        assert_eq!(keys, ["network.hop_latency", "network.rails", "gpu.copy", "mpi.send_overhead"], "{errs:?}");
+        assert!(MachineConfig::validate_all(MIN, "m.toml").is_empty());
+        // a parser error (no schema error) still comes back
+        let errs = MachineConfig::validate_all(&MIN.replace("kind = \"all-to-all\"", "kind = \"pairs\""), "m.toml");
+        assert_eq!(errs.len(), 1);
+        assert_eq!(errs[0].key, "node.nvlink.pairs");
     }
 }

@@ -5,6 +5,7 @@ pub mod config;
 pub mod lmm;
 pub mod machine;
 pub mod paths;
+pub mod schema;
 pub mod topology;
 pub mod units;
 

@@ -10,7 +10,7 @@
 //! all nodes.
 use crate::config::{MachineConfig, NvlinkKind};
 use crate::lmm::FlowNet;
-use crate::topology::{self, LinkId, Topology};
+use crate::topology::{self, LinkId, Links, Topology};
 
 /// Where each rank runs.
 #[derive(Clone, Debug, PartialEq)]
@@ -45,6 +45,9 @@ impl Placement {
     }
     /// Explicit node per rank; GPUs assigned in rank order within each node.
     pub fn from_nodes(node_of: Vec<u32>, gpn: u32) -> Result<Placement, String> {
+        if let Some((r, &n)) = node_of.iter().enumerate().find(|(_, &n)| n >= MAX_NODES) {
+            return Err(format!("mapping puts rank {r} on node {n}; node indices must be below {MAX_NODES}"));
+        }
         let nodes = node_of.iter().copied().max().map(|m| m + 1).unwrap_or(1);
         let mut used = vec![0u32; nodes as usize];
         let mut gpu_of = Vec::with_capacity(node_of.len());
@@ -59,6 +62,14 @@ impl Placement {
         Ok(Placement { node_of, gpu_of, nodes, gpus_per_node: gpn })
     }
 }
+
+/// Most nodes a placement may use (a mapping's node indices stay below it).
+pub const MAX_NODES: u32 = 1 << 20;
+/// Most GPUs (ranks) per node, from the machine file or `--gpus-per-node`.
+pub const MAX_GPUS_PER_NODE: u32 = crate::schema::MAX_GPUS_PER_NODE as u32;
+/// Most links a built machine may have (nodes' links and the network's): a larger one is refused
+/// before anything is allocated, with the memory it would need.
+pub const MAX_LINKS: u64 = crate::topology::MAX_LINKS;
 
 pub struct Machine {
     pub cfg: MachineConfig,
@@ -108,6 +119,12 @@ impl Machine {
             // a what-if may ask for more GPUs per node than the preset has: the node grows
         }
         let g = place.gpus_per_node;
+        if g == 0 || g > MAX_GPUS_PER_NODE {
+            return Err(format!("{g} GPUs per node is outside 1..={MAX_GPUS_PER_NODE}"));
+        }
+        if place.nodes > MAX_NODES {
+            return Err(format!("the placement uses {} nodes; at most {MAX_NODES} can be simulated", place.nodes));
+        }
         let mut cfg = cfg;
         cfg.gpus_per_node = g;
         let nv_links = match &cfg.nvlink {
@@ -119,6 +136,10 @@ impl Machine {
         let nv_off = 4 * g;
         let shm_off = nv_off + nv_links;
         let stride = shm_off + 1 + 2 * g;
+        let node_links = stride as u64 * place.nodes as u64;
+        if node_links > MAX_LINKS {
+            return Err(crate::topology::too_many_links("the nodes", node_links));
+        }
         let topo = topology::build(&cfg.network, place.nodes).map_err(|e| format!("network: {e}"))?;
         if topo.rails() < cfg.nic_count.min(topo.rails()) {
             return Err("network has fewer rails than NICs".into());
@@ -126,6 +147,9 @@ impl Machine {
         let mut net = FlowNet::new();
         net.sharing = cfg.sharing;
         let total = stride as usize * place.nodes as usize + topo.links().len();
+        if total as u64 > MAX_LINKS {
+            return Err(crate::topology::too_many_links("the machine", total as u64));
+        }
         let mut latency = Vec::with_capacity(total);
         net.reserve_links(total);
         let copy_bw = cfg.copy_bw();
@@ -205,7 +229,7 @@ impl Machine {
         self.base(node) + self.shm_off + 1 + self.place.gpus_per_node + gpu
     }
     /// NVLink links from GPU a to GPU b of one node; false if they have none.
-    pub fn nvlink(&self, node: u32, a: u32, b: u32, out: &mut crate::paths::Links) -> bool {
+    pub fn nvlink(&self, node: u32, a: u32, b: u32, out: &mut Links) -> bool {
         let g = self.place.gpus_per_node;
         let base = self.base(node) + self.nv_off;
         match &self.cfg.nvlink {
@@ -238,7 +262,7 @@ impl Machine {
     }
     /// Appends the network links between two nodes' NICs on `rail` to `out` and returns the sum
     /// of their latencies (the same as `path_latency` of those links).  Cached by node pair.
-    pub fn net_route_latency(&self, src: u32, dst: u32, rail: u32, out: &mut crate::paths::Links) -> u64 {
+    pub fn net_route_latency(&self, src: u32, dst: u32, rail: u32, out: &mut Links) -> u64 {
         self.route_cached(src, dst, rail, Some(out))
     }
 
@@ -248,7 +272,7 @@ impl Machine {
         self.route_cached(src, dst, rail, None)
     }
 
-    fn route_cached(&self, src: u32, dst: u32, rail: u32, out: Option<&mut crate::paths::Links>) -> u64 {
+    fn route_cached(&self, src: u32, dst: u32, rail: u32, out: Option<&mut Links>) -> u64 {
         let rails = self.rails;
         let rail = if rail < rails { rail } else { rail % rails };
         let mut rc = self.routes.borrow_mut();
@@ -293,7 +317,7 @@ impl Machine {
 
     /// The route of `net_route_latency` computed without the cache (the reference the cache is
     /// tested against).
-    pub fn net_route_fresh(&self, src: u32, dst: u32, rail: u32, out: &mut crate::paths::Links) -> u64 {
+    pub fn net_route_fresh(&self, src: u32, dst: u32, rail: u32, out: &mut Links) -> u64 {
         let mut v = Vec::new();
         self.route_into(src, dst, rail % self.rails, &mut v);
         out.extend_from_slice(&v);

@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from .. import machines
+from ..units import parse_bandwidth, parse_duration_s, parse_size
 from .micro import KiB, MiB, P2PParams, Series, closed_form, copy_time, series_from_raw, simulate_series, load_raw
 
 LARGE_FROM = 1 * MiB           # "large-message regime" of the host bandwidth fit
@@ -84,31 +85,9 @@ def size_label(n: int) -> str:
     return s if not s.isdigit() else f"{s} B"
 
 
-def parse_bw(v) -> float:
-    s = str(v).strip()
-    for u, k in (("GiB/s", 1 << 30), ("MiB/s", 1 << 20), ("KiB/s", 1 << 10), ("GB/s", 1e9), ("MB/s", 1e6),
-                 ("KB/s", 1e3), ("Gb/s", 1e9 / 8), ("Mb/s", 1e6 / 8), ("B/s", 1)):
-        if s.endswith(u):
-            return float(s[: -len(u)]) * k
-    raise ValueError(f"bandwidth {v!r} needs a unit per second")
-
-
-def parse_dur(v) -> float:
-    s = str(v).strip()
-    for u, k in (("ns", 1e-9), ("us", 1e-6), ("ms", 1e-3), ("s", 1.0)):
-        if s.endswith(u):
-            return float(s[: -len(u)]) * k
-    raise ValueError(f"duration {v!r} needs a unit")
-
-
-def parse_size(v) -> int:
-    if isinstance(v, int):
-        return v
-    s = str(v).strip()
-    for u, k in (("GiB", 1 << 30), ("MiB", MiB), ("KiB", KiB), ("GB", 10**9), ("MB", 10**6), ("KB", 1000), ("B", 1)):
-        if s.endswith(u):
-            return int(float(s[: -len(u)]) * k)
-    return int(s)
+# machine-file values: the core's parser (g2gsim.units), seconds where the fit works in seconds
+parse_bw = parse_bandwidth
+parse_dur = parse_duration_s
 
 
 # ------------------------------------------------------------------------------------------------
@@ -805,16 +784,7 @@ class machine_file:
 # ------------------------------------------------------------------------------------------------
 # the machine file
 # ------------------------------------------------------------------------------------------------
-def _toml_value(v) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float)):
-        return repr(v)
-    if isinstance(v, str):
-        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    if isinstance(v, list):
-        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
-    raise TypeError(f"cannot write {v!r} to TOML")
+_toml_value = machines.toml_value
 
 
 def to_toml(res: FitResult, name: str = "h200x4-calibrated", raw_path: str | None = None,

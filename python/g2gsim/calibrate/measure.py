@@ -61,16 +61,23 @@ def set_rooted_linear() -> dict:
 
 
 def parse_size(s) -> int:
-    """'64KiB', '64K', '1MiB', '1M', '4096' -> bytes (K/M/G are powers of 1024)."""
+    """'64KiB' (1024-based), '64KB' or '64K' (1000-based), '4096' -> bytes: the rule of g2gsim.units
+    (the core's parser), restated because this file runs without g2gsim; a test checks the two agree."""
     if isinstance(s, int):
         return s
-    t = str(s).strip().lower().replace(" ", "")
-    mult = {"kib": KiB, "kb": KiB, "k": KiB, "mib": MiB, "mb": MiB, "m": MiB, "gib": GiB, "gb": GiB,
-            "g": GiB, "b": 1}
-    for suf in sorted(mult, key=len, reverse=True):
-        if t.endswith(suf):
-            return int(float(t[: -len(suf)]) * mult[suf])
-    return int(t)
+    t = str(s).strip()
+    num = t.rstrip("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ ")
+    unit = t[len(num):].strip()
+    prefix = unit[:-1] if unit.endswith("B") else unit
+    mult = {"": 1, "K": 10**3, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "Ki": KiB, "Mi": MiB,
+            "Gi": GiB, "Ti": 1 << 40}.get(prefix)
+    try:
+        v = float(num) * mult if mult is not None else None
+    except ValueError:
+        v = None
+    if v is None or v < 0:
+        raise ValueError(f"size {s!r}: expected e.g. 4096, 64KiB or 64KB")
+    return int(round(v))
 
 
 def sizes_pow2(lo: int, hi: int, step: int = 2) -> list:

@@ -186,3 +186,62 @@ pub(crate) fn pump(g: &mut Gpu, r: u32, xfers: &mut Transfers, q: &mut Queue, ne
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs the GPU alone (kernels only): returns (end time, stream) of each kernel in order.
+    fn run(g: &mut Gpu) -> Vec<(Time, i32)> {
+        let (mut xfers, mut q, mut net) = (Transfers::default(), Queue::new(), FlowNet::new());
+        pump(g, 0, &mut xfers, &mut q, &mut net);
+        let mut done = vec![];
+        while let Some((t, ev)) = q.pop() {
+            let Ev::KernelDone(0, st) = ev else {
+                panic!("{ev:?}")
+            };
+            done.push((t, st));
+            g.kernel_done();
+            g.item_done(st);
+            pump(g, 0, &mut xfers, &mut q, &mut net);
+        }
+        done
+    }
+
+    fn kernel(g: &mut Gpu, stream: i32, priority: i32, dur: Time) {
+        let seq = g.next_launch();
+        g.enqueue(stream, Some(priority), GpuWork::Kernel { dur, seq });
+    }
+
+    #[test]
+    fn kernels_run_one_at_a_time_best_priority_first() {
+        let mut g = Gpu::default();
+        kernel(&mut g, 1, 0, 10);
+        kernel(&mut g, 1, 0, 10);
+        kernel(&mut g, 2, -1, 5); // launched last, higher priority (lower value)
+                                  // queued together: stream 2's kernel (better priority) first, then stream 1's in order
+        assert_eq!(run(&mut g), vec![(5, 2), (15, 1), (25, 1)]);
+        assert_eq!(g.busy_ns, 25);
+        assert!(g.satisfies(GpuWait::Device));
+    }
+
+    #[test]
+    fn a_stream_waits_for_an_event_recorded_on_another() {
+        let mut g = Gpu::default();
+        kernel(&mut g, 1, 0, 10);
+        let gen = g.record(7);
+        g.enqueue(1, None, GpuWork::Record { event: 7, gen });
+        g.enqueue(
+            2,
+            None,
+            GpuWork::WaitEvent {
+                event: 7,
+                gen: g.recorded(7),
+            },
+        );
+        kernel(&mut g, 2, -5, 3); // better priority, but behind the event wait
+        assert!(!g.satisfies(GpuWait::Event(7, gen)));
+        assert_eq!(run(&mut g), vec![(10, 1), (13, 2)]);
+        assert!(g.satisfies(GpuWait::Event(7, gen)) && g.satisfies(GpuWait::Stream(2)));
+    }
+}

@@ -1,6 +1,6 @@
 //! Point-to-point operations (Send/Isend and their modes, Recv/Irecv, Sendrecv), and the posting
 //! of every message (collectives' too): data path, plan, `[[mpi.factors]]`, protocol, matching.
-use g2g_net::paths::{self, DataPath, HostPath, Pipelined};
+use g2g_net::paths::{self, HostPath, Pipelined};
 use g2g_trace::{Op, OpKind, ANY_SOURCE, PROC_NULL};
 
 use crate::event::{Ev, MsgId, Next, ReqId};
@@ -13,6 +13,16 @@ use crate::model::world::endpoint;
 use crate::model::{factors, hostcopy};
 use crate::options::SimError;
 use crate::state::State;
+
+/// The phases of a point-to-point operation (`Rank::phase`).
+mod phase {
+    /// not started
+    pub const START: u8 = 0;
+    /// the send buffer's staging copy (HostCopy) is done: the message is posted next
+    pub const STAGED: u8 = 1;
+    /// a blocking call waits for its requests
+    pub const WAITING: u8 = 2;
+}
 
 /// A message to post.
 #[derive(Clone, Copy, Debug)]
@@ -70,7 +80,7 @@ impl State<'_> {
             return Ok(true);
         }
         match phase {
-            0 | 1 => {
+            phase::START | phase::STAGED => {
                 let Some((dst, route)) = self.send_route(r, op, phase)? else {
                     return Ok(false);
                 };
@@ -89,7 +99,7 @@ impl State<'_> {
                 };
                 let req = self.post_send(&spec, route);
                 if blocking {
-                    self.ranks[r as usize].phase = 2;
+                    self.ranks[r as usize].phase = phase::WAITING;
                     self.wait_on(r, vec![req], false);
                     Ok(false)
                 } else {
@@ -103,8 +113,8 @@ impl State<'_> {
 
     /// The destination and data path of a point-to-point send (chosen once: for the staging
     /// decision and for the message).  HostCopy: a GPU send buffer that travels over the host path
-    /// is first copied to the host by the rank (blocking); in phase 0 this starts that copy, moves
-    /// the op to phase 1 and returns `None`.
+    /// is first copied to the host by the rank (blocking); in `phase::START` this starts that copy, moves
+    /// the op to `phase::STAGED` and returns `None`.
     fn send_route(&mut self, r: u32, op: &Op, phase: u8) -> Result<Option<(u32, Route)>, SimError> {
         let dst = self.world_of(r, op.comm, op.peer)?;
         // the buffer's class, decided once per call (phase 1 follows the staging copy of phase 0)
@@ -119,8 +129,8 @@ impl State<'_> {
         };
         // the receiver's buffer space is not known at the sender: assume it matches ours
         let route = self.route(r, dst, gpu, gpu, op.bytes, false);
-        if phase == 0 && route.stage_src && op.bytes > 0 {
-            self.ranks[r as usize].phase = 1;
+        if phase == phase::START && route.stage_src && op.bytes > 0 {
+            self.ranks[r as usize].phase = phase::STAGED;
             self.start_rank_copy(r, op.bytes, true);
             return Ok(None);
         }
@@ -132,7 +142,7 @@ impl State<'_> {
             return Ok(true);
         }
         match phase {
-            0 => {
+            phase::START => {
                 let src = if op.peer == ANY_SOURCE {
                     -1
                 } else {
@@ -153,7 +163,7 @@ impl State<'_> {
                     op.recv_bytes().max(op.bytes),
                 );
                 if op.kind == OpKind::Recv {
-                    self.ranks[r as usize].phase = 1;
+                    self.ranks[r as usize].phase = phase::WAITING;
                     self.wait_on(r, vec![req], false);
                     Ok(false)
                 } else {
@@ -172,7 +182,7 @@ impl State<'_> {
 
     pub(crate) fn exec_sendrecv(&mut self, r: u32, op: &Op, phase: u8) -> Result<bool, SimError> {
         match phase {
-            0 | 1 => {
+            phase::START | phase::STAGED => {
                 let send = if op.peer == PROC_NULL {
                     None
                 } else {
@@ -217,7 +227,7 @@ impl State<'_> {
                     };
                     reqs.push(self.post_send(&spec, route));
                 }
-                self.ranks[r as usize].phase = 2;
+                self.ranks[r as usize].phase = phase::WAITING;
                 self.wait_on(r, reqs, false);
                 Ok(false)
             }
@@ -234,20 +244,12 @@ impl State<'_> {
         // a library that stages this collective's device messages through the host, in chunks
         let coll_staged = matches!(s.owner, Owner::Coll(c) if self.colls[c].staged);
         let route = if coll_staged {
-            Route {
-                model: &paths::PIPELINED,
-                stage_src: false,
-                stage_dst: false,
-            }
+            Route::direct(&paths::PIPELINED)
         } else {
             route
         };
-        // a staged side has its data in host memory by the time MPI moves it
-        let path: &dyn DataPath = if route.staged() {
-            &paths::HOST
-        } else {
-            route.model
-        };
+        // the model that moves the message (a staged side has its data in host memory by then)
+        let path = route.model.message_path();
         let (a, b) = (endpoint(&self.m, src), endpoint(&self.m, dst));
         // the plan is built in a pooled box (no allocation, no plan moved once the pool is warm)
         let mut plan = self.xfers.pooled_plan();
@@ -308,15 +310,8 @@ impl State<'_> {
         // envelopes, RTS and CTS are small CPU-to-CPU control messages: host-path latency (from
         // the machine's route cache: a separate table by endpoints cost a cache miss per message)
         let ctl_latency = HostPath::latency(&self.m, a, b);
-        self.stats.message(
-            if route.staged() {
-                "hostcopy"
-            } else {
-                path.name()
-            },
-            bytes,
-            collective,
-        );
+        // by the route's model: `hostcopy` for a staged message
+        self.stats.message(route.model.name(), bytes, collective);
         self.msgs.next_uid += 1;
         let uid = self.msgs.next_uid;
         let (msg_plan, data_plan) = if eager {
