@@ -1,7 +1,7 @@
 //! The replay's names that other layers list (the Python side through `_core.vocabulary()`,
 //! command-line choices): the modes.  `Mode::parse`/`Mode::name` stay next to `Mode`; this is the
 //! one list of them.
-use crate::Mode;
+use crate::options::Mode;
 
 impl Mode {
     /// Every mode, in the order the documentation and command lines list them.
