@@ -11,7 +11,7 @@ export PIP_ROOT_USER_ACTION := ignore
 
 APT_PKGS_TEST := openmpi-bin libopenmpi-dev libopen-trace-format2-dev pkg-config gfortran chromium libsimgrid-dev
 PY_PKGS := maturin numpy pyarrow pandas click rich tomli-w matplotlib dask distributed otf2
-PY_PKGS_TEST := pytest mpi4py
+PY_PKGS_TEST := pytest mpi4py hypothesis
 PY_PKGS_LINT := ruff mypy
 STAMP := .make-stamps
 

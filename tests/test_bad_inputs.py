@@ -8,7 +8,6 @@ import os
 import shutil
 import struct
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
@@ -129,7 +128,6 @@ def test_machine_file_not_text_or_a_directory(tmp_path):
     one_error(["machine", "show", tmp_path], "is a directory")
 
 
-@pytest.mark.xfail(strict=True, reason="the replay's option check comes with the sim.rs split (issue 24 replay part)")
 def test_network_scale_out_of_range(trace):
     one_error(["simulate", trace, "--network-scale", "1e-300", "--no-progress"], "network")
     one_error(["simulate", trace, "--network-scale", "nan", "--no-progress"], "network")
@@ -382,3 +380,54 @@ def test_no_command_tracebacks(tmp_path, trace):
                 failures.append(f"{args}: no one-line error: {e!r}")
     assert not failures, "\n".join(failures)
     assert len(cases) > 70
+
+
+# ------------------------------------------------------------------- replay semantics (item 4)
+
+def _built(tmp_path, nranks, rows, name="t.g2g.parquet"):
+    from g2gsim.trace import TraceBuilder
+    b = TraceBuilder(nranks)
+    for r, op, kw in rows:
+        b.add(r, op, **kw)
+    p = tmp_path / name
+    b.build().write(p)
+    return p
+
+
+def test_bcast_against_reduce_is_a_named_error(tmp_path):
+    rows = [(r, "Bcast" if r < 2 else "Reduce", dict(root=0, bytes=64)) for r in range(4)]
+    p = _built(tmp_path, 4, rows)
+    one_error(["simulate", p, "--no-progress"], "rank 2, event 0", "collective mismatch", "Reduce", "Bcast")
+
+
+def test_allreduce_sizes_differ(tmp_path):
+    rows = [(r, "Allreduce", dict(bytes=8 if r < 3 else 16)) for r in range(4)]
+    p = _built(tmp_path, 4, rows)
+    one_error(["simulate", p, "--no-progress"], "rank 3", "Allreduce of 16 B", "Allreduce of 8 B")
+
+
+def test_unreceived_send_and_truncation_are_notices(tmp_path):
+    p = _built(tmp_path, 2, [(0, "Send", dict(peer=1, tag=1, bytes=8)), (1, "Compute", dict(dur_ns=10))])
+    code, out, err = run("simulate", p, "--no-progress")
+    assert code == 0 and "notice:" in err and "never received" in err, err
+    one_error(["simulate", p, "--no-progress", "--strict"], "strict mode", "never received")
+    p = _built(tmp_path, 2, [(0, "Send", dict(peer=1, tag=1, bytes=1 << 20)), (1, "Recv", dict(peer=0, tag=1, recv_bytes=8))],
+               name="trunc.g2g.parquet")
+    code, out, err = run("simulate", p, "--no-progress")
+    assert code == 0 and "larger than their buffer" in err, err
+
+
+def test_zero_row_trace_is_a_notice(tmp_path):
+    p = _built(tmp_path, 2, [])
+    code, out, err = run("simulate", p, "--no-progress")
+    assert code == 0 and "no operations" in err, err
+
+
+def test_deadlock_json_lists_every_rank(tmp_path):
+    n = 256
+    p = _built(tmp_path, n, [(r, "Recv", dict(peer=(r + 1) % n, tag=1, recv_bytes=8)) for r in range(n)])
+    out = tmp_path / "d.json"
+    code, _, err = run("simulate", p, "--no-progress", "--json", out)
+    assert code == 1 and "256 rank(s) blocked" in err and "and 191 more" not in err, err
+    d = json.loads(out.read_text())
+    assert d["error"] == "deadlock" and len(d["blocked"]) == 256

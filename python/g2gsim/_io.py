@@ -1,17 +1,17 @@
 """Safe outputs: checked before any work, written to a temporary file and renamed into place.
 
-* ``check_output(path, inputs)`` before a command does its work: the folder must exist, the path must
-  not be a folder nor any of the inputs (``simulate T --json T`` would destroy the trace); an existing
-  file is replaced only with ``force`` or with a notice (``notice``).
+* ``check_output(path, inputs)`` before a command does its work: the folder must exist, the path
+  must not be a folder nor any of the inputs (``simulate T --json T`` would destroy the trace); an
+  existing file is replaced only with ``force`` or with a notice (``notice``).
 * ``atomic_output(path)`` yields a temporary path next to ``path`` and renames it into place only
   when the block succeeds: a command killed mid-way never leaves a corrupt file at the final path.
 """
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
 
 
 class OutputError(ValueError):

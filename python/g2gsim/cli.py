@@ -12,9 +12,12 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 from rich.table import Table
 
 from . import __version__, machines
-from ._errors import SafeGroup, error_line, fail as _fail_line
+from ._errors import SafeGroup, error_line
+from ._errors import fail as _fail_line
+from ._errors import notice as _notice
 from ._io import atomic_output, write_text_atomic
-from .sim import BUFFERS, WINDOWS, SimulationError, as_native, simulate as run_simulation
+from .sim import BUFFERS, WINDOWS, SimulationError, as_native
+from .sim import simulate as run_simulation
 from .trace import Trace, TraceError
 from .vocab import MODES, SEND_OPS, SHARING
 
@@ -71,11 +74,15 @@ def _parse_mapping(m: str | None):
         _fail(str(e))
 
 
-def _sim(trace, machine, mode, progress=True, **kw):
+def _sim(trace, machine, mode, progress=True, json_out=None, **kw):
     try:
         with _Bar(f"simulating ({mode})", progress) as bar:
             return run_simulation(trace, machine, mode=mode, progress=bar, **kw)
-    except (TraceError, machines.MachineError, SimulationError, ValueError) as e:
+    except SimulationError as e:
+        if json_out and e.blocked:  # every blocked rank, for tools
+            write_text_atomic(json_out, json.dumps({"error": "deadlock", "blocked": e.blocked}, indent=2))
+        _fail(str(e))
+    except (TraceError, machines.MachineError, ValueError) as e:
         _fail(str(e))
     except KeyboardInterrupt:
         _fail("interrupted", 130)
@@ -155,6 +162,7 @@ def sim_options(f):
                      help="replaced by --buffers"),
         click.option("--no-progress", is_flag=True, help="no progress bar"),
         click.option("--no-cache", is_flag=True, help="import OTF2 / DUMPI afresh, not from the import cache"),
+        click.option("--strict", is_flag=True, help="end-of-trace warnings (unreceived messages, requests never waited for) are errors"),
     ]
     for o in reversed(opts):
         f = o(f)
@@ -163,8 +171,10 @@ def sim_options(f):
 
 def _kw(gpus_per_node, mapping, coll_algos, staged_buffers_are_device, gpudirect_min_bytes,
         gpudirect_collectives_only, network_scale, assume_buffers, buffers=None, window="traced", sharing=None,
-        no_overlap=False, no_cache=False):
-    return dict(cache=False if no_cache else None, sharing=sharing, no_overlap=no_overlap or None, gpus_per_node=gpus_per_node, mapping=_parse_mapping(mapping), coll_algos=coll_algos,
+        no_overlap=False, no_cache=False, strict=False):
+    return dict(cache=False if no_cache else None, strict=strict or None, sharing=sharing,
+                no_overlap=no_overlap or None, gpus_per_node=gpus_per_node, mapping=_parse_mapping(mapping),
+                coll_algos=coll_algos,
                 staged_as_device=staged_buffers_are_device or None, gpudirect_min_bytes=gpudirect_min_bytes,
                 gpudirect_collectives_only=gpudirect_collectives_only, network_scale=network_scale,
                 assume_buffers=assume_buffers, buffers=buffers, window=window)
@@ -197,9 +207,12 @@ def print_assumptions(rep: dict, out: Console | None = None):
 @sim_options
 def simulate(trace, mode, json_out, machine, no_progress, **kw):
     """Simulate TRACE on a machine and print a summary."""
-    rep = _sim(trace, machine, mode, progress=not no_progress, machine_default=machine_defaulted(), **_kw(**kw))
+    rep = _sim(trace, machine, mode, progress=not no_progress, json_out=json_out,
+               machine_default=machine_defaulted(), **_kw(**kw))
     print_assumptions(rep)
     print_summary(rep)
+    for w in rep.get("warnings", []):
+        _notice(w)
     if json_out:
         write_text_atomic(json_out, json.dumps(rep, indent=2))
         console.print(f"report written to {json_out}")
@@ -241,7 +254,7 @@ def info(trace, assume_buffers, no_cache):
     if len(sends):
         import numpy as np
 
-        from .vocab import SIZE_CLASSES          # the report's classes
+        from .vocab import SIZE_CLASSES  # the report's classes
         edges = [c.max_bytes for c in SIZE_CLASSES if c.max_bytes is not None]
         labels = [c.label for c in SIZE_CLASSES]
         counts = np.bincount(np.searchsorted(edges, sends["bytes"].to_numpy(), side="left"), minlength=len(labels))
@@ -351,8 +364,8 @@ def machine_validate(name_or_file):
     except machines.MachineError as e:
         _fail(str(e))
     if errs:
-        for e in errs[:-1]:
-            error_line(e)
+        for err in errs[:-1]:
+            error_line(err)
         _fail(errs[-1] + (f" ({len(errs)} errors)" if len(errs) > 1 else ""))
     console.print(f"{name_or_file}: valid")
 

@@ -20,21 +20,38 @@ saves everything it runs and reads, in the layout the tests replay.  See docs/ma
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from . import __version__
+from .detect_parse import (
+    PATH_RANK,
+    QUERY_FIELDS,
+    encoding_name,
+    gen_from_gts,
+    gen_from_link_gbs,
+    norm_bus_id,
+    parse_cpuinfo_model,
+    parse_hwloc,
+    parse_ib_rate,
+    parse_modules,
+    parse_mpi_version,
+    parse_nvlink_remote,
+    parse_nvlink_status,
+    parse_query_csv,
+    parse_smi_q,
+    parse_topo,
+    pcie_bw,
+    smi_q_attached,
+)
 from .machines import toml_value as _toml_value
-from .detect_parse import (PATH_RANK, QUERY_FIELDS, encoding_name, gen_from_gts, gen_from_link_gbs, norm_bus_id,
-                           parse_cpuinfo_model, parse_hwloc, parse_ib_rate, parse_modules, parse_mpi_version,
-                           parse_nvlink_remote, parse_nvlink_status, parse_query_csv, parse_smi_q, parse_topo, pcie_bw, smi_q_attached)
 
 Runner = Callable[[list[str]], tuple[int, str]]
 
@@ -254,6 +271,8 @@ class Detection:
     comments: dict[str, list[str]] = field(default_factory=dict)  # extra comment lines per table
     nv_matrix: list[list[int]] | None = None
     description: str = ""
+    gpu_socket: list[int] = field(default_factory=list)      # socket (NUMA domain) index of each GPU
+    socket_of_numa: dict[int, int] = field(default_factory=dict)
 
     # ---- convenience accessors (bytes/s for bandwidths)
     def _v(self, table: str, key: str):
@@ -550,8 +569,9 @@ def inspect(runner: Runner | None = None, root: str | Path = "/", files: Files |
     if q_t is not None and q_gpus and smi_q_attached(q_t) not in (None, len(q_gpus)):
         ctx.note(f"nvidia-smi -q says {smi_q_attached(q_t)} GPUs attached but shows {len(q_gpus)}")
 
-    tables: dict[str, dict[str, V]] = {"node": {}, "node.pcie": {}, "node.nvlink": {}, "node.host": {},
-                                       "node.nic": {}, "network": {}, "mpi": {}, "gpu": {}, "cpu": {}}
+    tables: dict[str, dict[str, V]] = {"node": {}, "node.inter_socket": {}, "node.pcie": {}, "node.nvlink": {},
+                                       "node.host": {}, "node.nic": {}, "network": {}, "mpi": {}, "gpu": {},
+                                       "cpu": {}}
     comments: dict[str, list[str]] = {k: [] for k in tables}
     det = Detection(host=host, gpus=gpus, gpu_source=gpu_src, nics=[], tables=tables, comments=comments)
 
@@ -574,12 +594,15 @@ def inspect(runner: Runner | None = None, root: str | Path = "/", files: Files |
                                       f"or /sys/bus/pci); placeholder of one GPU", detected=False)
         ctx.note("no NVIDIA GPU found: the [node] values are placeholders")
 
+    cpuinfo = ctx.read("/proc/cpuinfo", record=False) or ""
+    _sockets(ctx, det, topo, gpus, parse_cpuinfo_model(cpuinfo))
+
     # ------------------------------------------------------------------ [node.pcie]
     _pcie(ctx, det, gpus)
 
     # ------------------------------------------------------------------ [node.nvlink]
     switch_evidence = []
-    fabric = sorted({g.get("Fabric/State") for g in q_gpus if g.get("Fabric/State") not in (None, "", "N/A")})
+    fabric = sorted({str(g.get("Fabric/State")) for g in q_gpus if g.get("Fabric/State") not in (None, "", "N/A")})
     if any(s in ("Completed", "In Progress") for s in fabric):
         switch_evidence.append(f'nvidia-smi -q Fabric State "{fabric[0]}" (NVSwitch fabric manager)')
     if hw is not None and hw.nvswitches:
@@ -645,12 +668,57 @@ def inspect(runner: Runner | None = None, root: str | Path = "/", files: Files |
     return det
 
 
+def _sockets(ctx: _Ctx, det: Detection, topo, gpus: list[Gpu], cpu_model: str | None) -> None:
+    """`node.sockets` and `node.gpu_socket`: the NUMA domains the GPUs attach to (the CPU sockets,
+    or a socket's NUMA partitions where the BIOS splits it), from each GPU's NUMA affinity
+    (nvidia-smi topo -m, hwloc or sysfs), else from the topology matrix (GPUs joined by a ``SYS``
+    path are on different domains).  With more than one, ``[node.inter_socket]`` gets a
+    placeholder: its rate cannot be seen from here."""
+    t = det.tables["node"]
+    n = len(gpus)
+    det.socket_of_numa = {}
+    det.gpu_socket = [0] * n
+    if not n:
+        return
+    how = ""
+    if all(g.numa is not None for g in gpus):
+        doms = sorted({g.numa for g in gpus})
+        det.socket_of_numa = {d: i for i, d in enumerate(doms)}
+        det.gpu_socket = [det.socket_of_numa[g.numa] for g in gpus]
+        how = "the GPUs' NUMA nodes (nvidia-smi topo -m NUMA Affinity, hwloc or sysfs numa_node)"
+    elif topo is not None and len(topo.gpus) == n and n > 1:
+        group = list(range(n))
+        for a in range(n):
+            for b in range(a + 1, n):
+                p = topo.gpu_path(a, b)
+                if p and p not in ("SYS", "SOC"):
+                    ga, gb = group[a], group[b]
+                    group = [ga if x == gb else x for x in group]
+        order = sorted(set(group))
+        det.gpu_socket = [order.index(x) for x in group]
+        how = "nvidia-smi topo -m (GPUs joined by a SYS path are on different NUMA nodes)"
+    else:
+        t["sockets"] = V(1, f"{NOT}: no NUMA affinity and no topology matrix; one socket assumed", False)
+        return
+    k = max(det.gpu_socket) + 1
+    t["sockets"] = V(k, f"NUMA domains holding GPUs, from {how}")
+    if k > 1:
+        t["gpu_socket"] = V(det.gpu_socket, f"domain of each GPU, from {how}")
+        vendor = (cpu_model or "").lower()
+        kind = ("x-bus" if "power" in vendor else "upi" if "intel" in vendor or "xeon" in vendor
+                else "xgmi" if "amd" in vendor or "epyc" in vendor else "inter-socket")
+        xs = det.tables["node.inter_socket"]
+        xs["kind"] = V(kind, f"from the CPU model ({cpu_model or 'unknown'}), /proc/cpuinfo")
+        xs["bw"] = V("32GB/s", f"{NOT}: placeholder; the link between sockets (UPI, xGMI, X-Bus) per direction: "
+                               f"take the CPU vendor's figure or measure host copies across sockets", False)
+
+
 def _pcie(ctx: _Ctx, det: Detection, gpus: list[Gpu]) -> None:
     t = det.tables["node.pcie"]
     known = [g for g in gpus if g.gen_max and g.width_max]
     if known:
-        gen = min(g.gen_max for g in known)
-        width = min(g.width_max for g in known)
+        gen = min(g.gen_max or 0 for g in known)         # (known: both set)
+        width = min(g.width_max or 0 for g in known)
         srcs = sorted({g.link_src for g in known if g.link_src})
         spread = sorted({(g.gen_max, g.width_max) for g in known})
         extra = ""
@@ -664,7 +732,7 @@ def _pcie(ctx: _Ctx, det: Detection, gpus: list[Gpu]) -> None:
         t["generation"] = V(gen, "maximum link generation (the current one drops when the GPU idles)")
         t["width"] = V(width, "maximum link width")
         for g in known:
-            if g.width_cur and g.width_cur < g.width_max:
+            if g.width_cur and g.width_cur < (g.width_max or 0):
                 ctx.note(f"GPU {g.index} runs its PCIe link at x{g.width_cur} of x{g.width_max} (degraded link?)")
     else:
         bw, why = PLACEHOLDER_PCIE
@@ -800,7 +868,7 @@ def _nics(ctx: _Ctx, det: Detection, topo, hw, ib: dict[str, Nic], gpus: list[Gp
         nics.append(nic)
     det.nics = nics
     usable = [i for i, x in enumerate(nics) if x.active is not False]
-    for i, x in enumerate(nics):
+    for _i, x in enumerate(nics):
         if x.active is False:
             det.comments["node.nic"].append(f"{x.name}: no port ACTIVE ({x.state or '?'}), ignored")
     gdr_mods = _gdr(ctx)
@@ -825,7 +893,7 @@ def _nics(ctx: _Ctx, det: Detection, topo, hw, ib: dict[str, Nic], gpus: list[Gp
     assign: list[int] = []
     how = ""
     if n and topo is not None and topo.nics and len(topo.gpus) == n:
-        uses = Counter()
+        uses: Counter[int] = Counter()
         best = {}
         for g in range(n):
             ranks = {i: PATH_RANK.get(topo.path(g, i), 9) for i in usable}
@@ -845,8 +913,8 @@ def _nics(ctx: _Ctx, det: Detection, topo, hw, ib: dict[str, Nic], gpus: list[Gp
                 ctx.note(f"GPU{g}'s nearest NIC {nics[assign[g]].name} is across the CPU interconnect (SYS)")
     elif n and all(g.numa is not None for g in gpus) and any(nics[i].numa is not None for i in usable):
         uses = Counter()
-        for g in gpus:
-            same = [i for i in usable if nics[i].numa == g.numa] or usable
+        for gpu in gpus:
+            same = [i for i in usable if nics[i].numa == gpu.numa] or usable
             i = min(same, key=lambda i: (uses[i], i))
             uses[i] += 1
             assign.append(i)
@@ -862,10 +930,10 @@ def _nics(ctx: _Ctx, det: Detection, topo, hw, ib: dict[str, Nic], gpus: list[Gp
     t["count"] = V(count, f"RDMA NICs used by the GPUs, from {src}: " +
                    ", ".join(f"NIC{renum[i]} = {nics[i].name}" for i in used) +
                    (f" (not nearest to any GPU: {', '.join(unused)})" if unused else ""))
-    rates = [(nics[i].rate, nics[i]) for i in used if nics[i].rate]
+    rates = [(float(nics[i].rate or 0), nics[i]) for i in used if nics[i].rate]
     if rates:
         r, nic = min(rates, key=lambda x: x[0])
-        differ = sorted({x.rate_text for _, x in rates})
+        differ = sorted({x.rate_text or "" for _, x in rates})
         t["bw"] = V(f"{r * 8 / 1e9:g}Gb/s",
                     f'{nic.name}: "{nic.rate_text}"{" " + nic.link_layer if nic.link_layer else ""} from '
                     f"/sys/class/infiniband/{nic.name}/ports/*/rate" +
@@ -878,12 +946,31 @@ def _nics(ctx: _Ctx, det: Detection, topo, hw, ib: dict[str, Nic], gpus: list[Gp
         t["affinity"] = V("per-gpu", f"GPU g uses NIC g % {count}; {how}", NOT not in how)
     else:
         t["affinity"] = V(aff, how, NOT not in how)
+    socks = max(det.gpu_socket or [0]) + 1
+    if socks > 1:
+        # the NIC's domain: that of a GPU it reaches without crossing sockets (topo -m path not
+        # SYS), else its NUMA node
+        nsock = []
+        for i in used:
+            s_i, src_i = None, ""
+            if topo is not None and topo.nics and len(topo.gpus) == n:
+                near = [g for g in range(n) if topo.path(g, i) not in ("", "SYS", "SOC")]
+                if near:
+                    s_i, src_i = det.gpu_socket[near[0]], f"nvidia-smi topo -m (reaches GPU{near[0]} without SYS)"
+            if s_i is None and nics[i].numa is not None:
+                s_i, src_i = det.socket_of_numa.get(nics[i].numa), "its NUMA node"
+            if s_i is None:
+                s_i, src_i = 0, "unknown, socket 0 assumed"
+            nsock.append(s_i)
+            det.comments["node.nic"].append(f"NIC{renum[i]} ({nics[i].name}) on socket {s_i}: {src_i}")
+        t["socket"] = V(nsock, "socket (NUMA domain) of each NIC, see the lines above")
     t["latency"] = V("1us", f"{NOT}: schema default; measure between two nodes", False)
     t["gpudirect_rdma"] = gdr_mods
 
 
 def _gdr(ctx: _Ctx) -> V:
     lsmod = ctx.run(CMD_LSMOD)
+    mods: set[str] | None
     if lsmod is not None and lsmod.strip():
         mods, msrc = parse_modules(lsmod), "lsmod"
     else:

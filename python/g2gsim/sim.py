@@ -4,8 +4,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from . import _core, machines
 from .trace import TraceError
@@ -14,7 +15,11 @@ CACHE_DIR = Path(os.environ.get("G2GSIM_CACHE", Path.home() / ".cache" / "g2gsim
 
 
 class SimulationError(RuntimeError):
-    pass
+    """The replay cannot go on (a deadlock): ``blocked`` lists every blocked rank's line."""
+
+    def __init__(self, msg: str, blocked: list[str] | None = None):
+        super().__init__(msg)
+        self.blocked = blocked or []
 
 
 # what the fingerprint of a file reads: its first and last bytes (a changed header, a truncated or
@@ -148,7 +153,10 @@ def _no_cache_dir() -> Path:
     import tempfile
     d = Path(tempfile.mkdtemp(prefix="g2gsim-import-"))
     if not _TEMP_DIRS:
-        atexit.register(lambda: [shutil.rmtree(x, ignore_errors=True) for x in _TEMP_DIRS])
+        def _cleanup() -> None:
+            for x in _TEMP_DIRS:
+                shutil.rmtree(x, ignore_errors=True)
+        atexit.register(_cleanup)
     _TEMP_DIRS.append(d)
     return d
 
@@ -276,7 +284,9 @@ def simulate(trace: str | Path, machine: str | Path = "lassen", mode: str = "as-
     except _core.MachineError as e:
         raise machines.MachineError(str(e)) from None
     except _core.DeadlockError as e:
-        raise SimulationError(str(e)) from None
+        msg = e.args[0] if e.args else str(e)
+        blocked = json.loads(e.args[1]) if len(e.args) > 1 and e.args[1] else []
+        raise SimulationError(msg, blocked) from None
     rep = json.loads(out)
     info = machines.describe(text, label, default=machine_default)
     if machine_set:

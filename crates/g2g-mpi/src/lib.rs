@@ -16,7 +16,6 @@ mod sim;
 mod state;
 mod stats;
 mod timeline;
-mod vocab;
 
 pub use options::{Buffers, Mapping, Mode, Progress, SimError, SimOptions, Window};
 pub use report::{BufferStat, OpStat, PathStat, RankStat, Report, SIZE_CLASSES, SIZE_CLASS_MAX_BYTES};

@@ -2,7 +2,7 @@
 //! and what-if policy read from the options in one place (`ModePolicy`).
 //!
 //! A leaf: every layer may read these.
-use g2g_trace::TraceError;
+use g2g_trace::{MemSpace, TraceError};
 
 /// How device-buffer messages travel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -16,13 +16,11 @@ pub enum Mode {
 }
 
 impl Mode {
+    /// Every mode, in the order documentation and command lines list them (`_core.vocabulary()`).
+    pub const ALL: [Mode; 3] = [Mode::AsTraced, Mode::HostCopy, Mode::GpuDirect];
+
     pub fn parse(s: &str) -> Option<Mode> {
-        match s {
-            "as-traced" => Some(Mode::AsTraced),
-            "hostcopy" => Some(Mode::HostCopy),
-            "gpudirect" => Some(Mode::GpuDirect),
-            _ => None,
-        }
+        Mode::ALL.into_iter().find(|m| m.name() == s)
     }
     pub fn name(self) -> &'static str {
         match self {
@@ -71,6 +69,8 @@ pub struct SimOptions {
     pub timeline: Option<String>,
     /// stop writing timeline events after this many (the run goes on)
     pub timeline_max_events: u64,
+    /// end-of-trace warnings (unreceived messages, never-waited requests) are errors
+    pub strict: bool,
 }
 
 impl Default for SimOptions {
@@ -90,6 +90,7 @@ impl Default for SimOptions {
             no_overlap: false,
             timeline: None,
             timeline_max_events: 2_000_000,
+            strict: false,
         }
     }
 }
@@ -111,12 +112,22 @@ impl std::fmt::Display for SimError {
             SimError::Machine(e) => write!(f, "machine: {e}"),
             SimError::Options(e) => write!(f, "options: {e}"),
             SimError::Deadlock(v) => {
-                write!(f, "deadlock: {} rank(s) blocked forever:", v.len())?;
-                for l in v.iter().take(64) {
+                // a summary grouped by the call the ranks are in (every rank counted), then the
+                // first ranks' own lines; the whole list is in the error's JSON (g2gsim --json)
+                let groups = crate::report::group_blocked(v);
+                write!(f, "deadlock: {} rank(s) blocked forever, {} distinct call(s):", v.len(), groups.len())?;
+                for g in groups.iter().take(32) {
+                    write!(f, "\n  {g}")?;
+                }
+                if groups.len() > 32 {
+                    write!(f, "\n  ... and {} more call(s)", groups.len() - 32)?;
+                }
+                write!(f, "\nfirst blocked ranks:")?;
+                for l in v.iter().take(16) {
                     write!(f, "\n  {l}")?;
                 }
-                if v.len() > 64 {
-                    write!(f, "\n  ... and {} more", v.len() - 64)?;
+                if v.len() > 16 {
+                    write!(f, "\n  ... {} more in the JSON list", v.len() - 16)?;
                 }
                 Ok(())
             }
@@ -166,6 +177,23 @@ impl ModePolicy {
         self.buffers != Buffers::Host
     }
 
+    /// Does an MPI call on this buffer hand the library a device pointer (and pay
+    /// `mpi.device_call_overhead`)?  Not under HostCopy: the application stages, MPI sees host
+    /// pointers.
+    #[inline]
+    /// A data buffer (`bytes` > 0; Barrier and zero-byte calls are synchronisation, host path)
+    /// is a device pointer when it is device memory after `--buffers`: traced device buffers, every
+    /// host data buffer under `--buffers device`, none under `--buffers host`.
+    pub fn device_pointer_call(&self, mem: MemSpace, bytes: u64) -> bool {
+        self.mode != Mode::HostCopy
+            && bytes > 0
+            && match self.buffers {
+                Buffers::Host => false,
+                Buffers::Device => true,
+                Buffers::Traced => mem.on_gpu(),
+            }
+    }
+
     /// Does the MPI library move device data itself (GPU-aware) for a message of `bytes`?
     /// HostCopy: never; as traced: always; gpudirect: from `gpudirect_min_bytes` on, and for
     /// collectives only under `gpudirect_collectives_only`.
@@ -174,10 +202,7 @@ impl ModePolicy {
         match self.mode {
             Mode::HostCopy => false,
             Mode::AsTraced => true,
-            Mode::GpuDirect => {
-                bytes >= self.gpudirect_min_bytes
-                    && (!self.gpudirect_collectives_only || collective)
-            }
+            Mode::GpuDirect => bytes >= self.gpudirect_min_bytes && (!self.gpudirect_collectives_only || collective),
         }
     }
 
@@ -202,6 +227,19 @@ impl ModePolicy {
     /// The mode as the report names it.
     pub fn name(&self) -> String {
         self.mode.name().to_string()
+    }
+}
+
+#[cfg(test)]
+mod mode_tests {
+    use super::*;
+
+    #[test]
+    fn every_mode_round_trips_through_its_name() {
+        for m in Mode::ALL {
+            assert_eq!(Mode::parse(m.name()), Some(m));
+        }
+        assert_eq!(Mode::parse("GPUDirect"), None);
     }
 }
 

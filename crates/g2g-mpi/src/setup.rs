@@ -40,6 +40,14 @@ pub fn simulate(
 ) -> Result<Report, SimError> {
     let wall = Instant::now();
     let nranks = src.nranks();
+    if nranks > g2g_trace::MAX_RANKS {
+        return Err(SimError::Trace(TraceError {
+            file: src.name().into(),
+            rank: None,
+            seq: None,
+            msg: format!("the trace has {nranks} ranks; g2gsim simulates at most {}", g2g_trace::MAX_RANKS),
+        }));
+    }
     if nranks == 0 {
         return Err(SimError::Trace(TraceError {
             file: src.name().into(),
@@ -80,20 +88,16 @@ pub fn simulate(
     if let Some(sh) = opt.sharing {
         cfg.sharing = sh;
     }
+    // a scale outside this range would make bandwidths wrap or vanish (issue 24)
+    if !(opt.network_scale.is_finite() && (1e-6..=1e6).contains(&opt.network_scale)) {
+        return Err(SimError::Options(format!("network scale {} is outside [1e-6, 1e6]", opt.network_scale)));
+    }
     let mut m = Machine::build(cfg, place).map_err(SimError::Machine)?;
     if opt.network_scale != 1.0 {
-        if !(opt.network_scale > 0.0) {
-            return Err(SimError::Options("network scale must be positive".into()));
-        }
         m.scale_network(opt.network_scale);
     }
     let world = World::new(nranks, src.comms()).map_err(|(bad, msg)| {
-        SimError::Trace(TraceError {
-            file: src.name().into(),
-            rank: Some(bad),
-            seq: None,
-            msg,
-        })
+        SimError::Trace(TraceError { file: src.name().into(), rank: Some(bad), seq: None, msg })
     })?;
     let trace_name = src.name().to_string();
     // room for the flows in flight at once (16 per rank; more grow the tables as needed)
@@ -136,19 +140,19 @@ pub fn simulate(
         op_pool: Vec::new(),
         stats: Stats::new(total_ops_hint),
         tl,
+        checks: Default::default(),
     };
     st.run(progress)?;
-    if let Some(tl) = st.tl.take() {
-        tl.finish()
-            .map_err(|e| SimError::Options(format!("timeline: {e}")))?;
+    st.end_of_trace_warnings();
+    if opt.strict {
+        if let Some(w) = st.checks.warnings.first() {
+            return Err(SimError::Trace(TraceError { file: st.src.name().into(), rank: None, seq: None, msg: format!("strict mode: {w}") }));
+        }
     }
-    Ok(report(
-        &st,
-        &opt,
-        trace_name,
-        machine_name,
-        wall.elapsed().as_secs_f64(),
-    ))
+    if let Some(tl) = st.tl.take() {
+        tl.finish().map_err(|e| SimError::Options(format!("timeline: {e}")))?;
+    }
+    Ok(report(&st, &opt, trace_name, machine_name, wall.elapsed().as_secs_f64()))
 }
 
 fn report(st: &State, opt: &SimOptions, trace: String, machine: String, wall_s: f64) -> Report {
@@ -171,6 +175,7 @@ fn report(st: &State, opt: &SimOptions, trace: String, machine: String, wall_s: 
                 sync_calls: b.sync_calls,
             }
         },
+        sharing: st.m.net.sharing.name().to_string(),
         nranks: st.world.nranks,
         nodes: place.nodes,
         gpus_per_node: place.gpus_per_node,
@@ -187,6 +192,7 @@ fn report(st: &State, opt: &SimOptions, trace: String, machine: String, wall_s: 
     });
     st.stats.fill(&mut rep, ranks, opt.per_rank);
     explain(st, &mut rep);
+    rep.warnings = st.checks.warnings.clone();
     rep.engine = engine_stat(
         &st.stats,
         st.q.processed(),

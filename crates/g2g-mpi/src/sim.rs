@@ -32,10 +32,7 @@ fn is_mpi_call(k: OpKind) -> bool {
 }
 
 fn is_wait(k: OpKind) -> bool {
-    matches!(
-        k,
-        OpKind::Wait | OpKind::Waitall | OpKind::Waitany | OpKind::Waitsome | OpKind::Test
-    )
+    matches!(k, OpKind::Wait | OpKind::Waitall | OpKind::Waitany | OpKind::Waitsome | OpKind::Test)
 }
 
 impl State<'_> {
@@ -47,6 +44,14 @@ impl State<'_> {
         let mut next_report = 1u64 << 16;
         while let Some((_, ev)) = self.q.pop() {
             self.handle(ev)?;
+            if let Some(t) = self.q.overflow() {
+                // found outside a rank's step (a transfer, a completion): the last rank that ran
+                let r = match ev {
+                    Ev::Wake(r) | Ev::KernelDone(r, _) => r,
+                    _ => self.checks.last_rank,
+                };
+                return Err(self.time_overflow(r, t));
+            }
             if self.q.processed() >= next_report {
                 next_report += 1 << 16;
                 if let Some(p) = progress.as_mut() {
@@ -57,10 +62,7 @@ impl State<'_> {
             }
         }
         if let Some(p) = progress.as_mut() {
-            p(
-                self.stats.ops_done,
-                self.stats.ops_total.max(self.stats.ops_done),
-            );
+            p(self.stats.ops_done, self.stats.ops_total.max(self.stats.ops_done));
         }
         let mut blocked = vec![];
         for r in 0..self.world.nranks {
@@ -88,16 +90,8 @@ impl State<'_> {
                     | OpKind::Issend
                     | OpKind::Bsend
                     | OpKind::Rsend => {
-                        let peer = if op.peer == ANY_SOURCE {
-                            "ANY_SOURCE".to_string()
-                        } else {
-                            op.peer.to_string()
-                        };
-                        let tag = if op.tag == ANY_TAG {
-                            "ANY_TAG".to_string()
-                        } else {
-                            op.tag.to_string()
-                        };
+                        let peer = if op.peer == ANY_SOURCE { "ANY_SOURCE".to_string() } else { op.peer.to_string() };
+                        let tag = if op.tag == ANY_TAG { "ANY_TAG".to_string() } else { op.tag.to_string() };
                         s += &format!(" peer {peer} tag {tag} comm {}", op.comm);
                     }
                     OpKind::Sendrecv => {
@@ -113,16 +107,10 @@ impl State<'_> {
                     OpKind::Wait | OpKind::Waitall | OpKind::Waitany | OpKind::Waitsome => {
                         s += &format!(
                             " on request(s) {:?}",
-                            if op.reqs().is_empty() {
-                                vec![op.req]
-                            } else {
-                                op.reqs().to_vec()
-                            }
+                            if op.reqs().is_empty() { vec![op.req] } else { op.reqs().to_vec() }
                         );
                     }
-                    _ if op.kind.is_collective() => {
-                        s += &format!(" on comm {} root {}", op.comm, op.root())
-                    }
+                    _ if op.kind.is_collective() => s += &format!(" on comm {} root {}", op.comm, op.root()),
                     _ => {}
                 }
                 s
@@ -135,11 +123,7 @@ impl State<'_> {
             .iter()
             .take(4)
             .map(|p| {
-                let src = if p.src == ANY_SOURCE {
-                    "ANY_SOURCE".into()
-                } else {
-                    p.src.to_string()
-                };
+                let src = if p.src == ANY_SOURCE { "ANY_SOURCE".into() } else { p.src.to_string() };
                 format!("recv from world rank {src} tag {}", p.tag)
             })
             .collect();
@@ -160,15 +144,9 @@ impl State<'_> {
                 }
             }
             Ev::Envelope(m) => self.envelope(m),
-            Ev::StageFlow(x, s) => {
-                self.xfers
-                    .stage_flow(&mut self.q, &mut self.m.net, x, s as usize)
-            }
+            Ev::StageFlow(x, s) => self.xfers.stage_flow(&mut self.q, &mut self.m.net, x, s as usize),
             Ev::StageDone(x, s) => {
-                if let Some(ended) =
-                    self.xfers
-                        .stage_done(&mut self.q, &mut self.m.net, x, s as usize)
-                {
+                if let Some(ended) = self.xfers.stage_done(&mut self.q, &mut self.m.net, x, s as usize) {
                     let next = self.transfer_ended(ended);
                     self.resume(next)?;
                 }
@@ -186,11 +164,7 @@ impl State<'_> {
                 self.xfers.resolving();
                 let now = self.q.now();
                 let q = &mut self.q;
-                self.m
-                    .net
-                    .resolve_completions(now, &mut self.resched, |at, f, g| {
-                        q.push(at, Ev::FlowDone(f, g))
-                    });
+                self.m.net.resolve_completions(now, &mut self.resched, |at, f, g| q.push(at, Ev::FlowDone(f, g)));
                 self.stats.peak_flows = self.stats.peak_flows.max(self.m.net.active_flows as u64);
             }
             Ev::ReqDone(q) => {
@@ -225,19 +199,9 @@ impl State<'_> {
             match t.owner {
                 XferOwner::Msg(m) => {
                     let msg = self.msgs.get(m);
-                    tl.transfer(
-                        msg.src,
-                        msg.dst,
-                        t.model,
-                        msg.bytes,
-                        t.t0,
-                        now,
-                        self.msgs.uid[m as usize],
-                    );
+                    tl.transfer(msg.src, msg.dst, t.model, msg.bytes, t.t0, now, self.msgs.uid[m as usize]);
                 }
-                XferOwner::RankCopy(r) | XferOwner::Stream(r, _) => {
-                    tl.copy(r, t.model, t.chunk_bytes, t.t0, now)
-                }
+                XferOwner::RankCopy(r) | XferOwner::Stream(r, _) => tl.copy(r, t.model, t.chunk_bytes, t.t0, now),
             }
         }
         match t.owner {
@@ -282,7 +246,11 @@ impl State<'_> {
     // ------------------------------------------------------------------ rank execution
     /// Runs rank `r` until it blocks or finishes.
     fn step(&mut self, r: u32) -> Result<(), SimError> {
+        self.checks.last_rank = r;
         loop {
+            if let Some(t) = self.q.overflow() {
+                return Err(self.time_overflow(r, t));
+            }
             if self.ranks[r as usize].block != Block::None {
                 return Ok(());
             }
@@ -294,12 +262,20 @@ impl State<'_> {
             if self.ranks[r as usize].cur.is_none() {
                 match self.next_op(r)? {
                     Some(op) => {
-                        let c = self.m.cfg.call_overhead_ns;
+                        self.check_op(r, &op)?;
+                        let mut c = self.m.cfg.call_overhead_ns;
+                        if self.m.cfg.device_call_overhead_ns > 0.0
+                            && is_mpi_call(op.kind)
+                            && !is_wait(op.kind)
+                            && self.policy.device_pointer_call(op.mem, op.bytes.max(op.recv_bytes()))
+                        {
+                            // a call on a device buffer: the library's memory-type query and IPC
+                            // handle cache (mpi.device_call_overhead)
+                            c += self.m.cfg.device_call_overhead_ns;
+                        }
                         let mpi_call = c > 0.0
                             && is_mpi_call(op.kind)
-                            && !(op.peer == PROC_NULL
-                                && !op.kind.is_collective()
-                                && !is_wait(op.kind));
+                            && !(op.peer == PROC_NULL && !op.kind.is_collective() && !is_wait(op.kind));
                         let rk = &mut self.ranks[r as usize];
                         rk.cur = Some(op);
                         rk.phase = 0;
@@ -400,17 +376,12 @@ impl State<'_> {
                 Ok(true)
             }
             OpKind::Memcpy => Ok(self.exec_memcpy(r, op, phase)),
-            OpKind::Send
-            | OpKind::Ssend
-            | OpKind::Bsend
-            | OpKind::Rsend
-            | OpKind::Isend
-            | OpKind::Issend => self.exec_send(r, op, phase),
+            OpKind::Send | OpKind::Ssend | OpKind::Bsend | OpKind::Rsend | OpKind::Isend | OpKind::Issend => {
+                self.exec_send(r, op, phase)
+            }
             OpKind::Recv | OpKind::Irecv => self.exec_recv(r, op, phase),
             OpKind::Sendrecv => self.exec_sendrecv(r, op, phase),
-            OpKind::Wait | OpKind::Waitall | OpKind::Waitany | OpKind::Waitsome => {
-                self.exec_wait(r, op, phase)
-            }
+            OpKind::Wait | OpKind::Waitall | OpKind::Waitany | OpKind::Waitsome => self.exec_wait(r, op, phase),
             OpKind::Coll(_) | OpKind::ICol(_) => self.exec_coll(r, op, phase),
         }
     }

@@ -86,6 +86,8 @@ pub(crate) struct Rank {
     pub untraced: Time,
     /// the current send's buffer class (`hostcopy::send_on_gpu`), kept across its phases
     pub send_gpu: bool,
+    /// when the rank's last message left (`mpi.gap`, LogGP g; 0: none yet)
+    pub last_inject: Time,
 }
 
 impl Rank {
@@ -113,6 +115,7 @@ impl Rank {
             staged_sends: Vec::new(),
             untraced: 0,
             send_gpu: false,
+            last_inject: 0,
         }
     }
 
@@ -154,6 +157,8 @@ pub(crate) struct State<'a> {
     pub op_pool: Vec<Box<Op>>,
     pub stats: Stats,
     pub tl: Option<Timeline>,
+    /// bounds, collective agreement, end-of-trace warnings (`checks.rs`)
+    pub checks: crate::model::checks::Checks,
 }
 
 impl State<'_> {
@@ -162,12 +167,7 @@ impl State<'_> {
     /// events in order from 0).
     pub fn terr(&self, r: u32, msg: String) -> SimError {
         let seq = self.ranks[r as usize].ops_done as u32;
-        SimError::Trace(TraceError {
-            file: self.src.name().to_string(),
-            rank: Some(r),
-            seq: Some(seq),
-            msg,
-        })
+        SimError::Trace(TraceError { file: self.src.name().to_string(), rank: Some(r), seq: Some(seq), msg })
     }
 
     /// World rank of `peer` of communicator `comm`, for rank `r`'s current operation.

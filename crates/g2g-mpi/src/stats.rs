@@ -3,9 +3,7 @@
 use g2g_engine::Time;
 use g2g_trace::OpKind;
 
-use crate::report::{
-    size_class_index, EngineStat, OpStat, PathStat, RankStat, Report, SIZE_CLASSES,
-};
+use crate::report::{size_class_index, EngineStat, OpStat, PathStat, RankStat, Report, SIZE_CLASSES};
 
 pub(crate) struct Stats {
     /// per operation kind (`OpKind::index`)
@@ -53,11 +51,7 @@ impl Stats {
 
     /// A message of `bytes` on data path `path` (by its report name).
     pub fn message(&mut self, path: &'static str, bytes: u64, collective: bool) {
-        let ps = match self
-            .paths
-            .iter()
-            .position(|(k, _)| std::ptr::eq(k.as_ptr(), path.as_ptr()) || *k == path)
-        {
+        let ps = match self.paths.iter().position(|(k, _)| std::ptr::eq(k.as_ptr(), path.as_ptr()) || *k == path) {
             Some(i) => &mut self.paths[i].1,
             None => {
                 self.paths.push((path, PathStat::default()));
@@ -109,8 +103,7 @@ impl Stats {
         rep.untraced_s = untraced as f64 * 1e-9;
         for (i, s) in self.ops.iter().enumerate() {
             if s.count > 0 {
-                rep.per_op
-                    .insert(OpKind::from_index(i).name().to_string(), s.clone());
+                rep.per_op.insert(OpKind::from_index(i).name().to_string(), s.clone());
             }
         }
         for (k, v) in &self.paths {
@@ -118,8 +111,7 @@ impl Stats {
         }
         for (i, v) in self.sizes.iter().enumerate() {
             if v.messages > 0 {
-                rep.p2p_size_classes
-                    .insert(SIZE_CLASSES[i].to_string(), v.clone());
+                rep.p2p_size_classes.insert(SIZE_CLASSES[i].to_string(), v.clone());
             }
         }
         rep.p2p_messages = self.p2p_msgs;

@@ -87,7 +87,12 @@ impl Outcomes {
     fn report(&self, target: &str, t0: Instant) {
         let parts: Vec<String> = self.classes.iter().map(|(k, v)| format!("{k}: {v}")).collect();
         println!("fuzz {target}: {} cases in {:.1} s; {}", self.total(), t0.elapsed().as_secs_f64(), parts.join(", "));
-        assert!(self.failures.is_empty(), "fuzz {target}: {} failing input(s) kept:\n{}", self.failures.len(), self.failures.join("\n"));
+        assert!(
+            self.failures.is_empty(),
+            "fuzz {target}: {} failing input(s) kept:\n{}",
+            self.failures.len(),
+            self.failures.join("\n")
+        );
     }
 }
 
@@ -109,7 +114,11 @@ fn guarded<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send + 's
         }
         Ok(Err(p)) => {
             let _ = h.join();
-            let m = p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default();
+            let m = p
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
             Err(format!("panic: {m}"))
         }
         Err(_) => Err("hang".into()), // the thread is left behind; the test fails
@@ -131,7 +140,8 @@ fn quiet_panics() {
 fn machine_seeds() -> Vec<String> {
     let mut v = vec![common::SIMPLE.to_string()];
     if let Ok(rd) = std::fs::read_dir(root().join("python/g2gsim/presets")) {
-        let mut files: Vec<PathBuf> = rd.flatten().map(|e| e.path()).filter(|p| p.extension().map_or(false, |x| x == "toml")).collect();
+        let mut files: Vec<PathBuf> =
+            rd.flatten().map(|e| e.path()).filter(|p| p.extension().map_or(false, |x| x == "toml")).collect();
         files.sort();
         v.extend(files.iter().filter_map(|p| std::fs::read_to_string(p).ok()));
     }
@@ -139,14 +149,49 @@ fn machine_seeds() -> Vec<String> {
 }
 
 const EXTREME_NUMBERS: [&str; 14] = [
-    "0", "-1", "1", "4294967297", "4294967298", "9223372036854775807", "-9223372036854775808", "1e300", "-1e300", "1e-300",
-    "nan", "inf", "0.5", "65536",
+    "0",
+    "-1",
+    "1",
+    "4294967297",
+    "4294967298",
+    "9223372036854775807",
+    "-9223372036854775808",
+    "1e300",
+    "-1e300",
+    "1e-300",
+    "nan",
+    "inf",
+    "0.5",
+    "65536",
 ];
 const EXTREME_STRINGS: [&str; 16] = [
-    "\"1e30s\"", "\"1.9e10s\"", "\"1e-300GB/s\"", "\"0B/s\"", "\"1e300GB/s\"", "\"-1us\"", "\"1e30B\"", "\"18446744073709551615\"",
-    "\"\"", "\"GB/s\"", "\"1e6s\"", "\"1000001s\"", "\"0.5B/s\"", "\"nanGB/s\"", "\"1e19\"", "\"5 weeks\"",
+    "\"1e30s\"",
+    "\"1.9e10s\"",
+    "\"1e-300GB/s\"",
+    "\"0B/s\"",
+    "\"1e300GB/s\"",
+    "\"-1us\"",
+    "\"1e30B\"",
+    "\"18446744073709551615\"",
+    "\"\"",
+    "\"GB/s\"",
+    "\"1e6s\"",
+    "\"1000001s\"",
+    "\"0.5B/s\"",
+    "\"nanGB/s\"",
+    "\"1e19\"",
+    "\"5 weeks\"",
 ];
-const TABLE_TYPOS: [&str; 8] = ["[node.nvlinks]", "[node.hots]", "[gpu.copy]", "[network.fat]", "[nodes]", "[mpi.factor]", "[[mpi.factor]]", "[collectives.algos]"];
+const TABLE_TYPOS: [&str; 8] = [
+    "[node.nvlinks]",
+    "[node.hots]",
+    "[gpu.copy]",
+    "[network.fat]",
+    "[nodes]",
+    "[mpi.factor]",
+    "[[mpi.factor]]",
+    "[collectives.algos]",
+];
 
 fn mutate_machine(rng: &mut Rng, text: &str) -> String {
     let mut lines: Vec<String> = text.lines().map(|s| s.to_string()).collect();
@@ -175,11 +220,29 @@ fn mutate_machine(rng: &mut Rng, text: &str) -> String {
             5 => lines.insert(i, rng.pick(&TABLE_TYPOS).to_string()),
             6 => {
                 // a key from another table
-                let keys = ["gpus = 4294967297", "count = 4294967297", "levels = 4294967298", "bw = \"1e-300GB/s\"",
-                    "hop_latency = \"1e30s\"", "lat_factor = 1e300", "topology = \"torus\"", "dims = [4294967297, 2, 2]",
-                    "topology = \"dragonfly\"", "groups = 1048576", "routers_per_group = 1048576", "global_links_per_router = 1048576",
-                    "pipeline_chunk = 1", "kind = \"pairs\"", "pairs = [[0, 4294967295, \"1GB/s\"]]", "affinity = [4294967295]",
-                    "taper = 0", "nodes_per_leaf = 1", "leaves_per_pod = 1048576", "rails = 64", "efficiency = 1e-300"];
+                let keys = [
+                    "gpus = 4294967297",
+                    "count = 4294967297",
+                    "levels = 4294967298",
+                    "bw = \"1e-300GB/s\"",
+                    "hop_latency = \"1e30s\"",
+                    "lat_factor = 1e300",
+                    "topology = \"torus\"",
+                    "dims = [4294967297, 2, 2]",
+                    "topology = \"dragonfly\"",
+                    "groups = 1048576",
+                    "routers_per_group = 1048576",
+                    "global_links_per_router = 1048576",
+                    "pipeline_chunk = 1",
+                    "kind = \"pairs\"",
+                    "pairs = [[0, 4294967295, \"1GB/s\"]]",
+                    "affinity = [4294967295]",
+                    "taper = 0",
+                    "nodes_per_leaf = 1",
+                    "leaves_per_pod = 1048576",
+                    "rails = 64",
+                    "efficiency = 1e-300",
+                ];
                 lines.insert(i, rng.pick(&keys).to_string());
             }
             7 => {
@@ -209,6 +272,9 @@ fn machine_case(text: String) -> Result<String, String> {
                 return Err(format!("inconsistent: from_toml refuses ({e}) but validate_all finds nothing"));
             }
             if e.line.is_none() && e.key != "<syntax>" {
+                if std::env::var_os("G2G_FUZZ_VERBOSE").is_some() {
+                    eprintln!("no line: {e}");
+                }
                 return Ok("rejected, no line".into());
             }
             Ok(if e.msg.contains("unknown table") {
@@ -227,9 +293,21 @@ fn machine_case(text: String) -> Result<String, String> {
             }
             // every number the parser kept is in its documented bounds (nothing wrapped or saturated)
             let bws = [cfg.pcie_bw, cfg.shm_bw, cfg.nic_bw, cfg.gpu_reduce_bw, cfg.cpu_reduce_bw, cfg.gpu_pack_bw];
-            let durs = [cfg.pcie_latency_ns, cfg.nvlink_latency_ns, cfg.shm_latency_ns, cfg.nic_latency_ns, cfg.send_overhead_ns,
-                cfg.recv_overhead_ns, cfg.call_overhead_ns, cfg.copy_delay_ns, cfg.gpudirect_delay_ns, cfg.pack_kernel_latency_ns];
-            if bws.iter().any(|b| !(b.is_finite() && *b > 0.0 && *b <= 1e15)) || durs.iter().any(|d| !(d.is_finite() && *d >= 0.0 && *d <= 1e15)) {
+            let durs = [
+                cfg.pcie_latency_ns,
+                cfg.nvlink_latency_ns,
+                cfg.shm_latency_ns,
+                cfg.nic_latency_ns,
+                cfg.send_overhead_ns,
+                cfg.recv_overhead_ns,
+                cfg.call_overhead_ns,
+                cfg.copy_delay_ns,
+                cfg.gpudirect_delay_ns,
+                cfg.pack_kernel_latency_ns,
+            ];
+            if bws.iter().any(|b| !(b.is_finite() && *b > 0.0 && *b <= 1e15))
+                || durs.iter().any(|d| !(d.is_finite() && *d >= 0.0 && *d <= 1e15))
+            {
                 return Err(format!("wrapped or unbounded value accepted: bw {bws:?} durations {durs:?}"));
             }
             let gpn = cfg.gpus_per_node;
@@ -256,7 +334,13 @@ fn fuzz_machine_files() {
         match guarded(Duration::from_secs(20), move || machine_case(t)) {
             Ok(Ok(class)) => out.add(class),
             Ok(Err(f)) | Err(f) => {
-                out.add(if f.starts_with("panic") { "PANIC" } else if f == "hang" { "HANG" } else { "WRONG" });
+                out.add(if f.starts_with("panic") {
+                    "PANIC"
+                } else if f == "hang" {
+                    "HANG"
+                } else {
+                    "WRONG"
+                });
                 let p = keep("machine", "toml", text.as_bytes());
                 out.failures.push(format!("{}: {f}", p.display()));
             }
@@ -381,7 +465,13 @@ fn fuzz_parquet_decoder() {
         match guarded(Duration::from_secs(20), move || parquet_case(pp)) {
             Ok(Ok(class)) => out.add(class),
             Ok(Err(f)) | Err(f) => {
-                out.add(if f.starts_with("panic") { "PANIC" } else if f == "hang" { "HANG" } else { "WRONG" });
+                out.add(if f.starts_with("panic") {
+                    "PANIC"
+                } else if f == "hang" {
+                    "HANG"
+                } else {
+                    "WRONG"
+                });
                 let k = keep("parquet", "g2g.parquet", &data);
                 out.failures.push(format!("{}: {f}", k.display()));
             }
@@ -469,7 +559,11 @@ fn random_trace(rng: &mut Rng) -> Vec<Vec<Op>> {
                     o.set_recv_bytes(bytes);
                     o.mem = MemSpace::Device;
                     if COLL_NAMES[k as usize].ends_with('v') {
-                        o.lists = Some(Box::new(OpLists { reqs: vec![], counts: vec![bytes / n as u64; n], recv_counts: vec![bytes / n as u64; n] }));
+                        o.lists = Some(Box::new(OpLists {
+                            reqs: vec![],
+                            counts: vec![bytes / n as u64; n],
+                            recv_counts: vec![bytes / n as u64; n],
+                        }));
                     }
                     let _ = i;
                     r.push(o);
@@ -569,7 +663,8 @@ fn trace_from_json(s: &str) -> Vec<Vec<Op>> {
                         _ => g2g_trace::CopyKind::None,
                     };
                     let reqs: Vec<u64> = x["reqs"].as_array().unwrap().iter().map(|y| y.as_u64().unwrap()).collect();
-                    let counts: Vec<u64> = x["counts"].as_array().unwrap().iter().map(|y| y.as_u64().unwrap()).collect();
+                    let counts: Vec<u64> =
+                        x["counts"].as_array().unwrap().iter().map(|y| y.as_u64().unwrap()).collect();
                     if !reqs.is_empty() || !counts.is_empty() {
                         o.lists = Some(Box::new(OpLists { reqs, recv_counts: counts.clone(), counts }));
                     }
@@ -581,7 +676,12 @@ fn trace_from_json(s: &str) -> Vec<Vec<Op>> {
 }
 
 fn replay_case(ranks: Vec<Vec<Op>>, mode: Mode) -> Result<String, String> {
-    let compute: Vec<u64> = ranks.iter().map(|r| r.iter().filter(|o| o.kind == OpKind::Compute).map(|o| o.dur_ns()).fold(0u64, |a, b| a.saturating_add(b))).collect();
+    let compute: Vec<u64> = ranks
+        .iter()
+        .map(|r| {
+            r.iter().filter(|o| o.kind == OpKind::Compute).map(|o| o.dur_ns()).fold(0u64, |a, b| a.saturating_add(b))
+        })
+        .collect();
     let mut t = MemTrace::new(ranks).with_comms(vec![CommDef { id: 0, name: "MPI_COMM_WORLD".into(), members: None }]);
     let opt = SimOptions { mode, mapping: Mapping::Linear, ..Default::default() };
     match simulate(&mut t, common::cfg(common::SIMPLE), opt, 0, None) {
@@ -595,7 +695,7 @@ fn replay_case(ranks: Vec<Vec<Op>>, mode: Mode) -> Result<String, String> {
                     return Err(format!("rank {i} ends at {} s, before its {} ns of compute", r.end_s, compute[i]));
                 }
             }
-            Ok("completed".into())
+            Ok(if rep.warnings.is_empty() { "completed".into() } else { "completed with warnings".into() })
         }
         Err(SimError::Deadlock(_)) => Ok("deadlock reported".into()),
         Err(SimError::Trace(e)) => {
@@ -622,7 +722,13 @@ fn fuzz_replay() {
         match guarded(Duration::from_secs(20), move || replay_case(ranks, mode)) {
             Ok(Ok(class)) => out.add(class),
             Ok(Err(f)) | Err(f) => {
-                out.add(if f.starts_with("panic") { "PANIC" } else if f == "hang" { "HANG" } else { "WRONG" });
+                out.add(if f.starts_with("panic") {
+                    "PANIC"
+                } else if f == "hang" {
+                    "HANG"
+                } else {
+                    "WRONG"
+                });
                 let k = keep("replay", &format!("{}.json", mode.name()), json.as_bytes());
                 out.failures.push(format!("{}: {f}", k.display()));
             }
@@ -638,7 +744,11 @@ fn replay_regressions() {
     for e in rd.flatten() {
         let p = e.path();
         let name = p.file_name().unwrap().to_string_lossy().into_owned();
-        let mode = ["as-traced", "hostcopy", "gpudirect"].iter().find(|m| name.contains(&format!(".{m}."))).and_then(|m| Mode::parse(m)).unwrap_or(Mode::AsTraced);
+        let mode = ["as-traced", "hostcopy", "gpudirect"]
+            .iter()
+            .find(|m| name.contains(&format!(".{m}.")))
+            .and_then(|m| Mode::parse(m))
+            .unwrap_or(Mode::AsTraced);
         let ranks = trace_from_json(&std::fs::read_to_string(&p).unwrap());
         let r = guarded(Duration::from_secs(20), move || replay_case(ranks, mode));
         assert!(matches!(r, Ok(Ok(_))), "{name}: {r:?}");

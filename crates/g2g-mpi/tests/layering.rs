@@ -18,21 +18,14 @@ fn sources() -> BTreeMap<String, String> {
                 walk(&p, base, out);
             } else if p.extension().is_some_and(|x| x == "rs") {
                 let rel = p.strip_prefix(base).unwrap().with_extension("");
-                out.insert(
-                    rel.to_string_lossy().replace('\\', "/"),
-                    std::fs::read_to_string(&p).unwrap(),
-                );
+                out.insert(rel.to_string_lossy().replace('\\', "/"), std::fs::read_to_string(&p).unwrap());
             }
         }
     }
     let mut out = BTreeMap::new();
     let base = src_dir();
     walk(&base, &base, &mut out);
-    assert!(
-        out.len() > 10,
-        "the source tree was not found at {}",
-        base.display()
-    );
+    assert!(out.len() > 10, "the source tree was not found at {}", base.display());
     out
 }
 
@@ -42,10 +35,7 @@ fn code(text: &str) -> String {
         Some(i) => &text[..i],
         None => text,
     };
-    text.lines()
-        .map(|l| l.split("//").next().unwrap())
-        .collect::<Vec<_>>()
-        .join("\n")
+    text.lines().map(|l| l.split("//").next().unwrap()).collect::<Vec<_>>().join("\n")
 }
 
 /// The crate modules a file names: `crate::a::b` gives "a" (and "a/b" when a/b is a file), for
@@ -53,13 +43,11 @@ fn code(text: &str) -> String {
 fn named_modules(code: &str, files: &BTreeSet<String>) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     let mut push = |path: &str| {
-        let parts: Vec<&str> = path
-            .split("::")
-            .map(|s| s.trim())
-            .filter(|s| !s.is_empty())
-            .collect();
+        let parts: Vec<&str> = path.split("::").map(|s| s.trim()).filter(|s| !s.is_empty()).collect();
         if let Some(first) = parts.first() {
-            out.insert(first.to_string());
+            // a name that is no module is an item of the crate root (`crate::Mode`): "lib"
+            let is_module = files.contains(*first) || files.iter().any(|f| f.starts_with(&format!("{first}/")));
+            out.insert(if is_module { first.to_string() } else { "lib".to_string() });
             if parts.len() > 1 && files.contains(&format!("{}/{}", parts[0], parts[1])) {
                 out.insert(format!("{}/{}", parts[0], parts[1]));
             }
@@ -74,9 +62,7 @@ fn named_modules(code: &str, files: &BTreeSet<String>) -> BTreeSet<String> {
                 push(item);
             }
         } else {
-            let end = rest
-                .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
-                .unwrap_or(rest.len());
+            let end = rest.find(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':')).unwrap_or(rest.len());
             push(&rest[..end]);
         }
     }
@@ -103,11 +89,8 @@ fn models_never_reach_the_operations_or_the_driver() {
         let named = named_modules(&code, &files);
         let allowed: &[&str] = match layer_of(file) {
             "model" => &["event", "options", "model"],
-            "ops" => &[
-                "event", "options", "model", "ops", "state", "stats", "report", "timeline",
-            ],
+            "ops" => &["event", "options", "model", "ops", "state", "stats", "report", "timeline"],
             "state" => &["event", "options", "model", "stats", "timeline"],
-            // vocab.rs lists the modes of options.rs (a leaf reading a leaf)
             "leaf" => &["report", "options"],
             _ => continue,
         };
@@ -120,9 +103,7 @@ fn models_never_reach_the_operations_or_the_driver() {
         if layer_of(file) == "model" {
             for word in ["State", "Sim<", "self.ranks", "self.q."] {
                 if code.contains(word) {
-                    bad.push(format!(
-                        "{file}.rs mentions `{word}`: a model owns its state and returns outcomes"
-                    ));
+                    bad.push(format!("{file}.rs mentions `{word}`: a model owns its state and returns outcomes"));
                 }
             }
         }
@@ -136,19 +117,12 @@ fn only_the_driver_runs_a_rank() {
     let mut callers = vec![];
     for (file, text) in &src {
         let code = code(text);
-        if code.contains(".step(")
-            || code.contains("fn step(")
-            || code.contains(".exec(")
-            || code.contains("fn exec(")
+        if code.contains(".step(") || code.contains("fn step(") || code.contains(".exec(") || code.contains("fn exec(")
         {
             callers.push(file.clone());
         }
     }
-    assert_eq!(
-        callers,
-        vec!["sim".to_string()],
-        "step/exec appear outside sim.rs"
-    );
+    assert_eq!(callers, vec!["sim".to_string()], "step/exec appear outside sim.rs");
 }
 
 #[test]
@@ -212,10 +186,7 @@ fn module_imports_have_no_cycle() {
             panic!("import cycle: {}", c.join(" -> "));
         }
     }
-    assert!(
-        edges["ops/collective"].contains("ops/p2p"),
-        "the graph is read (collectives post messages through p2p)"
-    );
+    assert!(edges["ops/collective"].contains("ops/p2p"), "the graph is read (collectives post messages through p2p)");
     assert!(edges["model/protocol"].contains("model/matching"));
 }
 
@@ -228,22 +199,16 @@ fn no_file_is_a_room_of_its_own() {
             big.push(format!("{file}.rs: {n} lines"));
         }
     }
-    assert!(
-        big.is_empty(),
-        "split these files by concern (at most ~600 lines each): {}",
-        big.join(", ")
-    );
+    assert!(big.is_empty(), "split these files by concern (at most ~600 lines each): {}", big.join(", "));
 }
 
 #[test]
 fn the_checks_see_what_they_check() {
     // the parser finds the names a file uses, grouped or not, and ignores comments and tests
-    let files: BTreeSet<String> = ["model/world".to_string(), "ops/p2p".to_string()].into();
-    let c = code("use crate::{event::Ev, ops::p2p::SendSpec};\n// crate::sim\nfn f() { crate::model::world::endpoint(); }\n#[cfg(test)]\nuse crate::state;");
+    let files: BTreeSet<String> = ["model/world", "ops/p2p", "event"].iter().map(|s| s.to_string()).collect();
+    let c = code("use crate::{event::Ev, ops::p2p::SendSpec};\n// crate::sim\nfn f() { crate::model::world::endpoint(); }\nuse crate::Mode;\n#[cfg(test)]\nuse crate::state;");
     let got = named_modules(&c, &files);
-    let want: BTreeSet<String> = ["event", "ops", "ops/p2p", "model", "model/world"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let want: BTreeSet<String> =
+        ["event", "ops", "ops/p2p", "model", "model/world", "lib"].iter().map(|s| s.to_string()).collect();
     assert_eq!(got, want);
 }

@@ -82,10 +82,7 @@ impl FlowNet {
             let e = self.completion(f);
             e.gen = e.gen.wrapping_add(1);
             e.pend = finish;
-            return Due::Later {
-                at: finish,
-                gen: e.gen,
-            };
+            return Due::Later { at: finish, gen: e.gen };
         }
         let token = self.finish(f);
         Due::Finished { token, latency_ns }

@@ -18,9 +18,16 @@ pub enum Kind {
     /// an integer number of bytes or a size string, 0 ..= 2^60 B
     Size,
     /// an integer in min..=max
-    Int { min: i64, max: i64 },
+    Int {
+        min: i64,
+        max: i64,
+    },
     /// a finite number in (min or [min) ..= max
-    Float { min: f64, max: f64, min_open: bool },
+    Float {
+        min: f64,
+        max: f64,
+        min_open: bool,
+    },
     Bool,
     Str,
     /// one of these strings
@@ -59,6 +66,9 @@ const fn int(min: i64, max: i64) -> Kind {
 pub const MAX_GPUS_PER_NODE: i64 = 1024;
 pub const MAX_NICS: i64 = 64;
 pub const MAX_DEPTH: i64 = 4096;
+/// CPU sockets (NUMA domains) of a node, copy engines of a GPU.
+pub const MAX_SOCKETS: i64 = 64;
+pub const MAX_COPY_ENGINES: i64 = 64;
 /// Nodes, routers, groups of a topology dimension.
 pub const MAX_TOPO_DIM: i64 = 1 << 20;
 
@@ -66,12 +76,13 @@ const BW: Kind = Kind::Bandwidth;
 const DUR: Kind = Kind::Duration;
 const SIZE: Kind = Kind::Size;
 const FRACTION: Kind = Kind::Float { min: 0.0, max: 1.0, min_open: true };
-const FACTOR: Kind = Kind::Float { min: 0.0, max: 1e6, min_open: true };
+const FACTOR: Kind = Kind::Float { min: 1e-6, max: 1e6, min_open: false };
 
 /// Every table of a machine file ("" is the top level).
 pub const TABLES: &[TableSpec] = &[
     t(""),
     t("node"),
+    t("node.inter_socket"),
     t("node.pcie"),
     t("node.nvlink"),
     t("node.host"),
@@ -95,6 +106,13 @@ pub const KEYS: &[KeySpec] = &[
     k("", "sources", Kind::Other("free text")),
     k("node", "gpus", int(1, MAX_GPUS_PER_NODE)),
     k("node", "cpu", Kind::Other("free text")),
+    k("node", "sockets", int(1, MAX_SOCKETS)),
+    k("node", "gpu_socket", Kind::Other("a list of socket indices, one per GPU")),
+    k("node.inter_socket", "kind", Kind::Str),
+    k("node.inter_socket", "bw", BW),
+    k("node.inter_socket", "latency", DUR),
+    k("node.inter_socket", "efficiency", FRACTION),
+    k("node.pcie", "kind", Kind::Choice(&["pcie", "nvlink"])),
     k("node.pcie", "bw", BW),
     k("node.pcie", "latency", DUR),
     k("node.pcie", "efficiency", FRACTION),
@@ -105,7 +123,9 @@ pub const KEYS: &[KeySpec] = &[
     k("node.nvlink", "latency", DUR),
     k("node.nvlink", "efficiency", FRACTION),
     k("node.nvlink", "links_per_pair", Kind::Other("free text")),
-    k("node.nvlink", "pairs", Kind::Other("a list of [gpu_a, gpu_b, \"bandwidth\"]")),
+    k("node.nvlink", "pairs", Kind::Other("a list of [gpu_a, gpu_b, \"bandwidth\"] or [gpu_a, gpu_b, bricks]")),
+    k("node.nvlink", "brick_bw", BW),
+    k("node.nvlink", "gpu_bw", BW),
     k("node.host", "shm_bw", BW),
     k("node.host", "shm_latency", DUR),
     k("node.host", "shm_rank_bw", BW),
@@ -116,6 +136,7 @@ pub const KEYS: &[KeySpec] = &[
     k("node.nic", "efficiency", FRACTION),
     k("node.nic", "gpudirect_rdma", Kind::Bool),
     k("node.nic", "affinity", Kind::Other("\"per-gpu\", \"shared\" or a list of NIC indices")),
+    k("node.nic", "socket", Kind::Other("a list of socket indices, one per NIC")),
     k("network", "topology", Kind::Choice(&["crossbar", "fat-tree", "dragonfly", "torus"])),
     k("network", "hop_latency", DUR),
     k("network", "link_bw", BW),
@@ -137,6 +158,9 @@ pub const KEYS: &[KeySpec] = &[
     k("mpi", "send_overhead", DUR),
     k("mpi", "recv_overhead", DUR),
     k("mpi", "call_overhead", DUR),
+    k("mpi", "device_call_overhead", DUR),
+    k("mpi", "blocking_send_overhead", DUR),
+    k("mpi", "gap", DUR),
     k("mpi", "gpudirect_eager", Kind::Bool),
     k("mpi", "device_collectives", Kind::Other("\"direct\", \"staged\" or a list of collectives")),
     k("mpi", "collective_chunk", SIZE),
@@ -155,6 +179,8 @@ pub const KEYS: &[KeySpec] = &[
     k("gpu", "copy_delay", DUR),
     k("gpu", "copy_per_byte", DUR),
     k("gpu", "gpudirect_delay", DUR),
+    k("gpu", "copy_engines", int(1, MAX_COPY_ENGINES)),
+    k("gpu", "copy_engine_bw", BW),
     k("gpu", "pipeline_chunk", SIZE),
     k("gpu", "pipeline_depth", int(1, MAX_DEPTH)),
     k("gpu", "pipeline_threshold", SIZE),
@@ -314,6 +340,12 @@ pub(crate) fn line_of(text: &str, table: &str, key: Option<&str>, idx: Option<us
     header
 }
 
+/// Line of the first header of a table under `prefix` (`[a.b.c]` for `a.b`: a table only implied).
+fn first_header_under(text: &str, prefix: &str) -> Option<usize> {
+    let p = format!("{prefix}.");
+    text.lines().position(|l| header_name(l).map_or(false, |(n, _)| n.starts_with(&p))).map(|i| i + 1)
+}
+
 fn join(a: &str, b: &str) -> String {
     if a.is_empty() {
         b.to_string()
@@ -360,21 +392,31 @@ fn walk(tbl: &toml::Table, path: &str, idx: Option<usize>, text: &str, file: &st
                 continue;
             }
             (_, Some(_)) => {
-                errs.push(err(k, line_of(text, &full, None, None).or_else(|| line_of(text, path, Some(k), idx)), "expected a table".into()));
+                errs.push(err(
+                    k,
+                    line_of(text, &full, None, None).or_else(|| line_of(text, path, Some(k), idx)),
+                    "expected a table".into(),
+                ));
                 continue;
             }
             _ => {}
         }
-        if let Some(kind) = this.and_then(|s| s.open) {
+        // an open table's entries are values, not tables; `[uncertainty."key"]` entries are tables
+        // (Kind::Other, checked by config.rs)
+        if let Some(kind) = this.and_then(|s| s.open).filter(|k| !v.is_table() || matches!(k, Kind::Other(_))) {
             if let Err(m) = check_value(&kind, v) {
                 errs.push(err(k, line_of(text, path, Some(k), idx), m));
             }
             continue;
         }
-        if v.is_table() || (v.is_array() && v.as_array().map_or(false, |a| !a.is_empty() && a.iter().all(|x| x.is_table()))) {
+        if v.is_table()
+            || (v.is_array() && v.as_array().map_or(false, |a| !a.is_empty() && a.iter().all(|x| x.is_table())))
+        {
             let mut valid: Vec<&str> = TABLES.iter().map(|t| t.path).filter(|p| !p.is_empty()).collect();
             valid.sort();
-            let line = line_of(text, &full, None, None).or_else(|| line_of(text, path, Some(k), idx));
+            let line = line_of(text, &full, None, None)
+                .or_else(|| first_header_under(text, &full))
+                .or_else(|| line_of(text, path, Some(k), idx));
             errs.push(err(k, line, format!("unknown table [{full}] (valid tables: {})", valid.join(", "))));
         } else {
             let mut valid: Vec<&str> = KEYS.iter().filter(|s| s.table == path).map(|s| s.key).collect();

@@ -1,4 +1,6 @@
 //! The only crate that knows Python: the private module `g2gsim._core`.
+// pyo3 0.22's #[pyfunction] expansion converts every PyResult error into itself
+#![allow(clippy::useless_conversion)]
 use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -77,6 +79,7 @@ fn opts_from(d: Option<&Bound<'_, PyDict>>) -> PyResult<SimOptions> {
                 o.sharing = Some(g2g_net::lmm::Sharing::parse(&s).ok_or_else(|| PyValueError::new_err(format!("sharing must be max-min, max-min-full or bottleneck, not {s:?}")))?);
             }
             "timeline_max_events" => o.timeline_max_events = v.extract().map_err(bad)?,
+            "strict" => o.strict = v.extract().map_err(bad)?,
             _ => return Err(PyValueError::new_err(format!("unknown simulation option {k:?}"))),
         }
     }
@@ -88,7 +91,8 @@ fn sim_err(e: SimError) -> PyErr {
         SimError::Trace(t) => TraceError::new_err(t.to_string()),
         SimError::Machine(m) => MachineError::new_err(m),
         SimError::Options(m) => PyValueError::new_err(m),
-        SimError::Deadlock(_) => DeadlockError::new_err(e.to_string()),
+        // (message, JSON list of every blocked rank)
+        SimError::Deadlock(ref v) => DeadlockError::new_err((e.to_string(), serde_json::to_string(v).unwrap_or_default())),
         SimError::Interrupted => PyKeyboardInterrupt::new_err("simulation interrupted"),
     }
 }
@@ -141,6 +145,13 @@ fn machine_check(machine_toml: &str, machine_file: &str, nodes: u32) -> PyResult
         "name": cfg.name,
         "description": cfg.description,
         "gpus_per_node": gpn,
+        "sockets": cfg.sockets,
+        "gpu_socket": (0..gpn).map(|g| cfg.socket_of_gpu(g, gpn)).collect::<Vec<_>>(),
+        "inter_socket": cfg.inter_socket.as_ref().map(|x| serde_json::json!({"kind": x.kind, "bw_bytes_per_s": x.bw_bytes_per_s, "latency_ns": x.latency_ns})),
+        "cpu_link": cfg.cpu_link_kind,
+        "nic_socket": (0..cfg.nic_count).map(|n| cfg.socket_of_nic(n)).collect::<Vec<_>>(),
+        "copy_engines": cfg.copy_engines,
+        "copy_engine_bw_bytes_per_s": cfg.copy_engines.map(|_| cfg.copy_engine_bw.unwrap_or(cfg.copy_bw())),
         "pcie_bw_bytes_per_s": cfg.pcie_bw,
         "pcie_latency_ns": cfg.pcie_latency_ns,
         "nvlink": format!("{:?}", cfg.nvlink),

@@ -44,7 +44,7 @@ import numpy as np
 
 from .. import machines
 from ..units import parse_bandwidth, parse_duration_s, parse_size
-from .micro import KiB, MiB, P2PParams, Series, closed_form, copy_time, series_from_raw, simulate_series, load_raw
+from .micro import KiB, MiB, P2PParams, Series, closed_form, copy_time, load_raw, series_from_raw, simulate_series
 
 LARGE_FROM = 1 * MiB           # "large-message regime" of the host bandwidth fit
 BIN_TOL = 0.03                 # a size bin grows while one line fits all its points within this
@@ -117,6 +117,7 @@ class FitResult:
             "mpi.eager_limit": fmt_size(p.eager_limit), "mpi.send_overhead": fmt_dur(p.send_overhead),
             "mpi.recv_overhead": fmt_dur(p.recv_overhead), "gpu.copy_delay": fmt_dur(p.copy_delay),
             "gpu.gpudirect_delay": fmt_dur(p.gpudirect_delay),
+            **({"gpu.copy_engines": p.copy_engines, "gpu.copy_engine_bw": fmt_bw(p.copy_engine_bw)} if p.copy_engines else {}),
             **{f"collectives.algorithms.{k.lower()}": v for k, v in self.coll_algos.items()},
             **{f"mpi.factors.{path}": [factor_text(b) for b in bins] for path, bins in p.factors.items()},
         }
@@ -362,7 +363,7 @@ def fit_bins(x, T, mode: str, p: P2PParams, tol: float = 0.03, T_blk=None) -> tu
     i = 0
     while i < n:
         j = i + 1
-        best = None
+        best: tuple | None = None
         while j <= n:
             if j > i + 1 and mode != "device" and (x[i] <= p.eager_limit) != (x[j - 1] <= p.eager_limit):
                 break
@@ -377,6 +378,7 @@ def fit_bins(x, T, mode: str, p: P2PParams, tol: float = 0.03, T_blk=None) -> tu
                 break
             best = (j, a, sl, err, xb, err_b)
             j += 1
+        assert best is not None                # the first candidate always fits
         j, a, sl, err, xb, err_b = best
         segs.append((i, j, a, sl, err, xb, err_b))
         i = j
@@ -405,7 +407,7 @@ def fit_bins(x, T, mode: str, p: P2PParams, tol: float = 0.03, T_blk=None) -> tu
 
 def fit(raw, base: str | Path = "h200x4", host_bw_from: str = "pingpong", large_from: int = LARGE_FROM,
         collectives: bool = True, workdir=None, factors: bool = True, tol: float = BIN_TOL,
-        ring: bool = False, coll_bins: bool = False) -> FitResult:
+        ring: bool = False, coll_bins: bool = False, engines: bool = True) -> FitResult:
     """Fits the machine parameters to the raw measurements; see the module docstring."""
     raw = load_raw(raw)
     series = series_from_raw(raw)
@@ -539,6 +541,9 @@ def fit(raw, base: str | Path = "h200x4", host_bw_from: str = "pingpong", large_
 
     res = FitResult(params=p, base_name=label, base=base_d, gpus=gpus, raw_meta=_meta(raw), notes=notes,
                     details=det)
+    # 6b. copy engines: from the series where several transfers go into one GPU at once
+    if engines:
+        fit_copy_engines(series, res, workdir=workdir)
     # 7. every rank of the node communicating at once: bins by load from the ring series
     if factors and ring:
         fit_ring_bins(series, res, workdir=workdir)
@@ -549,6 +554,48 @@ def fit(raw, base: str | Path = "h200x4", host_bw_from: str = "pingpong", large_
     if factors and coll_bins:
         fit_collective_bins(series, res, workdir=workdir)
     return res
+
+
+MULTI_KINDS = ("fan-out", "fan-in", "two-pairs", "all-pairs")
+ENGINE_CHOICES = (None, 1, 2, 3, 4, 6)
+ENGINE_FROM = MiB     # copy engines matter where the data dominates
+
+
+def fit_copy_engines(series: list[Series], res: FitResult, workdir=None) -> None:
+    """``gpu.copy_engines`` from the device series with several transfers at once (fan-out,
+    fan-in, two pairs, all-pairs; >= 1 MiB): every candidate count (none: engines not modelled,
+    1, 2, 3, 4, 6) is simulated on them and the one with the least median |log error| kept (a
+    candidate must beat the model without engines by 2 % of error, else none); one engine's rate
+    is the one-pair rate (``node.nvlink.bw``: an engine drives one pair at that rate).  Only
+    series where one GPU receives from several peers at once (fan-in, all-pairs) can tell the
+    count: without them it is left out, with a note."""
+    p = res.params
+    multi = [s for s in series if s.mode == "device" and s.kind in MULTI_KINDS and s.scope == "intra"]
+    if not any(s.kind in ("fan-in", "all-pairs") for s in multi):
+        if multi:
+            res.notes.append("copy engines not fitted: no series where one GPU receives from several peers at "
+                             "once (measure.py's multipeer section: all-pairs, fan-in)")
+        return
+    pts = [(s, s.sizes[s.sizes >= ENGINE_FROM], s.t[s.sizes >= ENGINE_FROM]) for s in multi]
+    pts = [x for x in pts if len(x[1])]
+    scores = {}
+    per = {}
+    for e in ENGINE_CHOICES:
+        p.copy_engines, p.copy_engine_bw = e, (p.nvlink_bw if e else None)
+        errs = []
+        with machine_file(res) as m:
+            for s, sz, t in pts:
+                pred = simulate_series(s, m, sizes=sz, workdir=workdir)
+                errs.extend(np.log(pred / t))
+                per.setdefault(str(e), {})[s.name] = [float(x) for x in pred / t - 1]
+        scores[e] = float(np.median(np.abs(errs)))
+    best = min(ENGINE_CHOICES, key=lambda e: (scores[e], ENGINE_CHOICES.index(e)))
+    if best is not None and scores[best] > scores[None] - 0.02:
+        best = None
+    p.copy_engines, p.copy_engine_bw = best, (p.nvlink_bw if best else None)
+    res.details["copy_engines"] = {"chosen": best, "median_abs_log_error": {str(k): v for k, v in scores.items()},
+                                   "errors": per, "series": [s.name for s, _, _ in pts], "sizes_from": ENGINE_FROM,
+                                   "engine_bw": p.copy_engine_bw}
 
 
 RING_PATHS = (("host", "host"), ("staged", "hostcopy"), ("device", "gpudirect-p2p"))
@@ -757,7 +804,7 @@ def choose_collectives(series: list[Series], res: FitResult, workdir=None,
                 except Exception as e:      # noqa: BLE001 - an algorithm that cannot run this case
                     scores[a] = float("inf")
                     report.setdefault("errors", []).append(f"{op}={a}: {e}")
-            best = min(scores, key=scores.get)
+            best = min(scores, key=lambda k: scores[k])
             report[op] = {k: round(v / len(ss), 4) for k, v in scores.items()}
             if best != "default" and scores[best] < 0.9 * scores["default"]:
                 chosen[op] = best
@@ -793,7 +840,7 @@ def to_toml(res: FitResult, name: str = "h200x4-calibrated", raw_path: str | Non
     p, m, d = res.params, res.raw_meta, res.details
     base = res.base
     hosts = ", ".join(m.get("hosts") or [])
-    L = []
+    L: list[str] = []
     c = L.append
     c(f"# {name}: fitted by `g2gsim calibrate fit` to measurements of {m.get('date')} on {hosts}")
     c(f"#   ({m.get('nranks')} ranks, one per GPU).")
@@ -841,12 +888,19 @@ def to_toml(res: FitResult, name: str = "h200x4-calibrated", raw_path: str | Non
     if sb and p.shm_rank_bw:
         r2 = sb.get("two_pairs_ratio")
         rf = sb.get("fan_out_ratio")
-        c(f"shm_rank_bw = {_toml_value(fmt_bw(p.shm_rank_bw))}" + f"   # fitted: {sb['from']} >= {size_label(sb['sizes_from'])}, slope (each rank's own copy: ping-ping takes one ping-pong)")
+        c(f"shm_rank_bw = {_toml_value(fmt_bw(p.shm_rank_bw))}"
+          + f"   # fitted: {sb['from']} >= {size_label(sb['sizes_from'])}, slope"
+          + " (each rank's own copy: ping-ping takes one ping-pong)")
         if p.shm_rank_out_bw:
-            c(f"shm_rank_out_bw = {_toml_value(fmt_bw(p.shm_rank_out_bw))}" + f"  # fitted: one rank to {sb['fan_out_peers']} at once takes {rf:.2f} x one message")
-        c(f"shm_bw = {_toml_value(fmt_bw(p.shm_bw))}" + (f"        # fitted: node cap, two pairs at once take {r2:.2f} x one pair" if r2 else "  # 4 x shm_rank_bw (no two-pairs data)"))
+            c(f"shm_rank_out_bw = {_toml_value(fmt_bw(p.shm_rank_out_bw))}"
+              + f"  # fitted: one rank to {sb['fan_out_peers']} at once takes {rf:.2f} x one message")
+        c(f"shm_bw = {_toml_value(fmt_bw(p.shm_bw))}"
+          + (f"        # fitted: node cap, two pairs at once take {r2:.2f} x one pair" if r2
+             else "  # 4 x shm_rank_bw (no two-pairs data)"))
     elif sb:
-        c(f"shm_bw = {_toml_value(fmt_bw(p.shm_bw))}" + f"  # fitted: {sb['from']} >= {size_label(sb['sizes_from'])}, slope; ping-ping takes {sb['pingping_ratio']:.2f} x: one link shared by the node")
+        c(f"shm_bw = {_toml_value(fmt_bw(p.shm_bw))}"
+          + f"  # fitted: {sb['from']} >= {size_label(sb['sizes_from'])}, slope; ping-ping takes "
+          + f"{sb['pingping_ratio']:.2f} x: one link shared by the node")
     else:
         c(f"shm_bw = {_toml_value(fmt_bw(p.shm_bw))}" + "  # base")
     c(f"shm_latency = {_toml_value(fmt_dur(p.shm_latency))}" + "  # fitted: " + (d.get("eager", {}).get("why", "1/10 of the small-message latency")))
@@ -867,9 +921,13 @@ def to_toml(res: FitResult, name: str = "h200x4-calibrated", raw_path: str | Non
     c("[mpi]")
     hl = d.get("host_latency", {})
     c(f"eager_limit = {_toml_value(fmt_size(p.eager_limit))}" + "  # fitted: break of the host ping-pong curve")
-    c(f"send_overhead = {_toml_value(fmt_dur(p.send_overhead))}" + (f"  # fitted: host ping-pong <= 1 KiB, {hl.get('small_message_s', 0) * 1e6:.3f} us one way, minus shm_latency, halved" if hl else ""))
+    c(f"send_overhead = {_toml_value(fmt_dur(p.send_overhead))}"
+      + (f"  # fitted: host ping-pong <= 1 KiB, {hl.get('small_message_s', 0) * 1e6:.3f} us one way, "
+         "minus shm_latency, halved" if hl else ""))
     c(f"recv_overhead = {_toml_value(fmt_dur(p.recv_overhead))}")
-    c(f"call_overhead = {_toml_value(fmt_dur(p.call_overhead))}" + (f"  # fitted: host ping-pong one way {hl.get('pingpong_small_s', 0) * 1e6:.3f} us = c + X, ping-ping {(hl.get('pingping_small_s') or 0) * 1e6:.3f} us = 2c + max(c, X) (<= 1 KiB)" if hl else ""))
+    c(f"call_overhead = {_toml_value(fmt_dur(p.call_overhead))}"
+      + (f"  # fitted: host ping-pong one way {hl.get('pingpong_small_s', 0) * 1e6:.3f} us = c + X, "
+         f"ping-ping {(hl.get('pingping_small_s') or 0) * 1e6:.3f} us = 2c + max(c, X) (<= 1 KiB)" if hl else ""))
     for k, v in base.get("mpi", {}).items():
         if k not in ("eager_limit", "send_overhead", "recv_overhead", "call_overhead", "factors"):
             c(f"{k} = {_toml_value(v)}  # base")
@@ -877,7 +935,9 @@ def to_toml(res: FitResult, name: str = "h200x4-calibrated", raw_path: str | Non
     for path, bins in p.factors.items():
         info = fd.get(path, {})
         c("")
-        c(f"# size bins of path {path!r}: lines fitted on {' + '.join(info.get('from', [])[1:]) or info.get('from', [''])[0]} (nonblocking), blocking extra on {info.get('from', [''])[0]} (one-way time less call overhead"
+        c(f"# size bins of path {path!r}: lines fitted on "
+          f"{' + '.join(info.get('from', [])[1:]) or info.get('from', [''])[0]} (nonblocking), "
+          f"blocking extra on {info.get('from', [''])[0]} (one-way time less call overhead"
           + (" and the two copies" if path == "hostcopy" else "") + f"), each bin one line within {100 * info.get('tolerance', BIN_TOL):.0f}%")
         for b, seg in zip(bins, info.get("segments", [None] * len(bins))):
             c("[[mpi.factors]]")
@@ -898,7 +958,8 @@ def to_toml(res: FitResult, name: str = "h200x4-calibrated", raw_path: str | Non
                 c(f"recv_overhead = {_toml_value(fmt_dur(b['recv_overhead']))}")
             if b.get("blocking_send_overhead", 0.0) > 0:
                 c(f"blocking_send_overhead = {_toml_value(fmt_dur(b['blocking_send_overhead']))}"
-                  + (f"  # median residual of the blocking ping-pong over the nonblocking line, worst {100 * seg['blocking_max_rel_err']:.1f}%" if seg else ""))
+                  + (f"  # median residual of the blocking ping-pong over the nonblocking line, "
+                     f"worst {100 * seg['blocking_max_rel_err']:.1f}%" if seg else ""))
     rd = d.get("ring") or {}
     for path, bins in p.load_factors.items():
         info = rd.get(path, {})
@@ -957,9 +1018,15 @@ def to_toml(res: FitResult, name: str = "h200x4-calibrated", raw_path: str | Non
     c("")
     c("[gpu]")
     c(f"copy_delay = {_toml_value(fmt_dur(p.copy_delay))}" + ("  # fitted: cudaMemcpy pinned intercept minus pcie.latency" if cp else "  # base"))
-    c(f"gpudirect_delay = {_toml_value(fmt_dur(p.gpudirect_delay))}" + ("  # fitted: device intercept minus overheads, 2 x shm_latency, NVLink latency" if dv else "  # base"))
+    c(f"gpudirect_delay = {_toml_value(fmt_dur(p.gpudirect_delay))}"
+      + ("  # fitted: device intercept minus overheads, 2 x shm_latency, NVLink latency" if dv else "  # base"))
+    ce = d.get("copy_engines")
+    if p.copy_engines:
+        c(f"copy_engines = {p.copy_engines}  # fitted: least error on "
+          f"{', '.join(ce['series']) if ce else 'the multi-peer series'} >= {size_label(ENGINE_FROM)}")
+        c(f"copy_engine_bw = {_toml_value(fmt_bw(p.copy_engine_bw))}  # one pair's rate (node.nvlink.bw)")
     for k, v in base.get("gpu", {}).items():
-        if k not in ("copy_delay", "gpudirect_delay", "copy_per_byte"):
+        if k not in ("copy_delay", "gpudirect_delay", "copy_per_byte") and not (ce and k in ("copy_engines", "copy_engine_bw")):
             c(f"{k} = {_toml_value(v)}  # base")
     spread = (d.get("copy") or {}).get("copy_delay_spread_s") if cp else None
     if base.get("cpu"):

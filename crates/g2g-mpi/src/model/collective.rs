@@ -68,11 +68,7 @@ impl CollRun {
     /// library stages through the host (or one on host buffers).
     pub fn reduce_ns(&self, cfg: &MachineConfig, bytes: u64) -> Time {
         let on_gpu = self.gpu_path && !self.staged;
-        let bw = if on_gpu {
-            cfg.gpu_reduce_bw
-        } else {
-            cfg.cpu_reduce_bw
-        };
+        let bw = if on_gpu { cfg.gpu_reduce_bw } else { cfg.cpu_reduce_bw };
         (bytes as f64 / bw * 1e9).ceil() as Time
     }
 }
@@ -87,12 +83,7 @@ pub(crate) struct Colls {
 
 impl Colls {
     pub fn new(th: Thresholds, ov: AlgoOverrides) -> Colls {
-        Colls {
-            runs: Vec::new(),
-            free: Vec::new(),
-            th,
-            ov,
-        }
+        Colls { runs: Vec::new(), free: Vec::new(), th, ov }
     }
 
     pub fn add(&mut self, cr: CollRun) -> CollId {

@@ -42,10 +42,9 @@ pub(crate) fn apply(
     coll: Option<&str>,
     blocking_send: bool,
 ) -> Overheads {
-    let mut o = Overheads {
-        send_ns: cfg.send_overhead_ns,
-        recv_ns: cfg.recv_overhead_ns,
-    };
+    let mut o = Overheads { send_ns: cfg.send_overhead_ns, recv_ns: cfg.recv_overhead_ns };
+    // a blocking send's extra sender time (mpi.blocking_send_overhead); a bin adds its own
+    let blk = if blocking_send { cfg.blocking_send_overhead_ns } else { 0.0 };
     if let Some(f) = cfg.factor_for(key, bytes, active, coll) {
         plan.apply_factor(f);
         o.send_ns = f.send_overhead_ns.unwrap_or(o.send_ns);
@@ -54,6 +53,7 @@ pub(crate) fn apply(
             o.send_ns += f.blocking_send_overhead_ns;
         }
     }
+    o.send_ns += blk;
     o
 }
 
@@ -86,10 +86,7 @@ pub(crate) struct Load {
 
 impl Load {
     pub fn new(by_load: bool) -> Load {
-        Load {
-            by_load,
-            ..Default::default()
-        }
+        Load { by_load, ..Default::default() }
     }
 
     /// Counts rank `r` as passing messages on its node.  The first time, every rank whose queued
@@ -181,11 +178,7 @@ recv_overhead = "9ns"
     fn keys_by_path_and_staging() {
         assert_eq!(factor_key("host", false, true), "hostcopy");
         assert_eq!(factor_key("host", false, false), "host");
-        assert_eq!(
-            factor_key("gpudirect-rdma", true, true),
-            "gpudirect-rdma",
-            "a GPU-direct message stages nothing"
-        );
+        assert_eq!(factor_key("gpudirect-rdma", true, true), "gpudirect-rdma", "a GPU-direct message stages nothing");
     }
 
     #[test]
@@ -193,28 +186,13 @@ recv_overhead = "9ns"
         let c = cfg();
         let mut p = plan();
         let o = apply(&c, &mut p, "host", 512, 1, None, false);
-        assert_eq!(
-            o,
-            Overheads {
-                send_ns: 30.0,
-                recv_ns: 50.0
-            }
-        );
+        assert_eq!(o, Overheads { send_ns: 30.0, recv_ns: 50.0 });
         assert_eq!(p.bw_factor, 0.5);
         let o = apply(&c, &mut plan(), "host", 512, 1, None, true);
-        assert_eq!(
-            o.send_ns, 37.0,
-            "a blocking send adds its bin's blocking_send_overhead"
-        );
+        assert_eq!(o.send_ns, 37.0, "a blocking send adds its bin's blocking_send_overhead");
         // beyond the last bin: the machine's overheads, the plan untouched
         let mut p = plan();
-        assert_eq!(
-            apply(&c, &mut p, "host", 4096, 1, None, true),
-            Overheads {
-                send_ns: 100.0,
-                recv_ns: 50.0
-            }
-        );
+        assert_eq!(apply(&c, &mut p, "host", 4096, 1, None, true), Overheads { send_ns: 100.0, recv_ns: 50.0 });
         assert_eq!(p, plan());
     }
 
@@ -223,21 +201,12 @@ recv_overhead = "9ns"
         let c = cfg();
         let mut p = plan();
         apply(&c, &mut p, "hostcopy", 512, 1, None, false);
-        assert_eq!(
-            (p.bw_factor, p.setup_ns, p.stages[0].latency_ns),
-            (0.75, 10, 200)
-        );
+        assert_eq!((p.bw_factor, p.setup_ns, p.stages[0].latency_ns), (0.75, 10, 200));
         let mut p = plan();
         apply(&c, &mut p, "host", 512, 2, None, false);
-        assert_eq!(
-            p.bw_factor, 0.25,
-            "two active ranks on the node take the active_ranks = 2 bin"
-        );
+        assert_eq!(p.bw_factor, 0.25, "two active ranks on the node take the active_ranks = 2 bin");
         let o = apply(&c, &mut plan(), "host", 512, 1, Some("Bcast"), false);
-        assert_eq!(
-            o.recv_ns, 9.0,
-            "a broadcast's message takes its collective's bin"
-        );
+        assert_eq!(o.recv_ns, 9.0, "a broadcast's message takes its collective's bin");
         let o = apply(&c, &mut plan(), "host", 512, 1, Some("Reduce"), false);
         assert_eq!(o.send_ns, 30.0, "other collectives take the ordinary bins");
     }

@@ -79,15 +79,8 @@ impl Gpu {
     /// Is the host's wait satisfied?
     pub fn satisfies(&self, w: GpuWait) -> bool {
         match w {
-            GpuWait::Stream(s) => self
-                .streams
-                .get(&s)
-                .map(|st| st.q.is_empty() && !st.running)
-                .unwrap_or(true),
-            GpuWait::Device => self
-                .streams
-                .values()
-                .all(|st| st.q.is_empty() && !st.running),
+            GpuWait::Stream(s) => self.streams.get(&s).map(|st| st.q.is_empty() && !st.running).unwrap_or(true),
+            GpuWait::Device => self.streams.values().all(|st| st.q.is_empty() && !st.running),
             GpuWait::Event(e, gen) => self.events.get(&e).map(|x| x.1 >= gen).unwrap_or(true),
         }
     }
@@ -197,9 +190,7 @@ mod tests {
         pump(g, 0, &mut xfers, &mut q, &mut net);
         let mut done = vec![];
         while let Some((t, ev)) = q.pop() {
-            let Ev::KernelDone(0, st) = ev else {
-                panic!("{ev:?}")
-            };
+            let Ev::KernelDone(0, st) = ev else { panic!("{ev:?}") };
             done.push((t, st));
             g.kernel_done();
             g.item_done(st);
@@ -231,14 +222,7 @@ mod tests {
         kernel(&mut g, 1, 0, 10);
         let gen = g.record(7);
         g.enqueue(1, None, GpuWork::Record { event: 7, gen });
-        g.enqueue(
-            2,
-            None,
-            GpuWork::WaitEvent {
-                event: 7,
-                gen: g.recorded(7),
-            },
-        );
+        g.enqueue(2, None, GpuWork::WaitEvent { event: 7, gen: g.recorded(7) });
         kernel(&mut g, 2, -5, 3); // better priority, but behind the event wait
         assert!(!g.satisfies(GpuWait::Event(7, gen)));
         assert_eq!(run(&mut g), vec![(10, 1), (13, 2)]);

@@ -59,11 +59,7 @@ pub(crate) fn copy_plan(m: &Machine, at: Endpoint, bytes: u64, d2h: bool) -> Pla
 /// one rank.  Only the buffers the rank actually sends or receives move: a broadcast is copied out
 /// at the root and back in everywhere else.
 pub(crate) fn staging_bytes(kind: CollKind, is_root: bool, op: &Op) -> (u64, u64) {
-    let recv = if op.recv_bytes() > 0 {
-        op.recv_bytes()
-    } else {
-        op.bytes
-    };
+    let recv = if op.recv_bytes() > 0 { op.recv_bytes() } else { op.bytes };
     match kind {
         CollKind::Barrier => (0, 0),
         CollKind::Bcast => {
@@ -74,12 +70,8 @@ pub(crate) fn staging_bytes(kind: CollKind, is_root: bool, op: &Op) -> (u64, u64
             }
         }
         CollKind::Reduce => (op.bytes, if is_root { op.bytes } else { 0 }),
-        CollKind::Gather | CollKind::Gatherv => {
-            (op.bytes, if is_root { op.recv_bytes() } else { 0 })
-        }
-        CollKind::Scatter | CollKind::Scatterv => {
-            (if is_root { op.bytes } else { 0 }, op.recv_bytes())
-        }
+        CollKind::Gather | CollKind::Gatherv => (op.bytes, if is_root { op.recv_bytes() } else { 0 }),
+        CollKind::Scatter | CollKind::Scatterv => (if is_root { op.bytes } else { 0 }, op.recv_bytes()),
         _ => (op.bytes, recv),
     }
 }
@@ -103,9 +95,7 @@ pub(crate) fn staged_send_follows(queue: &VecDeque<Op>, bytes: u64) -> bool {
                 }
             }
             k if k.is_collective() => return n.bytes == bytes && !n.mem.on_gpu(),
-            OpKind::Wait | OpKind::Waitall | OpKind::Waitany | OpKind::Waitsome | OpKind::Recv => {
-                return false
-            }
+            OpKind::Wait | OpKind::Waitall | OpKind::Waitany | OpKind::Waitsome | OpKind::Recv => return false,
             _ => {}
         }
     }
@@ -116,11 +106,7 @@ pub(crate) fn staged_send_follows(queue: &VecDeque<Op>, bytes: u64) -> bool {
 /// (`stages`), or when one follows among its next queued operations (a receiver that only copies
 /// back after its first receive).
 pub(crate) fn rank_stages(stages: bool, queue: &VecDeque<Op>) -> bool {
-    stages
-        || queue
-            .iter()
-            .take(4)
-            .any(|n| n.kind == OpKind::Memcpy && matches!(n.copy, CopyKind::D2H | CopyKind::H2D))
+    stages || queue.iter().take(4).any(|n| n.kind == OpKind::Memcpy && matches!(n.copy, CopyKind::D2H | CopyKind::H2D))
 }
 
 /// Remembers a host receive buffer's size (at most 64): an H2D copy of that size afterwards only
@@ -253,10 +239,7 @@ mod tests {
         assert!(!staged_send_follows(&q, 64), "a receive comes first");
         let mut d2h = op(OpKind::Memcpy, 8);
         d2h.copy = CopyKind::D2H;
-        assert!(rank_stages(
-            false,
-            &vec![op(OpKind::Compute, 0), d2h].into()
-        ));
+        assert!(rank_stages(false, &vec![op(OpKind::Compute, 0), d2h].into()));
         assert!(!rank_stages(false, &VecDeque::new()));
         assert!(rank_stages(true, &VecDeque::new()));
     }

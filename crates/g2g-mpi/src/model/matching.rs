@@ -31,9 +31,7 @@ pub(crate) struct Posted {
 impl Posted {
     #[inline]
     fn accepts(&self, e: &Envelope) -> bool {
-        self.ctx == e.ctx
-            && (self.src == ANY_SOURCE || self.src == e.src)
-            && (self.tag == ANY_TAG || self.tag == e.tag)
+        self.ctx == e.ctx && (self.src == ANY_SOURCE || self.src == e.src) && (self.tag == ANY_TAG || self.tag == e.tag)
     }
 }
 
@@ -51,10 +49,7 @@ impl MatchQueues {
     /// message's) is taken out of the queue and returned; else the receive is queued.
     #[inline]
     pub fn post(&mut self, recv: Posted, envelope: impl Fn(MsgId) -> Envelope) -> Option<MsgId> {
-        let pos = self
-            .unexpected
-            .iter()
-            .position(|&m| recv.accepts(&envelope(m)));
+        let pos = self.unexpected.iter().position(|&m| recv.accepts(&envelope(m)));
         match pos {
             Some(p) => Some(self.unexpected.remove(p)),
             None => {
@@ -126,11 +121,7 @@ mod tests {
         assert_eq!(q.post(recv(0, 3, 1, 9), look), Some(2));
         assert_eq!(q.post(recv(0, ANY_SOURCE, ANY_TAG, 9), look), Some(0));
         assert_eq!(q.post(recv(0, 3, ANY_TAG, 9), look), Some(1));
-        assert_eq!(
-            q.post(recv(0, 3, 2, 9), look),
-            None,
-            "no message left from 3 with tag 2"
-        );
+        assert_eq!(q.post(recv(0, 3, 2, 9), look), None, "no message left from 3 with tag 2");
         assert_eq!(q.unexpected, vec![3]);
         assert_eq!(q.posted.len(), 1);
     }

@@ -1,6 +1,7 @@
 //! The models of the replay, each owning its state and returning outcomes: none of them calls the
 //! operations (`ops/`) or the driver (`sim.rs`), nor names the replay's state (`state.rs`); a test
 //! (`tests/layering.rs`) keeps it so.
+pub(crate) mod checks;
 pub(crate) mod collective;
 pub(crate) mod factors;
 pub(crate) mod gpu_streams;

@@ -44,11 +44,7 @@ pub(crate) struct Msg {
 impl Msg {
     #[inline]
     pub fn envelope(&self) -> Envelope {
-        Envelope {
-            ctx: self.ctx,
-            src: self.src as i32,
-            tag: self.tag,
-        }
+        Envelope { ctx: self.ctx, src: self.src as i32, tag: self.tag }
     }
 }
 
@@ -111,10 +107,7 @@ impl Messages {
             if msg.data_arrived {
                 let after_ns = msg.recv_o_ns;
                 self.free(m);
-                return OnMatch::RecvDone {
-                    req: recv_req,
-                    after_ns,
-                };
+                return OnMatch::RecvDone { req: recv_req, after_ns };
             }
             OnMatch::Nothing
         } else {
@@ -134,23 +127,14 @@ impl Messages {
             if msg.recv_req != NO_REQ {
                 let rq = msg.recv_req;
                 self.free(m);
-                return OnArrival {
-                    recv_done: Some((rq, o)),
-                    send_done: None,
-                };
+                return OnArrival { recv_done: Some((rq, o)), send_done: None };
             }
-            OnArrival {
-                recv_done: None,
-                send_done: None,
-            }
+            OnArrival { recv_done: None, send_done: None }
         } else {
             debug_assert!(msg.recv_req != NO_REQ, "rendezvous data before match");
             let (sq, rq) = (msg.send_req, msg.recv_req);
             self.free(m);
-            OnArrival {
-                recv_done: Some((rq, o)),
-                send_done: Some(sq),
-            }
+            OnArrival { recv_done: Some((rq, o)), send_done: Some(sq) }
         }
     }
 }
@@ -182,30 +166,12 @@ mod tests {
         // matched first: the arrival completes the receive
         let a = ms.add(msg(true));
         assert!(matches!(ms.matched(a, 11), OnMatch::Nothing));
-        assert_eq!(
-            ms.data_arrived(a),
-            OnArrival {
-                recv_done: Some((11, 40)),
-                send_done: None
-            }
-        );
+        assert_eq!(ms.data_arrived(a), OnArrival { recv_done: Some((11, 40)), send_done: None });
         // arrived first (unexpected): the match completes it
         let b = ms.add(msg(true));
         assert_eq!(b, a, "the freed message's slot is reused");
-        assert_eq!(
-            ms.data_arrived(b),
-            OnArrival {
-                recv_done: None,
-                send_done: None
-            }
-        );
-        assert!(matches!(
-            ms.matched(b, 12),
-            OnMatch::RecvDone {
-                req: 12,
-                after_ns: 40
-            }
-        ));
+        assert_eq!(ms.data_arrived(b), OnArrival { recv_done: None, send_done: None });
+        assert!(matches!(ms.matched(b, 12), OnMatch::RecvDone { req: 12, after_ns: 40 }));
     }
 
     #[test]
@@ -216,34 +182,20 @@ mod tests {
             OnMatch::SendData { after_ns, .. } => assert_eq!(after_ns, 500),
             o => panic!("{o:?}"),
         }
-        assert_eq!(
-            ms.data_arrived(m),
-            OnArrival {
-                recv_done: Some((21, 40)),
-                send_done: Some(7)
-            }
-        );
+        assert_eq!(ms.data_arrived(m), OnArrival { recv_done: Some((21, 40)), send_done: Some(7) });
     }
 
     #[test]
     fn eager_or_rendezvous() {
-        let mut cfg = MachineConfig::from_toml(
-            include_str!("../../../../python/g2gsim/presets/lassen.toml"),
-            "lassen.toml",
-        )
-        .unwrap();
+        let mut cfg =
+            MachineConfig::from_toml(include_str!("../../../../python/g2gsim/presets/lassen.toml"), "lassen.toml")
+                .unwrap();
         cfg.eager_limit = 1000;
         cfg.gpudirect_eager = false;
         assert!(is_eager(&cfg, false, 1000, false));
         assert!(!is_eager(&cfg, false, 1001, false), "above the eager limit");
-        assert!(
-            !is_eager(&cfg, true, 8, false),
-            "synchronous sends wait for the receiver"
-        );
-        assert!(
-            !is_eager(&cfg, false, 8, true),
-            "GPU-direct without gpudirect_eager"
-        );
+        assert!(!is_eager(&cfg, true, 8, false), "synchronous sends wait for the receiver");
+        assert!(!is_eager(&cfg, false, 8, true), "GPU-direct without gpudirect_eager");
         cfg.gpudirect_eager = true;
         assert!(is_eager(&cfg, false, 8, true));
     }

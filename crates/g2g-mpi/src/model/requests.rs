@@ -43,13 +43,7 @@ impl Req {
                 c | COLL_OWNER
             }
         };
-        Req {
-            post_copy: 0,
-            owner,
-            done: false,
-            live: true,
-            waited: false,
-        }
+        Req { post_copy: 0, owner, done: false, live: true, waited: false }
     }
     #[inline]
     pub fn owner(&self) -> Owner {
@@ -147,6 +141,10 @@ impl ReqMap {
         }
         None
     }
+    /// Requests in the map (started, not yet completed by a wait).
+    pub fn len(&self) -> usize {
+        self.small.len() + self.big.len()
+    }
     pub fn remove(&mut self, k: &u64) -> Option<ReqId> {
         if !self.big.is_empty() {
             let v = self.big.remove(k);
@@ -172,23 +170,11 @@ mod tests {
         assert_eq!(rq[a].owner(), Owner::Rank(7));
         assert_eq!(rq[b].owner(), Owner::Coll(5));
         rq[a].waited = true;
-        assert_eq!(
-            rq.complete(a),
-            Some(Completed {
-                owner: Owner::Rank(7),
-                waited: true
-            })
-        );
+        assert_eq!(rq.complete(a), Some(Completed { owner: Owner::Rank(7), waited: true }));
         assert!(!rq[a].waited && rq[a].live);
         assert_eq!(rq.complete(a), None, "a request completes once");
         // a collective's request is freed at completion; its id is the next one handed out
-        assert_eq!(
-            rq.complete(b),
-            Some(Completed {
-                owner: Owner::Coll(5),
-                waited: false
-            })
-        );
+        assert_eq!(rq.complete(b), Some(Completed { owner: Owner::Coll(5), waited: false }));
         assert!(!rq[b].live);
         assert_eq!(rq.new_req(Owner::Rank(1)), b);
     }
@@ -202,10 +188,7 @@ mod tests {
         assert!(!m.big.is_empty(), "past SMALL entries the map is a table");
         assert_eq!(m.insert(3, 99), Some(30));
         for k in 1..=40u64 {
-            assert_eq!(
-                m.remove(&k),
-                Some(if k == 3 { 99 } else { k as ReqId * 10 })
-            );
+            assert_eq!(m.remove(&k), Some(if k == 3 { 99 } else { k as ReqId * 10 }));
         }
         assert!(m.big.capacity() == 0 && m.small.is_empty());
         assert_eq!(m.remove(&1), None);

@@ -26,15 +26,5 @@ pub(crate) fn choose(
         return Route { model: &paths::HOST, stage_src: false, stage_dst: false };
     }
     let gpu_aware = policy.gpu_aware(bytes, collective);
-    paths::choose(
-        m,
-        &PathQuery {
-            src,
-            dst,
-            src_gpu,
-            dst_gpu,
-            bytes,
-            gpu_aware,
-        },
-    )
+    paths::choose(m, &PathQuery { src, dst, src_gpu, dst_gpu, bytes, gpu_aware })
 }

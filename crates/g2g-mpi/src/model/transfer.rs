@@ -62,9 +62,7 @@ impl Transfers {
     /// An empty plan in a box from the pool (to be filled in place).
     #[inline]
     pub fn pooled_plan(&mut self) -> Box<Plan> {
-        self.plan_pool
-            .pop()
-            .unwrap_or_else(|| Box::new(Plan::empty()))
+        self.plan_pool.pop().unwrap_or_else(|| Box::new(Plan::empty()))
     }
 
     /// A plan in a box from the pool (no allocation once the pool has warmed up).
@@ -93,14 +91,7 @@ impl Transfers {
         self.resolve_pending = false;
     }
 
-    pub fn start(
-        &mut self,
-        q: &mut Queue,
-        net: &mut FlowNet,
-        plan: Plan,
-        owner: XferOwner,
-        extra_delay: u64,
-    ) {
+    pub fn start(&mut self, q: &mut Queue, net: &mut FlowNet, plan: Plan, owner: XferOwner, extra_delay: u64) {
         let now = q.now();
         let plan = self.boxed(plan);
         self.start_at(q, net, plan, owner, extra_delay, now)
@@ -118,10 +109,7 @@ impl Transfers {
     ) {
         let ns = plan.stages.len();
         let setup = plan.setup_ns + extra_delay;
-        assert!(
-            ns <= MAX_STAGES,
-            "a plan of {ns} stages (at most {MAX_STAGES})"
-        );
+        assert!(ns <= MAX_STAGES, "a plan of {ns} stages (at most {MAX_STAGES})");
         let chunks = plan.chunks;
         let x = Xfer {
             t0,
@@ -155,11 +143,7 @@ impl Transfers {
             return;
         }
         let c = t.started[s];
-        let ok = if s == 0 {
-            c < t.done[t.plan.stages.len() - 1] + t.plan.depth
-        } else {
-            c < t.done[s - 1]
-        };
+        let ok = if s == 0 { c < t.done[t.plan.stages.len() - 1] + t.plan.depth } else { c < t.done[s - 1] };
         if !ok {
             return;
         }
@@ -199,13 +183,7 @@ impl Transfers {
 
     /// Stage `s` of transfer `x` has finished a chunk (`s == u8::MAX`: a plan without stages):
     /// the next chunks start; the ended transfer is returned once its last chunk is through.
-    pub fn stage_done(
-        &mut self,
-        q: &mut Queue,
-        net: &mut FlowNet,
-        x: XferId,
-        s: usize,
-    ) -> Option<Ended> {
+    pub fn stage_done(&mut self, q: &mut Queue, net: &mut FlowNet, x: XferId, s: usize) -> Option<Ended> {
         let complete = if s == u8::MAX as usize {
             true
         } else {
@@ -231,12 +209,7 @@ impl Transfers {
         }
         let t = self.xfers[x as usize].take().unwrap();
         self.free.push(x);
-        let ended = Ended {
-            owner: t.owner,
-            t0: t.t0,
-            model: t.plan.model,
-            chunk_bytes: t.plan.chunk_bytes,
-        };
+        let ended = Ended { owner: t.owner, t0: t.t0, model: t.plan.model, chunk_bytes: t.plan.chunk_bytes };
         self.plan_pool.push(t.plan);
         Some(ended)
     }
@@ -271,9 +244,7 @@ mod tests {
                 },
                 Ev::Resolve => {
                     x.resolving();
-                    net.resolve_completions(now, &mut scratch, |at, f, g| {
-                        q.push(at, Ev::FlowDone(f, g))
-                    });
+                    net.resolve_completions(now, &mut scratch, |at, f, g| q.push(at, Ev::FlowDone(f, g)));
                 }
                 e => panic!("{e:?}"),
             }
@@ -284,11 +255,7 @@ mod tests {
     fn stage(link: u32, delay_ns: u64, latency_ns: u64) -> Stage {
         let mut links = Links::new();
         links.push(link);
-        Stage {
-            delay_ns,
-            links,
-            latency_ns,
-        }
+        Stage { delay_ns, links, latency_ns }
     }
 
     #[test]
@@ -308,10 +275,7 @@ mod tests {
         // setup 100; stage 0 moves a chunk per 1000 ns and pays 10 ns of latency before the next
         // chunk may use it: chunks leave stage 0 at 1110, 2120, 3130; stage 1 takes each after its
         // 5 ns delay, the last from 3135 to 4135
-        assert_eq!(
-            run(&mut x, &mut q, &mut net),
-            vec![(4135, XferOwner::RankCopy(4))]
-        );
+        assert_eq!(run(&mut x, &mut q, &mut net), vec![(4135, XferOwner::RankCopy(4))]);
     }
 
     #[test]

@@ -42,39 +42,21 @@ impl State<'_> {
         }
     }
 
-    fn start_coll(
-        &mut self,
-        r: u32,
-        op: &Op,
-        kind: CollKind,
-        nonblocking: bool,
-    ) -> Result<bool, SimError> {
+    fn start_coll(&mut self, r: u32, op: &Op, kind: CollKind, nonblocking: bool) -> Result<bool, SimError> {
         let comm = self.world.comm(op.comm).map_err(|e| self.terr(r, e))?;
         let size = comm.size;
         let me = match &comm.def.members {
             None => r,
-            Some(m) => m.iter().position(|&w| w == r).ok_or_else(|| {
-                self.terr(
-                    r,
-                    format!("rank is not a member of communicator {}", op.comm),
-                )
-            })? as u32,
+            Some(m) => m
+                .iter()
+                .position(|&w| w == r)
+                .ok_or_else(|| self.terr(r, format!("rank is not a member of communicator {}", op.comm)))?
+                as u32,
         };
         if kind.is_rooted() && (op.root() < 0 || op.root() as u32 >= size) {
-            return Err(self.terr(
-                r,
-                format!(
-                    "root {} is outside communicator {} (size {size})",
-                    op.root(),
-                    op.comm
-                ),
-            ));
+            return Err(self.terr(r, format!("root {} is outside communicator {} (size {size})", op.root(), op.comm)));
         }
-        let root = if kind.is_rooted() {
-            op.root().max(0) as u32
-        } else {
-            0
-        };
+        let root = if kind.is_rooted() { op.root().max(0) as u32 } else { 0 };
         let lists = op.lists.as_deref();
         let args = CollArgs {
             kind,
@@ -84,34 +66,28 @@ impl State<'_> {
             bytes: op.bytes,
             recv_bytes: op.recv_bytes(),
             counts: lists.and_then(|l| (!l.counts.is_empty()).then_some(l.counts.as_slice())),
-            recv_counts: lists
-                .and_then(|l| (!l.recv_counts.is_empty()).then_some(l.recv_counts.as_slice())),
+            recv_counts: lists.and_then(|l| (!l.recv_counts.is_empty()).then_some(l.recv_counts.as_slice())),
         };
         // chosen from quantities every rank of the call agrees on, so all pick the same
         let algo = g2g_coll::select_for(&args, &self.colls.th, &self.colls.ov);
-        let rounds = g2g_coll::schedule(algo, &args)
-            .map_err(|e| self.terr(r, format!("{}: {e}", kind.name())))?;
+        let rounds = g2g_coll::schedule(algo, &args).map_err(|e| self.terr(r, format!("{}: {e}", kind.name())))?;
         let inst = {
             let c = self.ranks[r as usize].coll_seq.entry(op.comm).or_insert(0);
             let v = *c;
             *c += 1;
             v
         };
+        self.check_coll(r, op, kind, inst, size)?;
         let ctx = (1u64 << 63) | ((op.comm as u64) << 32) | inst as u64;
         // synchronisation (Barrier, no bytes) never takes a GPU path
         let rk = &mut self.ranks[r as usize];
         let on_gpu = hostcopy::send_on_gpu(&self.policy, op.mem, op.bytes, hostcopy::carries_data(op),
                                            &mut rk.staged_sends, &mut self.bufstat, &mut self.traced_device);
         let gpu_path = on_gpu && self.policy.gpu_aware(op.bytes.max(op.recv_bytes()), true);
-        let req = if nonblocking {
-            Some(self.reqs.new_req(Owner::Rank(r)))
-        } else {
-            None
-        };
+        let req = if nonblocking { Some(self.reqs.new_req(Owner::Rank(r))) } else { None };
         let staged = gpu_path && self.m.cfg.device_collectives.staged(kind.name());
         let hostcopy = (on_gpu && !gpu_path)
-            || (!on_gpu
-                && hostcopy::rank_stages(self.ranks[r as usize].stages, &self.queues[r as usize]));
+            || (!on_gpu && hostcopy::rank_stages(self.ranks[r as usize].stages, &self.queues[r as usize]));
         let cr = CollRun {
             rank: r,
             comm: op.comm,
@@ -129,19 +105,10 @@ impl State<'_> {
         let c = self.colls.add(cr);
         // HostCopy staging: which buffers each rank copies out before and back after
         let staged = on_gpu && !gpu_path;
-        let (d2h, h2d) = if staged {
-            hostcopy::staging_bytes(kind, me == root, op)
-        } else {
-            (0, 0)
-        };
+        let (d2h, h2d) = if staged { hostcopy::staging_bytes(kind, me == root, op) } else { (0, 0) };
         // a HostCopy trace stages the collective's receive buffer back afterwards
         let recv_side = hostcopy::staging_bytes(kind, me == root, op).1;
-        hostcopy::note_recv(
-            &self.policy,
-            &mut self.ranks[r as usize].recent_recvs,
-            op.mem,
-            recv_side,
-        );
+        hostcopy::note_recv(&self.policy, &mut self.ranks[r as usize].recent_recvs, op.mem, recv_side);
         self.ranks[r as usize].coll_h2d = if nonblocking { 0 } else { h2d };
         if let Some(q) = req {
             self.map_req(r, op, q);
@@ -149,40 +116,25 @@ impl State<'_> {
         }
         if d2h > 0 {
             // the rank copies its send buffer to the host, then runs the collective
-            self.ranks[r as usize].phase = if nonblocking {
-                CollPhase::StagingCopy
-            } else {
-                CollPhase::Running
-            } as u8;
+            self.ranks[r as usize].phase = if nonblocking { CollPhase::StagingCopy } else { CollPhase::Running } as u8;
             self.ranks[r as usize].block = Block::Coll(c);
             // (unlike `start_rank_copy`, this copy does not mark the rank as one that stages)
             let plan = hostcopy::copy_plan(&self.m, endpoint(&self.m, r), d2h, true);
             self.ranks[r as usize].copy_start = self.q.now();
             self.colls[c].idx = AFTER_COPY; // start rounds after the copy
-            self.xfers.start(
-                &mut self.q,
-                &mut self.m.net,
-                plan,
-                XferOwner::RankCopy(r),
-                0,
-            );
+            self.xfers.start(&mut self.q, &mut self.m.net, plan, XferOwner::RankCopy(r), 0);
             return Ok(false);
         }
         if nonblocking {
             let next = self.coll_start(c);
-            debug_assert_eq!(
-                next,
-                Next::Idle,
-                "a nonblocking collective completes through its request"
-            );
+            debug_assert_eq!(next, Next::Idle, "a nonblocking collective completes through its request");
             Ok(true)
         } else {
             self.ranks[r as usize].phase = CollPhase::Running as u8;
             self.ranks[r as usize].block = Block::Coll(c);
             // a one-rank communicator finishes at once: its completion phase runs now, here
             let _at_once = self.coll_start(c);
-            if self.ranks[r as usize].block == Block::None
-                && self.ranks[r as usize].phase == CollPhase::Finished as u8
+            if self.ranks[r as usize].block == Block::None && self.ranks[r as usize].phase == CollPhase::Finished as u8
             {
                 return self.exec_coll(r, op, CollPhase::Finished as u8);
             }
@@ -205,11 +157,7 @@ impl State<'_> {
                 self.ranks[r as usize].block = Block::None;
                 self.ranks[r as usize].phase = CollPhase::Started as u8;
                 let next = self.coll_start(c);
-                debug_assert_eq!(
-                    next,
-                    Next::Idle,
-                    "a nonblocking collective completes through its request"
-                );
+                debug_assert_eq!(next, Next::Idle, "a nonblocking collective completes through its request");
                 if self.ranks[r as usize].block == Block::None {
                     return Next::Step(r);
                 }

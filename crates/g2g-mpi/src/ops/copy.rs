@@ -49,11 +49,7 @@ impl State<'_> {
                 Plan::one("memcpy", st, op.bytes)
             }
             CopyKind::H2H | CopyKind::None => {
-                let st = Stage {
-                    delay_ns: 0,
-                    links: smallvec::smallvec![self.m.shm(at.node)],
-                    latency_ns: 0,
-                };
+                let st = Stage { delay_ns: 0, links: smallvec::smallvec![self.m.shm(at.node)], latency_ns: 0 };
                 Plan::one("memcpy", st, op.bytes)
             }
         };
@@ -69,13 +65,7 @@ impl State<'_> {
         }
         self.ranks[r as usize].phase = 1;
         self.ranks[r as usize].block = Block::Copy;
-        self.xfers.start(
-            &mut self.q,
-            &mut self.m.net,
-            plan,
-            XferOwner::RankCopy(r),
-            0,
-        );
+        self.xfers.start(&mut self.q, &mut self.m.net, plan, XferOwner::RankCopy(r), 0);
         false
     }
 
@@ -86,13 +76,7 @@ impl State<'_> {
         rk.stages = true;
         rk.block = Block::Copy;
         rk.copy_start = self.q.now();
-        self.xfers.start(
-            &mut self.q,
-            &mut self.m.net,
-            plan,
-            XferOwner::RankCopy(r),
-            0,
-        );
+        self.xfers.start(&mut self.q, &mut self.m.net, plan, XferOwner::RankCopy(r), 0);
     }
 
     /// The rank's blocking copy has finished: the rank goes on, or its collective (whose send
@@ -103,12 +87,7 @@ impl State<'_> {
         if rk.block == Block::Copy {
             rk.block = Block::None;
             // staging copies count as copy time, not inside the op they serve
-            if rk
-                .cur
-                .as_ref()
-                .map(|o| o.kind != OpKind::Memcpy)
-                .unwrap_or(true)
-            {
+            if rk.cur.as_ref().map(|o| o.kind != OpKind::Memcpy).unwrap_or(true) {
                 rk.copy += now - rk.copy_start;
             }
             Next::Step(r)

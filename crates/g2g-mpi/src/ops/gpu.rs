@@ -27,15 +27,7 @@ impl State<'_> {
         let wait = match op.kind {
             OpKind::Kernel => {
                 let seq = self.ranks[r as usize].gpu().next_launch();
-                self.gpu_enqueue(
-                    r,
-                    st,
-                    Some(op.priority()),
-                    GpuWork::Kernel {
-                        dur: op.dur_ns(),
-                        seq,
-                    },
-                );
+                self.gpu_enqueue(r, st, Some(op.priority()), GpuWork::Kernel { dur: op.dur_ns(), seq });
                 if self.policy.serialises_gpu() {
                     Some(GpuWait::Stream(st))
                 } else {

@@ -5,6 +5,7 @@
 //! `p2p`: sends, receives, messages and their matching; `wait`: requests and waits; `copy`:
 //! explicit and staging copies; `gpu`: kernels, streams, events, synchronisation; `collective`:
 //! collectives as rounds of messages.
+pub(crate) mod checks;
 pub(crate) mod collective;
 pub(crate) mod copy;
 pub(crate) mod gpu;

@@ -72,10 +72,7 @@ impl State<'_> {
     }
 
     pub(crate) fn exec_send(&mut self, r: u32, op: &Op, phase: u8) -> Result<bool, SimError> {
-        let blocking = matches!(
-            op.kind,
-            OpKind::Send | OpKind::Ssend | OpKind::Bsend | OpKind::Rsend
-        );
+        let blocking = matches!(op.kind, OpKind::Send | OpKind::Ssend | OpKind::Bsend | OpKind::Rsend);
         if op.peer == PROC_NULL {
             return Ok(true);
         }
@@ -150,6 +147,7 @@ impl State<'_> {
                 };
                 let gpu = hostcopy::recv_on_gpu(&self.policy, op.mem, op.recv_bytes().max(op.bytes),
                                                 &self.queues[r as usize]);
+                self.checks.pending_cap = op.recv_bytes().max(op.bytes);
                 let req = self.post_recv(r, src, op.comm as u64, op.tag, Owner::Rank(r));
                 // a receive into a GPU buffer that arrives over the host path is staged H2D after
                 let staged = gpu && self.recv_is_staged(r, src, op.recv_bytes().max(op.bytes));
@@ -199,6 +197,7 @@ impl State<'_> {
                     } else {
                         self.world_of(r, op.comm, op.recv_peer())? as i32
                     };
+                    self.checks.pending_cap = op.recv_bytes();
                     let rq = self.post_recv(r, src, op.comm as u64, op.recv_tag(), Owner::Rank(r));
                     if gpu && self.recv_is_staged(r, src, op.recv_bytes()) {
                         self.reqs[rq].post_copy = op.recv_bytes();
@@ -243,11 +242,7 @@ impl State<'_> {
         let req = self.reqs.new_req(s.owner);
         // a library that stages this collective's device messages through the host, in chunks
         let coll_staged = matches!(s.owner, Owner::Coll(c) if self.colls[c].staged);
-        let route = if coll_staged {
-            Route::direct(&paths::PIPELINED)
-        } else {
-            route
-        };
+        let route = if coll_staged { Route::direct(&paths::PIPELINED) } else { route };
         // the model that moves the message (a staged side has its data in host memory by then)
         let path = route.model.message_path();
         let (a, b) = (endpoint(&self.m, src), endpoint(&self.m, dst));
@@ -255,15 +250,7 @@ impl State<'_> {
         let mut plan = self.xfers.pooled_plan();
         if coll_staged {
             let c = &self.m.cfg;
-            Pipelined::plan_chunked_into(
-                &self.m,
-                a,
-                b,
-                bytes,
-                c.collective_chunk,
-                c.collective_depth,
-                &mut plan,
-            );
+            Pipelined::plan_chunked_into(&self.m, a, b, bytes, c.collective_chunk, c.collective_depth, &mut plan);
         } else {
             path.plan_into(&self.m, a, b, bytes, &mut plan);
         }
@@ -273,10 +260,7 @@ impl State<'_> {
             || (!gpu_direct
                 && (s.staged_buffers
                     || (!collective
-                        && hostcopy::rank_stages(
-                            self.ranks[src as usize].stages,
-                            &self.queues[src as usize],
-                        ))));
+                        && hostcopy::rank_stages(self.ranks[src as usize].stages, &self.queues[src as usize]))));
         let fkey = factors::factor_key(path.name(), gpu_direct, staged_msg);
         let active = if self.load.by_load {
             self.load.mark(src, &self.m.place, &self.queues);
@@ -286,23 +270,12 @@ impl State<'_> {
             1
         };
         let coll_name = match s.owner {
-            Owner::Coll(c) if self.m.cfg.factors_by_collective() => {
-                Some(self.colls[c].coll_kind.name())
-            }
+            Owner::Coll(c) if self.m.cfg.factors_by_collective() => Some(self.colls[c].coll_kind.name()),
             _ => None,
         };
-        let o = factors::apply(
-            &self.m.cfg,
-            &mut plan,
-            fkey,
-            bytes,
-            active,
-            coll_name,
-            s.blocking && !collective,
-        );
+        let o = factors::apply(&self.m.cfg, &mut plan, fkey, bytes, active, coll_name, s.blocking && !collective);
         let pack_ns = if !s.contiguous && gpu_direct && bytes > 0 {
-            self.m.cfg.pack_kernel_latency_ns as u64
-                + (bytes as f64 / self.m.cfg.gpu_pack_bw * 1e9).ceil() as u64
+            self.m.cfg.pack_kernel_latency_ns as u64 + (bytes as f64 / self.m.cfg.gpu_pack_bw * 1e9).ceil() as u64
         } else {
             0
         };
@@ -314,11 +287,7 @@ impl State<'_> {
         self.stats.message(route.model.name(), bytes, collective);
         self.msgs.next_uid += 1;
         let uid = self.msgs.next_uid;
-        let (msg_plan, data_plan) = if eager {
-            (None, Some(plan))
-        } else {
-            (Some(plan), None)
-        };
+        let (msg_plan, data_plan) = if eager { (None, Some(plan)) } else { (Some(plan), None) };
         let msg = Msg {
             src,
             dst,
@@ -335,7 +304,16 @@ impl State<'_> {
         };
         let id = self.msgs.add(msg);
         // packing happens on the sender before anything moves
-        let o_send = o.send_ns as u64 + pack_ns;
+        let mut o_send = o.send_ns as u64 + pack_ns;
+        let gap = self.m.cfg.gap_ns.round() as u64;
+        if gap > 0 {
+            // LogGP g (mpi.gap): the rank's messages leave at least `gap` apart
+            let now = self.q.now();
+            let last = &mut self.ranks[src as usize].last_inject;
+            let depart = (now + o_send).max(if *last == 0 { 0 } else { *last + gap });
+            *last = depart.max(1);
+            o_send = depart - now;
+        }
         if let Some(tl) = self.tl.as_mut() {
             let uids = &mut self.msgs.uid;
             if uids.len() <= id as usize {
@@ -348,36 +326,21 @@ impl State<'_> {
         if let Some(plan) = data_plan {
             // eager: the data leaves after the send overhead; the envelope travels with it (header first)
             let now = self.q.now();
-            self.xfers.start_at(
-                &mut self.q,
-                &mut self.m.net,
-                plan,
-                XferOwner::Msg(id),
-                o_send,
-                now,
-            );
+            self.xfers.start_at(&mut self.q, &mut self.m.net, plan, XferOwner::Msg(id), o_send, now);
             self.q.push_in(o_send, Ev::ReqDone(req));
         }
         req
     }
 
     /// Posts a receive from world rank `src` (or `ANY_SOURCE`); returns its request.
-    pub(crate) fn post_recv(
-        &mut self,
-        r: u32,
-        src: i32,
-        ctx: u64,
-        tag: i32,
-        owner: Owner,
-    ) -> ReqId {
+    pub(crate) fn post_recv(&mut self, r: u32, src: i32, ctx: u64, tag: i32, owner: Owner) -> ReqId {
         if self.load.by_load {
             self.load.mark(r, &self.m.place, &self.queues);
         }
         let req = self.reqs.new_req(owner);
+        self.note_recv_cap(req);
         let msgs = &self.msgs;
-        if let Some(m) = self.ranks[r as usize]
-            .matching
-            .post(Posted { ctx, src, tag, req }, |m| msgs.get(m).envelope())
+        if let Some(m) = self.ranks[r as usize].matching.post(Posted { ctx, src, tag, req }, |m| msgs.get(m).envelope())
         {
             self.matched(m, req);
         }
@@ -394,19 +357,15 @@ impl State<'_> {
     }
 
     fn matched(&mut self, m: MsgId, recv_req: ReqId) {
+        self.check_truncation(m, recv_req);
         let now = self.q.now();
         match self.msgs.matched(m, recv_req) {
             OnMatch::Nothing => {}
             OnMatch::RecvDone { req, after_ns } => self.q.push(now + after_ns, Ev::ReqDone(req)),
             // the transfer is set up now, its first chunk due after the CTS's latency (one event less)
-            OnMatch::SendData { plan, after_ns } => self.xfers.start_at(
-                &mut self.q,
-                &mut self.m.net,
-                plan,
-                XferOwner::Msg(m),
-                after_ns,
-                now + after_ns,
-            ),
+            OnMatch::SendData { plan, after_ns } => {
+                self.xfers.start_at(&mut self.q, &mut self.m.net, plan, XferOwner::Msg(m), after_ns, now + after_ns)
+            }
         }
     }
 

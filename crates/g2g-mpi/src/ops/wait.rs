@@ -26,11 +26,7 @@ impl State<'_> {
             return Ok(true);
         }
         let single = [op.req];
-        let ids: &[u64] = if op.reqs().is_empty() {
-            &single
-        } else {
-            op.reqs()
-        };
+        let ids: &[u64] = if op.reqs().is_empty() { &single } else { op.reqs() };
         let mut reqs = self.wait_lists.pop().unwrap_or_default();
         reqs.clear();
         for &id in ids {
@@ -42,10 +38,7 @@ impl State<'_> {
                 None => {
                     return Err(self.terr(
                         r,
-                        format!(
-                            "{} on request {id} that was never posted (or was already completed)",
-                            op.kind.name()
-                        ),
+                        format!("{} on request {id} that was never posted (or was already completed)", op.kind.name()),
                     ));
                 }
             }
@@ -79,9 +72,7 @@ impl State<'_> {
     /// driver continues it).  Returns true if it unblocked.
     fn check_wait(&mut self, r: u32) -> bool {
         let sat = match &self.ranks[r as usize].block {
-            Block::Wait { reqs, any: true } => {
-                reqs.is_empty() || reqs.iter().any(|&q| self.reqs[q].done)
-            }
+            Block::Wait { reqs, any: true } => reqs.is_empty() || reqs.iter().any(|&q| self.reqs[q].done),
             Block::Wait { any: false, .. } => self.ranks[r as usize].wait_pending == 0,
             _ => return false,
         };
@@ -89,9 +80,7 @@ impl State<'_> {
             return false;
         }
         // satisfied: take the wait list out (no copy) and retire its requests
-        let Block::Wait { reqs, any } =
-            std::mem::replace(&mut self.ranks[r as usize].block, Block::None)
-        else {
+        let Block::Wait { reqs, any } = std::mem::replace(&mut self.ranks[r as usize].block, Block::None) else {
             return false;
         };
         let mut retired_one = false;
@@ -125,8 +114,7 @@ impl State<'_> {
                 if done.waited {
                     self.ranks[r as usize].wait_pending -= 1;
                 }
-                if matches!(self.ranks[r as usize].block, Block::Wait { .. }) && self.check_wait(r)
-                {
+                if matches!(self.ranks[r as usize].block, Block::Wait { .. }) && self.check_wait(r) {
                     return Next::Step(r);
                 }
                 Next::Idle

@@ -9,7 +9,7 @@ impl HostPath {
     /// CTS) between two ranks.  Across nodes, from the route cache (the message's own plan has
     /// usually just looked up the same route).
     pub fn latency(m: &Machine, src: Endpoint, dst: Endpoint) -> u64 {
-        if src.node == dst.node {
+        if src.node == dst.node || m.cfg.inter_socket.is_some() {
             let mut links = Links::new();
             HostPath::links_latency(m, src, dst, &mut links)
         } else {
@@ -36,10 +36,21 @@ impl HostPath {
                 links.push(m.shm_in(dst.node, dst.gpu));
             }
             links.push(m.shm(src.node));
+            // ranks on different sockets: the copy crosses the link between them (X-Bus, UPI)
+            m.cross_sockets(src.node, m.socket_of(src.gpu), m.socket_of(dst.gpu), links);
             m.path_latency(&links[at..])
         } else {
             let rail = m.cfg.nic_of_gpu(src.gpu);
-            m.net_route_latency(src.node, dst.node, rail, links) + m.cfg.nic_latency_ns as u64
+            let at = links.len();
+            // from the sender's socket to its NIC's, and from the receiving NIC's socket to the
+            // receiver's (the same rail on both nodes)
+            m.cross_sockets(src.node, m.socket_of(src.gpu), m.nic_socket_of(src.gpu), links);
+            let sock_in = m.cfg.socket_of_nic(rail).min(m.cfg.sockets.saturating_sub(1));
+            let mut lat = m.path_latency(&links[at..]);
+            lat += m.net_route_latency(src.node, dst.node, rail, links) + m.cfg.nic_latency_ns as u64;
+            let at2 = links.len();
+            m.cross_sockets(dst.node, sock_in, m.socket_of(dst.gpu), links);
+            lat + m.path_latency(&links[at2..])
         }
     }
 }
@@ -58,7 +69,7 @@ impl DataPath for HostPath {
         "host buffer to host buffer: shared memory inside a node, NIC + network across nodes"
     }
     fn params(&self) -> &'static [&'static str] {
-        &["node.host.shm_bw", "node.host.shm_latency", "node.host.shm_rank_bw", "node.host.shm_rank_out_bw", "node.nic.*", "network.*", "mpi.factors (path host / hostcopy)"]
+        &["node.host.shm_bw", "node.host.shm_latency", "node.host.shm_rank_bw", "node.host.shm_rank_out_bw", "node.sockets", "node.gpu_socket", "node.inter_socket.*", "node.nic.*", "network.*", "mpi.factors (path host / hostcopy)"]
     }
     fn plan_into(&self, m: &Machine, src: Endpoint, dst: Endpoint, bytes: u64, out: &mut Plan) {
         let s = out.reset_single("host", 0, bytes);

@@ -10,11 +10,8 @@ pub struct StagedPath;
 impl StagedPath {
     /// One blocking cudaMemcpy between a GPU and host memory over its copy engine and PCIe link.
     pub fn copy_stage(m: &Machine, at: Endpoint, d2h: bool) -> Stage {
-        let links: Links = if d2h {
-            smallvec![m.ce_d2h(at.node, at.gpu), m.pcie_up(at.node, at.gpu)]
-        } else {
-            smallvec![m.ce_h2d(at.node, at.gpu), m.pcie_down(at.node, at.gpu)]
-        };
+        let ce = m.copy_engine(at.node, at.gpu, d2h);
+        let links: Links = if d2h { smallvec![ce, m.pcie_up(at.node, at.gpu)] } else { smallvec![ce, m.pcie_down(at.node, at.gpu)] };
         stage(m, m.cfg.copy_delay_ns as u64, links)
     }
 }
