@@ -105,6 +105,7 @@ def with_overrides(text: str, label: str, sets: dict) -> str:
     """The machine file ``text`` with ``{"table.key": value}`` set (units as in the file, e.g. "2us").
     Comments are not kept; the result is checked by the core like any machine file."""
     import tomllib
+
     import tomli_w
     try:
         d = tomllib.loads(text)

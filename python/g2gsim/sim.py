@@ -203,7 +203,8 @@ def as_native(trace: str | Path, assume_buffers: str | None = None, progress: bo
             pass
     t.write(out)  # a temporary file renamed into place
     from ._io import write_text_atomic
-    write_text_atomic(meta, json.dumps({"source": str(p.resolve()), "kind": kind,                                         "key": key, "trace": _fingerprint(out)}))
+    write_text_atomic(meta, json.dumps({"source": str(p.resolve()), "kind": kind,
+                                        "key": key, "trace": _fingerprint(out)}))
     return out
 
 

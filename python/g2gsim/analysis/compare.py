@@ -100,7 +100,8 @@ def compare(trace: str | Path, machine: str | Path = "lassen", *, mixed: bool = 
     "auto" is what ``buffers="traced"`` now does in every run).
     """
     notes: list[str] = []
-    legacy, lnotes = legacy_buffers(assume_buffers, None if staged_as_device == "auto" else staged_as_device)
+    sad = None if staged_as_device is None or staged_as_device == "auto" else bool(staged_as_device)
+    legacy, lnotes = legacy_buffers(assume_buffers, sad)
     if legacy is not None:
         if buffers is not None and buffers != legacy:
             raise ValueError(f"buffers={buffers!r} contradicts the old option that means buffers={legacy!r}")

@@ -102,7 +102,7 @@ def _sp(x) -> str:
     return fmt_x(x) if x is not None else "-"
 
 
-def assumptions_box(r: "HtmlReport", res: dict):
+def assumptions_box(r: HtmlReport, res: dict):
     """What the result assumed (machine first), and options that changed nothing."""
     items = list(res.get("assumptions", []))
     notices = list(res.get("notices", []))
@@ -114,7 +114,7 @@ def assumptions_box(r: "HtmlReport", res: dict):
     r.div(html, "assume")
 
 
-def sensitivity_section(r: "HtmlReport", res: dict):
+def sensitivity_section(r: HtmlReport, res: dict):
     """The machine's key parameters and the verdict at the ends of each uncertain one."""
     mi = res.get("machine_info") or {}
     sens = res.get("sensitivity")

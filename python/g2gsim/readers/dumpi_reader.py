@@ -1588,7 +1588,8 @@ def read_dumpi(meta_path: str | Path, assume_buffers: str = "host", progress: bo
     if ignored_note:
         gaps = {r: g for r, g in untraced_at.items() if g is not None}
         if gaps:
-            tot = sum(recs[r].t0[g] - _prev_end(recs[r], g) for r, g in gaps.items()) * 1e-9
+            # a gap is found only between timed records: its end has a start time
+            tot = sum((recs[r].t0[g] or 0) - _prev_end(recs[r], g) for r, g in gaps.items()) * 1e-9
             ignored_note += (f"; the longest gap of each such rank is kept as an Untraced row "
                              f"({tot / len(gaps):.3f} s per rank on average; simulate skips it unless "
                              f"--window all)")
