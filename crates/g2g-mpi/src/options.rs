@@ -241,6 +241,18 @@ mod mode_tests {
         }
         assert_eq!(Mode::parse("GPUDirect"), None);
     }
+
+    #[test]
+    fn device_call_overhead_follows_the_buffer_classes() {
+        let pol = |mode, buffers| ModePolicy::new(&SimOptions { mode, buffers, ..SimOptions::default() });
+        let gd = pol(Mode::GpuDirect, Buffers::Traced);
+        assert!(gd.device_pointer_call(MemSpace::Device, 8));
+        assert!(!gd.device_pointer_call(MemSpace::Host, 8));
+        assert!(!gd.device_pointer_call(MemSpace::Device, 0), "synchronisation: host path");
+        assert!(pol(Mode::AsTraced, Buffers::Device).device_pointer_call(MemSpace::Host, 8));
+        assert!(!pol(Mode::GpuDirect, Buffers::Host).device_pointer_call(MemSpace::Device, 8));
+        assert!(!pol(Mode::HostCopy, Buffers::Device).device_pointer_call(MemSpace::Device, 8), "HostCopy stages");
+    }
 }
 
 // ---------------------------------------------------------------- where buffers live
