@@ -5,7 +5,7 @@ use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use g2g_mpi::{simulate as run_sim, Mapping, Mode, SimError, SimOptions};
+use g2g_mpi::{simulate as run_sim, Buffers, Mapping, Mode, SimError, SimOptions, Window};
 use g2g_net::MachineConfig;
 use g2g_trace::{ParquetTrace, TraceSource};
 
@@ -29,7 +29,20 @@ fn opts_from(d: Option<&Bound<'_, PyDict>>) -> PyResult<SimOptions> {
                 let s: String = v.extract().map_err(bad)?;
                 o.mode = Mode::parse(&s).ok_or_else(|| PyValueError::new_err(format!("mode must be as-traced, hostcopy or gpudirect, not {s:?}")))?;
             }
-            "staged_as_device" => o.staged_as_device = v.extract().map_err(bad)?,
+            "buffers" => {
+                let s: String = v.extract()?;
+                o.buffers = Buffers::parse(&s).ok_or_else(|| PyValueError::new_err(format!("buffers must be traced, device or host, not {s:?}")))?;
+            }
+            "window" => {
+                let s: String = v.extract()?;
+                o.window = Window::parse(&s).ok_or_else(|| PyValueError::new_err(format!("window must be traced or all, not {s:?}")))?;
+            }
+            "staged_as_device" => {
+                // the option --buffers replaced: the same question
+                if v.extract::<bool>()? {
+                    o.buffers = Buffers::Device;
+                }
+            }
             "gpus_per_node" => {
                 let g: Option<i64> = v.extract().map_err(bad)?;
                 o.gpus_per_node = match g {

@@ -1600,6 +1600,15 @@ def import_dumpi(meta_path: str | Path, out_path: str | Path, assume_buffers: st
         f = _open_rank(meta, r)
         f.close()
         files.append(f)
+    if any(f.has_footer and sum(f.ignored_counts[:ALL_FUNCTIONS]) for f in files):
+        # calls were made while tracing was off: the reference reader keeps each such rank's
+        # untraced stretch as an Untraced row (the streaming converter does not detect it yet)
+        t = read_dumpi(meta_path, assume_buffers=assume_buffers, progress=progress, strict=strict,
+                       engine="python")
+        t.write(out_path)
+        records = sum(sum(f.call_counts[:ALL_FUNCTIONS]) - sum(f.ignored_counts[:ALL_FUNCTIONS]) for f in files)
+        return {"records": records, "rows": len(t.table), "op_counts": t.op_counts(), "nranks": t.nranks,
+                "source": t.source, "unmatched": None, "engine": "python (untraced stretches)"}
     specs = [f.stream_spec() for f in files]
     resolve = any(not f.has_footer or any(f.call_counts[k] for k in _CREATE_FIDS) for f in files)
     while True:
@@ -1669,7 +1678,7 @@ def _import_dumpi(meta: DumpiMeta, files: list[DumpiFile], specs: list[tuple], o
     result: dict[str, Any] = {}
 
     def finish(stats: dict) -> list[tuple[str, str]]:
-        ignored_note = _check_footers(files, stats["fid_counts"])
+        ignored_note, _ = _check_footers(files, stats["fid_counts"])
         for r, g in stats["self_gids"].items():
             if g not in comms.members:
                 comms.members[g] = [r]
@@ -1763,7 +1772,9 @@ def read_dumpi(meta_path: str | Path, assume_buffers: str = "host", progress: bo
         if progress:
             print(f"dumpi: rank {r + 1}/{nranks}: {len(recs[-1].fids)} records from {f.path.name}",
                   file=sys.stderr)
-    ignored_note = _check_footers(files, [_fid_counts(rr.fids) for rr in recs])
+    ignored_note, ignored = _check_footers(files, [_fid_counts(rr.fids) for rr in recs])
+    # where tracing was off, the calls it ignored were made in a gap between records: the longest
+    untraced_at = {r: _untraced_gap(recs[r]) for r, n in enumerate(ignored) if n > 0}
     comms = _Comms(nranks)
     created = _resolve_comms(files, recs, comms)
     comms.self_base = comms.next_gid
@@ -1781,7 +1792,8 @@ def read_dumpi(meta_path: str | Path, assume_buffers: str = "host", progress: bo
                      buffers="assumed-host" if assume_buffers == "host" else "assumed-device")
     stats: dict[str, Any] = {"unknown_type_uses": 0, "orphan_requests": 0, "used_comms": set()}
     for r in range(nranks):
-        _convert_rank(b, files[r], recs[r], r, comms, created, origin, assume_buffers, stats)
+        _convert_rank(b, files[r], recs[r], r, comms, created, origin, assume_buffers, stats,
+                      untraced_at=untraced_at.get(r))
         if progress:
             print(f"dumpi: rank {r + 1}/{nranks} converted", file=sys.stderr)
     used = stats["used_comms"]
@@ -1792,6 +1804,14 @@ def read_dumpi(meta_path: str | Path, assume_buffers: str = "host", progress: bo
             b.add_comm(gid, comms.names[gid], comms.members[gid])
     if meta.prefix_note:
         b.source += f" [.bin files {meta.bin_prefix}-NNNN.bin, not fileprefix={meta.fileprefix}]"
+    if ignored_note:
+        gaps = {r: g for r, g in untraced_at.items() if g is not None}
+        if gaps:
+            # a gap is found only between timed records: its end has a start time
+            tot = sum((recs[r].t0[g] or 0) - _prev_end(recs[r], g) for r, g in gaps.items()) * 1e-9
+            ignored_note += (f"; the longest gap of each such rank is kept as an Untraced row "
+                             f"({tot / len(gaps):.3f} s per rank on average; simulate skips it unless "
+                             f"--window all)")
     notes = _notes(ignored_note, stats["unknown_type_uses"], stats["orphan_requests"])
     if notes:
         warnings.warn(f"{meta.path}: " + "; ".join(notes), stacklevel=2)
@@ -1814,14 +1834,35 @@ def _fid_counts(fids: list[int]) -> list[int]:
     return counts
 
 
-def _check_footers(files: list[DumpiFile], rank_counts: list[list[int]]) -> str:
+def _prev_end(rr: DumpiRecords, i: int) -> int:
+    """Latest end time of the records before record ``i``."""
+    return max(t for t in rr.t1[:i] if t is not None)
+
+
+def _untraced_gap(rr: DumpiRecords) -> int | None:
+    """Index of the record that ends the longest gap between calls (where the calls made while
+    tracing was off happened), or None without timestamps."""
+    best, best_i, end = 0, None, None
+    for i, (t0, t1) in enumerate(zip(rr.t0, rr.t1)):
+        if t0 is None:
+            continue
+        if end is not None and t0 - end > best:
+            best, best_i = t0 - end, i
+        if t1 is not None:
+            end = t1 if end is None or t1 > end else end
+    return best_i
+
+
+def _check_footers(files: list[DumpiFile], rank_counts: list[list[int]]) -> tuple[str, list[int]]:
     """The footer's call counts minus its ignored counts (calls made while tracing was off, e.g.
     after ``MPI_Pcontrol(0)``) must match the records.  Returns a one-line note on the ignored
-    calls ("" when there are none)."""
+    calls ("" when there are none) and the ignored calls of each rank."""
     ignored_total = 0
     ignored_ranks = 0
+    per_rank: list[int] = []
     for f, counts in zip(files, rank_counts):
         if not f.has_footer:
+            per_rank.append(0)
             continue
         diff = {DUMPI_FUNCTIONS[i]: (f.call_counts[i] - f.ignored_counts[i], counts[i])
                 for i in range(ALL_FUNCTIONS)
@@ -1830,13 +1871,14 @@ def _check_footers(files: list[DumpiFile], rank_counts: list[list[int]]) -> str:
             warnings.warn(f"{f.where()}: footer call counts (less ignored calls) differ from the "
                           f"records (function: footer, records): {diff}", stacklevel=3)
         ign = sum(f.ignored_counts[:ALL_FUNCTIONS])
+        per_rank.append(ign)
         if ign:
             ignored_total += ign
             ignored_ranks += 1
     if not ignored_total:
-        return ""
+        return "", per_rank
     return (f"{ignored_total} MPI calls on {ignored_ranks} ranks were made while DUMPI tracing was "
-            f"off (footers' ignored counts) and are not in the trace")
+            f"off (footers' ignored counts) and are not in the trace", per_rank)
 
 
 _REQ_CREATE = {FID[n]: op for n, op in (("Isend", "Isend"), ("Ibsend", "Isend"),
@@ -1849,7 +1891,7 @@ _BLOCKING_SEND = {FID[n]: n for n in sorted(BLOCKING_SEND_OPS)}   # MPI's names 
 
 
 def _convert_rank(b: TraceBuilder, f: DumpiFile, rr: DumpiRecords, rank: int, comms: _Comms,
-                  created: dict, origin: int, mem: str, stats: dict) -> None:
+                  created: dict, origin: int, mem: str, stats: dict, untraced_at: int | None = None) -> None:
     F = FID
     types = _Types(f.type_sizes)
     local: dict[int, int] = {DUMPI_COMM_WORLD: 0}
@@ -1909,13 +1951,21 @@ def _convert_rank(b: TraceBuilder, f: DumpiFile, rr: DumpiRecords, rank: int, co
     def peek(dreqs) -> list[int]:
         return requests.peek(dreqs, persistent)
 
+    untraced = [untraced_at]
+
     def emit(i: int, op: str, **kw) -> None:
         nonlocal prev_end
         t0, t1 = t0s[i], t1s[i]
         if t0 is not None:
             gap = compute_gap(prev_end, t0)
             if gap is not None and prev_end is not None:
-                add(rank, "Compute", dur_ns=gap, t_start_ns=prev_end - origin, t_end_ns=t0 - origin)
+                # the gap in which tracing was off (the first emitted record at or after the one
+                # that ends it): an Untraced stretch, not Compute
+                un = untraced[0] is not None and i >= untraced[0]
+                if un:
+                    untraced[0] = None
+                add(rank, "Untraced" if un else "Compute", dur_ns=gap, t_start_ns=prev_end - origin,
+                    t_end_ns=t0 - origin)
             assert t1 is not None                  # a record has both times or neither
             kw["t_start_ns"] = t0 - origin
             kw["t_end_ns"] = t1 - origin
