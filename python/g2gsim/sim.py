@@ -217,10 +217,10 @@ def import_to_file(p: Path, out: str | Path, assume_buffers: str | None = None,
         from .readers.dumpi_reader import import_dumpi
         from ._io import atomic_output
         with atomic_output(out) as tmp:  # a temporary file renamed into place (removed on error)
-            st = import_dumpi(_dumpi_meta(p), tmp, assume_buffers=assume_buffers or "host",
+            st = import_dumpi(_dumpi_meta(p), tmp, assume_buffers="host",
                               progress=progress)
         return {"nranks": st["nranks"], "rows": st["rows"], "op_counts": st["op_counts"]}
-    t = import_trace(p, assume_buffers=assume_buffers, progress=progress)
+    t = import_trace(p, progress=progress)
     t.write(out)
     return {"nranks": t.nranks, "rows": len(t.table), "op_counts": t.op_counts()}
 

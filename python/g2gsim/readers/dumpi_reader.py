@@ -1592,14 +1592,14 @@ def import_dumpi(meta_path: str | Path, out_path: str | Path, assume_buffers: st
     from .. import _core
     t_begin = time.perf_counter()
     meta = read_dumpi_meta(meta_path)
-    if meta.prefix_note:
-        warnings.warn(meta.prefix_note, DumpiImportNotice, stacklevel=2)
     nranks = meta.numprocs
     files: list[DumpiFile] = []
     for r in range(nranks):
         f = _open_rank(meta, r)
         f.close()
         files.append(f)
+    if meta.prefix_note and not any(f.has_footer and sum(f.ignored_counts[:ALL_FUNCTIONS]) for f in files):
+        warnings.warn(meta.prefix_note, DumpiImportNotice, stacklevel=2)
     if any(f.has_footer and sum(f.ignored_counts[:ALL_FUNCTIONS]) for f in files):
         # calls were made while tracing was off: the reference reader keeps each such rank's
         # untraced stretch as an Untraced row (the streaming converter does not detect it yet)
