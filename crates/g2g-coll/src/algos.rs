@@ -57,15 +57,7 @@ pub fn schedule(algo: Algo, args: &CollArgs) -> Result<Vec<Round>, CollError> {
     if p == 1 {
         return Ok(Vec::new());
     }
-    let c = Ctx {
-        p,
-        r: args.rank as u64,
-        root: if kind.is_rooted() {
-            args.root as u64
-        } else {
-            0
-        },
-    };
+    let c = Ctx { p, r: args.rank as u64, root: if kind.is_rooted() { args.root as u64 } else { 0 } };
     match kind {
         CollKind::Barrier => Ok(rooted::barrier(algo, &c)),
         CollKind::Bcast => Ok(rooted::bcast(algo, &c, vector_bytes(args))),
@@ -73,15 +65,10 @@ pub fn schedule(algo: Algo, args: &CollArgs) -> Result<Vec<Round>, CollError> {
         CollKind::Gather | CollKind::Gatherv => rooted::gather(algo, &c, args),
         CollKind::Scatter | CollKind::Scatterv => rooted::scatter(algo, &c, args),
         CollKind::Allreduce => Ok(reduction::allreduce(algo, &c, vector_bytes(args))),
-        CollKind::ReduceScatter | CollKind::ReduceScatterBlock => {
-            Ok(reduction::reduce_scatter(algo, &c, args))
+        CollKind::ReduceScatter | CollKind::ReduceScatterBlock => Ok(reduction::reduce_scatter(algo, &c, args)),
+        CollKind::Scan | CollKind::Exscan => {
+            Ok(reduction::scan(algo, &c, vector_bytes(args), kind == CollKind::Exscan))
         }
-        CollKind::Scan | CollKind::Exscan => Ok(reduction::scan(
-            algo,
-            &c,
-            vector_bytes(args),
-            kind == CollKind::Exscan,
-        )),
         CollKind::Allgather | CollKind::Allgatherv => Ok(exchange::allgather(algo, &c, args)),
         CollKind::Alltoall | CollKind::Alltoallv => Ok(exchange::alltoall(algo, &c, args)),
     }
@@ -91,10 +78,8 @@ pub fn schedule(algo: Algo, args: &CollArgs) -> Result<Vec<Round>, CollError> {
 pub(crate) fn needs_pow2(kind: CollKind, algo: Algo) -> bool {
     matches!(
         (kind, algo),
-        (
-            CollKind::Allgather | CollKind::Allgatherv,
-            Algo::RecursiveDoubling
-        ) | (CollKind::Bcast, Algo::ScatterRdAllgather)
+        (CollKind::Allgather | CollKind::Allgatherv, Algo::RecursiveDoubling)
+            | (CollKind::Bcast, Algo::ScatterRdAllgather)
     )
 }
 
@@ -129,10 +114,7 @@ fn validate(args: &CollArgs) -> Result<(), CollError> {
         CollKind::Alltoallv => (true, true),
         _ => (false, false),
     };
-    for (used, name, c) in [
-        (uses_counts, "counts", args.counts),
-        (uses_recv_counts, "recv_counts", args.recv_counts),
-    ] {
+    for (used, name, c) in [(uses_counts, "counts", args.counts), (uses_recv_counts, "recv_counts", args.recv_counts)] {
         if let (true, Some(c)) = (used, c) {
             if c.len() != args.size as usize {
                 return Err(CollError(format!(
@@ -159,10 +141,6 @@ pub(crate) fn vector_bytes(args: &CollArgs) -> u64 {
 /// Segment size actually used for `n` bytes: 0 (or more than `n`) means one segment; never more
 /// than [`MAX_SEGMENTS`] segments.
 pub(crate) fn effective_segment(n: u64, segment: u64) -> u64 {
-    let seg = if segment == 0 || segment > n {
-        n
-    } else {
-        segment
-    };
+    let seg = if segment == 0 || segment > n { n } else { segment };
     seg.max(n.div_ceil(MAX_SEGMENTS)).max(1)
 }

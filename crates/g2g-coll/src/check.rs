@@ -12,9 +12,7 @@ pub fn check_consistency<'a>(
     args_of: &dyn Fn(u32) -> CollArgs<'a>,
     size: u32,
 ) -> Result<(), CollError> {
-    let scheds = (0..size)
-        .map(|r| schedule(algo_of(r), &args_of(r)))
-        .collect::<Result<Vec<_>, _>>()?;
+    let scheds = (0..size).map(|r| schedule(algo_of(r), &args_of(r))).collect::<Result<Vec<_>, _>>()?;
     check_schedules(&scheds).map(|_| ())
 }
 
@@ -53,8 +51,7 @@ pub fn check_schedules(schedules: &[Vec<Round>]) -> Result<u32, CollError> {
             }
         }
     }
-    let sizes =
-        |v: Option<&Vec<(usize, u64)>>| v.map(|v| v.iter().map(|x| x.1).collect::<Vec<_>>());
+    let sizes = |v: Option<&Vec<(usize, u64)>>| v.map(|v| v.iter().map(|x| x.1).collect::<Vec<_>>());
     for (k, v) in &sent {
         if sizes(recvd.get(k)) != sizes(Some(v)) {
             return Err(CollError(format!(
@@ -79,15 +76,8 @@ pub fn check_schedules(schedules: &[Vec<Round>]) -> Result<u32, CollError> {
 
     // Progress: pending[r][i] = messages of rank r's round i not yet completed.  Each message is
     // identified by (sender, receiver, k) and knows the round it sits in on both sides.
-    let mut pending: Vec<Vec<usize>> = schedules
-        .iter()
-        .map(|rounds| {
-            rounds
-                .iter()
-                .map(|x| x.sends.len() + x.recvs.len())
-                .collect()
-        })
-        .collect();
+    let mut pending: Vec<Vec<usize>> =
+        schedules.iter().map(|rounds| rounds.iter().map(|x| x.sends.len() + x.recvs.len()).collect()).collect();
     // Messages indexed by the round of each side: (a, ra, b, rb).
     let mut msgs: Vec<(usize, usize, usize, usize)> = Vec::new();
     for (&(a, b), v) in &sent {

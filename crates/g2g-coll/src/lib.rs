@@ -121,10 +121,7 @@ impl CollKind {
 
     pub fn from_name(s: &str) -> Option<CollKind> {
         let s = s.strip_prefix("MPI_").unwrap_or(s);
-        CollKind::ALL
-            .iter()
-            .copied()
-            .find(|k| k.name().eq_ignore_ascii_case(s))
+        CollKind::ALL.iter().copied().find(|k| k.name().eq_ignore_ascii_case(s))
     }
 
     pub fn is_rooted(self) -> bool {
@@ -237,22 +234,15 @@ impl std::fmt::Display for Algo {
 pub fn algorithms_for(kind: CollKind) -> &'static [&'static str] {
     match kind {
         CollKind::Barrier => &["dissemination", "linear"],
-        CollKind::Bcast => &[
-            "binomial",
-            "scatter_allgather",
-            "scatter_rd_allgather",
-            "pipeline",
-            "pipelined_binomial",
-            "linear",
-        ],
+        CollKind::Bcast => {
+            &["binomial", "scatter_allgather", "scatter_rd_allgather", "pipeline", "pipelined_binomial", "linear"]
+        }
         CollKind::Reduce => &["binomial", "pipeline", "pipelined_binomial", "linear"],
         CollKind::Allreduce => &["recursive_doubling", "rabenseifner", "ring", "reduce_bcast"],
         CollKind::Gather | CollKind::Gatherv | CollKind::Scatter | CollKind::Scatterv => {
             &["linear", "binomial", "linear_sequential"]
         }
-        CollKind::Allgather | CollKind::Allgatherv => {
-            &["recursive_doubling", "bruck", "ring", "linear"]
-        }
+        CollKind::Allgather | CollKind::Allgatherv => &["recursive_doubling", "bruck", "ring", "linear"],
         CollKind::Alltoall => &["bruck", "linear", "pairwise"],
         CollKind::Alltoallv => &["pairwise", "linear"],
         CollKind::ReduceScatter | CollKind::ReduceScatterBlock => {
@@ -264,15 +254,8 @@ pub fn algorithms_for(kind: CollKind) -> &'static [&'static str] {
 
 /// Parses `64k`, `1m`, `8192` (binary suffixes k/m/g, optional `b`/`ib`).
 fn parse_size(s: &str) -> Option<u64> {
-    let s: String = s
-        .chars()
-        .filter(|c| *c != '_' && !c.is_whitespace())
-        .map(|c| c.to_ascii_lowercase())
-        .collect();
-    let s = s
-        .strip_suffix("ib")
-        .or_else(|| s.strip_suffix('b'))
-        .unwrap_or(&s);
+    let s: String = s.chars().filter(|c| *c != '_' && !c.is_whitespace()).map(|c| c.to_ascii_lowercase()).collect();
+    let s = s.strip_suffix("ib").or_else(|| s.strip_suffix('b')).unwrap_or(&s);
     let (num, mult) = match s.chars().last()? {
         'k' => (&s[..s.len() - 1], 1u64 << 10),
         'm' => (&s[..s.len() - 1], 1 << 20),
@@ -283,17 +266,8 @@ fn parse_size(s: &str) -> Option<u64> {
 }
 
 pub(crate) fn parse_algo(kind: CollKind, name: &str) -> Result<Algo, CollError> {
-    let norm: String = name
-        .trim()
-        .chars()
-        .map(|c| {
-            if c == '-' || c == ' ' {
-                '_'
-            } else {
-                c.to_ascii_lowercase()
-            }
-        })
-        .collect();
+    let norm: String =
+        name.trim().chars().map(|c| if c == '-' || c == ' ' { '_' } else { c.to_ascii_lowercase() }).collect();
     let (base, seg) = match norm.split_once(':') {
         Some((b, s)) => (b.trim_end_matches('_'), Some(s.trim_start_matches('_'))),
         None => (norm.as_str(), None),
@@ -303,9 +277,7 @@ pub(crate) fn parse_algo(kind: CollKind, name: &str) -> Result<Algo, CollError> 
         (_, "basic_linear") => "linear",
         (_, "scatter_ring_allgather") => "scatter_allgather",
         (CollKind::Allreduce, "nonoverlapping") => "reduce_bcast",
-        (CollKind::ReduceScatter | CollKind::ReduceScatterBlock, "nonoverlapping") => {
-            "reduce_scatterv"
-        }
+        (CollKind::ReduceScatter | CollKind::ReduceScatterBlock, "nonoverlapping") => "reduce_scatterv",
         (CollKind::Barrier, "bruck") => "dissemination",
         (_, b) => b,
     };
@@ -321,10 +293,7 @@ pub(crate) fn parse_algo(kind: CollKind, name: &str) -> Result<Algo, CollError> 
     let segment = match seg {
         None => 0,
         Some(s) => parse_size(s).ok_or_else(|| {
-            CollError(format!(
-                "bad segment size '{s}' in '{}' (expected bytes like 65536, 64k, 1m)",
-                name.trim()
-            ))
+            CollError(format!("bad segment size '{s}' in '{}' (expected bytes like 65536, 64k, 1m)", name.trim()))
         })?,
     };
     let algo = match base {
@@ -346,11 +315,7 @@ pub(crate) fn parse_algo(kind: CollKind, name: &str) -> Result<Algo, CollError> 
         _ => Algo::ReduceScatterv,
     };
     if seg.is_some() && algo.segment().is_none() {
-        return Err(CollError(format!(
-            "algorithm '{}' takes no segment size ('{}')",
-            algo.name(),
-            name.trim()
-        )));
+        return Err(CollError(format!("algorithm '{}' takes no segment size ('{}')", algo.name(), name.trim())));
     }
     Ok(algo)
 }

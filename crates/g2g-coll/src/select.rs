@@ -160,11 +160,7 @@ impl AlgoOverrides {
 
     /// The override for `kind`, if any (the last one given).
     pub fn get(&self, kind: CollKind) -> Option<Algo> {
-        self.0
-            .iter()
-            .rev()
-            .find(|(k, _)| *k == kind)
-            .map(|&(_, a)| a)
+        self.0.iter().rev().find(|(k, _)| *k == kind).map(|&(_, a)| a)
     }
 
     /// Adds (or replaces) the override for `kind`.
@@ -199,28 +195,18 @@ impl std::str::FromStr for AlgoOverrides {
 }
 
 fn parse_kind(s: &str) -> Result<CollKind, CollError> {
-    let norm: String = s
-        .trim()
-        .chars()
-        .map(|c| if c == '-' { '_' } else { c })
-        .collect();
+    let norm: String = s.trim().chars().map(|c| if c == '-' { '_' } else { c }).collect();
     CollKind::from_name(&norm)
         .or_else(|| {
             // Nonblocking names (Iallreduce) select the blocking kind's algorithm.
             let stripped = norm.strip_prefix("MPI_").unwrap_or(&norm);
-            stripped
-                .strip_prefix(['I', 'i'])
-                .and_then(CollKind::from_name)
+            stripped.strip_prefix(['I', 'i']).and_then(CollKind::from_name)
         })
         .ok_or_else(|| {
             CollError(format!(
                 "unknown collective '{}'; valid: {}",
                 s.trim(),
-                CollKind::ALL
-                    .iter()
-                    .map(|k| k.name().to_ascii_lowercase())
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                CollKind::ALL.iter().map(|k| k.name().to_ascii_lowercase()).collect::<Vec<_>>().join(", ")
             ))
         })
 }
@@ -241,11 +227,9 @@ pub fn selection_bytes(args: &CollArgs) -> u64 {
     let p = args.size.max(1) as u64;
     let either = |a: u64, b: u64| if a > 0 { a } else { b };
     match args.kind {
-        CollKind::Bcast
-        | CollKind::Reduce
-        | CollKind::Allreduce
-        | CollKind::Scan
-        | CollKind::Exscan => either(args.bytes, args.recv_bytes),
+        CollKind::Bcast | CollKind::Reduce | CollKind::Allreduce | CollKind::Scan | CollKind::Exscan => {
+            either(args.bytes, args.recv_bytes)
+        }
         CollKind::Gather => either(args.bytes, args.recv_bytes / p),
         CollKind::Scatter => either(args.recv_bytes, args.bytes / p),
         CollKind::Allgather => either(args.bytes, args.recv_bytes / p),
@@ -318,10 +302,7 @@ pub fn select(kind: CollKind, size: u32, bytes: u64, th: &Thresholds, ov: &AlgoO
     match kind {
         CollKind::Barrier => Algo::Dissemination,
         CollKind::Bcast => {
-            if p <= 2
-                || n < th.bcast_small_bytes
-                || (p < th.bcast_min_procs && n < th.bcast_long_bytes)
-            {
+            if p <= 2 || n < th.bcast_small_bytes || (p < th.bcast_min_procs && n < th.bcast_long_bytes) {
                 Algo::Binomial
             } else if n < th.bcast_long_bytes {
                 if is_pow2(p) {
@@ -330,9 +311,7 @@ pub fn select(kind: CollKind, size: u32, bytes: u64, th: &Thresholds, ov: &AlgoO
                     Algo::ScatterAllgather
                 }
             } else if seg_count(th.bcast_segment_bytes) >= p {
-                Algo::PipelinedChain {
-                    segment: th.bcast_segment_bytes,
-                }
+                Algo::PipelinedChain { segment: th.bcast_segment_bytes }
             } else {
                 Algo::ScatterAllgather
             }
@@ -344,13 +323,9 @@ pub fn select(kind: CollKind, size: u32, bytes: u64, th: &Thresholds, ov: &AlgoO
             } else if n < th.reduce_small_bytes || (small_comm && n < th.reduce_small_comm_bytes) {
                 Algo::Binomial
             } else if seg_count(th.reduce_segment_bytes) >= p {
-                Algo::PipelinedChain {
-                    segment: th.reduce_segment_bytes,
-                }
+                Algo::PipelinedChain { segment: th.reduce_segment_bytes }
             } else {
-                Algo::PipelinedBinomial {
-                    segment: th.reduce_segment_bytes,
-                }
+                Algo::PipelinedBinomial { segment: th.reduce_segment_bytes }
             }
         }
         CollKind::Allreduce => {
@@ -383,11 +358,7 @@ pub fn select(kind: CollKind, size: u32, bytes: u64, th: &Thresholds, ov: &AlgoO
         CollKind::Gatherv | CollKind::Scatterv => Algo::Linear,
         CollKind::Allgather | CollKind::Allgatherv => {
             // The rules are on the total gathered.
-            let total = if kind == CollKind::Allgather {
-                n.saturating_mul(p)
-            } else {
-                n
-            };
+            let total = if kind == CollKind::Allgather { n.saturating_mul(p) } else { n };
             if is_pow2(p) && total < th.allgather_long_bytes {
                 Algo::RecursiveDoubling
             } else if total < th.allgather_small_bytes {
@@ -409,12 +380,8 @@ pub fn select(kind: CollKind, size: u32, bytes: u64, th: &Thresholds, ov: &AlgoO
         }
         CollKind::Alltoallv => Algo::Pairwise,
         CollKind::ReduceScatter | CollKind::ReduceScatterBlock => {
-            let large_comm =
-                p > 8 && n <= (p - 8).saturating_mul(th.reduce_scatter_halving_bytes_per_rank);
-            if n <= th.reduce_scatter_small_bytes
-                || (is_pow2(p) && n <= th.reduce_scatter_large_bytes)
-                || large_comm
-            {
+            let large_comm = p > 8 && n <= (p - 8).saturating_mul(th.reduce_scatter_halving_bytes_per_rank);
+            if n <= th.reduce_scatter_small_bytes || (is_pow2(p) && n <= th.reduce_scatter_large_bytes) || large_comm {
                 Algo::RecursiveHalving
             } else {
                 Algo::Ring
@@ -426,11 +393,7 @@ pub fn select(kind: CollKind, size: u32, bytes: u64, th: &Thresholds, ov: &AlgoO
 
 /// Gives a pipelined algorithm without a segment size the threshold's.
 fn with_segment(kind: CollKind, a: Algo, th: &Thresholds) -> Algo {
-    let seg = if kind == CollKind::Reduce {
-        th.reduce_segment_bytes
-    } else {
-        th.bcast_segment_bytes
-    };
+    let seg = if kind == CollKind::Reduce { th.reduce_segment_bytes } else { th.bcast_segment_bytes };
     match a {
         Algo::PipelinedChain { segment: 0 } => Algo::PipelinedChain { segment: seg },
         Algo::PipelinedBinomial { segment: 0 } => Algo::PipelinedBinomial { segment: seg },

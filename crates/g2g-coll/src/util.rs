@@ -170,8 +170,7 @@ impl Blocks<'_> {
         if start + len <= n {
             self.sum(start, start + len)
         } else {
-            self.sum(start, n)
-                .saturating_add(self.sum(0, start + len - n))
+            self.sum(start, n).saturating_add(self.sum(0, start + len - n))
         }
     }
 
@@ -198,33 +197,15 @@ pub(crate) fn step(peer: u32, bytes: u64) -> Step {
 }
 
 pub(crate) fn send_round(peer: u32, bytes: u64) -> Round {
-    Round {
-        sends: vec![step(peer, bytes)],
-        recvs: Vec::new(),
-        reduce_bytes: 0,
-    }
+    Round { sends: vec![step(peer, bytes)], recvs: Vec::new(), reduce_bytes: 0 }
 }
 
 pub(crate) fn recv_round(peer: u32, bytes: u64, reduce_bytes: u64) -> Round {
-    Round {
-        sends: Vec::new(),
-        recvs: vec![step(peer, bytes)],
-        reduce_bytes,
-    }
+    Round { sends: Vec::new(), recvs: vec![step(peer, bytes)], reduce_bytes }
 }
 
-pub(crate) fn sendrecv_round(
-    to: u32,
-    sbytes: u64,
-    from: u32,
-    rbytes: u64,
-    reduce_bytes: u64,
-) -> Round {
-    Round {
-        sends: vec![step(to, sbytes)],
-        recvs: vec![step(from, rbytes)],
-        reduce_bytes,
-    }
+pub(crate) fn sendrecv_round(to: u32, sbytes: u64, from: u32, rbytes: u64, reduce_bytes: u64) -> Round {
+    Round { sends: vec![step(to, sbytes)], recvs: vec![step(from, rbytes)], reduce_bytes }
 }
 
 #[cfg(test)]
@@ -278,21 +259,12 @@ mod tests {
     #[test]
     fn block_sums() {
         let b = Blocks::Even { total: 10, n: 4 }; // 3 3 2 2
-        assert_eq!(
-            (0..4).map(|i| b.get(i)).collect::<Vec<_>>(),
-            vec![3, 3, 2, 2]
-        );
+        assert_eq!((0..4).map(|i| b.get(i)).collect::<Vec<_>>(), vec![3, 3, 2, 2]);
         assert_eq!(b.sum(1, 3), 5);
         assert_eq!(b.total(4), 10);
         assert_eq!(b.sum_circ(3, 2, 4), 5);
-        let c = Blocks::Chunked {
-            total: 10,
-            chunk: 3,
-        }; // 3 3 3 1 0
-        assert_eq!(
-            (0..5).map(|i| c.get(i)).collect::<Vec<_>>(),
-            vec![3, 3, 3, 1, 0]
-        );
+        let c = Blocks::Chunked { total: 10, chunk: 3 }; // 3 3 3 1 0
+        assert_eq!((0..5).map(|i| c.get(i)).collect::<Vec<_>>(), vec![3, 3, 3, 1, 0]);
         assert_eq!(c.sum(2, 5), 4);
         let counts = [1u64, 2, 3, 4];
         let k = Blocks::Counts(&counts);

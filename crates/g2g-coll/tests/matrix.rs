@@ -26,19 +26,14 @@ fn algos(kind: CollKind) -> Vec<Algo> {
 fn needs_pow2(kind: CollKind, a: Algo) -> bool {
     matches!(
         (kind, a),
-        (
-            CollKind::Allgather | CollKind::Allgatherv,
-            Algo::RecursiveDoubling
-        ) | (CollKind::Bcast, Algo::ScatterRdAllgather)
+        (CollKind::Allgather | CollKind::Allgatherv, Algo::RecursiveDoubling)
+            | (CollKind::Bcast, Algo::ScatterRdAllgather)
     )
 }
 
 /// Kinds whose schedule is empty when no data moves (all the others keep structural messages).
 fn empty_without_data(kind: CollKind) -> bool {
-    !matches!(
-        kind,
-        CollKind::Barrier | CollKind::Gatherv | CollKind::Scatterv | CollKind::Alltoallv
-    )
+    !matches!(kind, CollKind::Barrier | CollKind::Gatherv | CollKind::Scatterv | CollKind::Alltoallv)
 }
 
 fn check_case(kind: CollKind, algo: Algo, p: u32, root: u32, n: u64) -> usize {
@@ -49,10 +44,7 @@ fn check_case(kind: CollKind, algo: Algo, p: u32, root: u32, n: u64) -> usize {
     let what = format!("{} {} p={p} root={root} n={n}", kind.name(), algo);
     let pp = p as u64;
     if needs_pow2(kind, algo) && !pp.is_power_of_two() {
-        assert!(
-            schedule(algo, &call.args(0)).is_err(),
-            "{what}: should need a power of two"
-        );
+        assert!(schedule(algo, &call.args(0)).is_err(), "{what}: should need a power of two");
         return 0;
     }
     let scheds = call.schedules(algo);
@@ -60,10 +52,7 @@ fn check_case(kind: CollKind, algo: Algo, p: u32, root: u32, n: u64) -> usize {
     check_consistency(&|_| algo, &|r| call.args(r), p).unwrap_or_else(|e| panic!("{what}: {e}"));
     let t: Vec<_> = scheds.iter().map(|s| totals(s)).collect();
     if p == 1 || (n == 0 && empty_without_data(kind)) {
-        assert!(
-            scheds.iter().all(|s| s.is_empty()),
-            "{what}: expected no communication"
-        );
+        assert!(scheds.iter().all(|s| s.is_empty()), "{what}: expected no communication");
         return 1;
     }
     let know = knowledge(&scheds);
@@ -73,10 +62,7 @@ fn check_case(kind: CollKind, algo: Algo, p: u32, root: u32, n: u64) -> usize {
     let segmented = algo.segment().is_some_and(|s| s > 0 && s < n);
     match kind {
         CollKind::Barrier => {
-            assert!(
-                know.iter().all(|&k| k == all),
-                "{what}: barrier does not synchronise"
-            );
+            assert!(know.iter().all(|&k| k == all), "{what}: barrier does not synchronise");
             assert!(t.iter().all(|x| x.sent == 0 && x.recvd == 0), "{what}");
             if algo == Algo::Dissemination {
                 assert!(t.iter().all(|x| x.rounds == lg), "{what}: rounds");
@@ -84,10 +70,7 @@ fn check_case(kind: CollKind, algo: Algo, p: u32, root: u32, n: u64) -> usize {
             }
         }
         CollKind::Bcast => {
-            assert!(
-                know.iter().all(|&k| k & rootbit != 0),
-                "{what}: a rank missed the root"
-            );
+            assert!(know.iter().all(|&k| k & rootbit != 0), "{what}: a rank missed the root");
             // The root takes part in the allgather phase of scatter + allgather (as in MPICH).
             if matches!(algo, Algo::ScatterAllgather | Algo::ScatterRdAllgather) {
                 assert!(t[root as usize].recvd < n, "{what}");
@@ -112,18 +95,11 @@ fn check_case(kind: CollKind, algo: Algo, p: u32, root: u32, n: u64) -> usize {
             }
             if let (Algo::PipelinedChain { segment }, true) = (algo, segmented) {
                 let nseg = n.div_ceil(segment) as usize;
-                assert_eq!(
-                    depth as usize,
-                    nseg + p as usize - 2,
-                    "{what}: pipeline depth"
-                );
+                assert_eq!(depth as usize, nseg + p as usize - 2, "{what}: pipeline depth");
             }
         }
         CollKind::Reduce => {
-            assert_eq!(
-                know[root as usize], all,
-                "{what}: root missed a contribution"
-            );
+            assert_eq!(know[root as usize], all, "{what}: root missed a contribution");
             let red: u64 = t.iter().map(|x| x.reduce).sum();
             assert_eq!(red, (pp - 1) * n, "{what}: combined bytes");
             for r in 0..p {
@@ -135,14 +111,8 @@ fn check_case(kind: CollKind, algo: Algo, p: u32, root: u32, n: u64) -> usize {
             }
         }
         CollKind::Allreduce => {
-            assert!(
-                know.iter().all(|&k| k == all),
-                "{what}: a rank missed a contribution"
-            );
-            assert!(
-                t.iter().all(|x| x.recvd >= n),
-                "{what}: a rank received less than n"
-            );
+            assert!(know.iter().all(|&k| k == all), "{what}: a rank missed a contribution");
+            assert!(t.iter().all(|x| x.recvd >= n), "{what}: a rank received less than n");
             let red: u64 = t.iter().map(|x| x.reduce).sum();
             if matches!(algo, Algo::Ring | Algo::Rabenseifner | Algo::ReduceBcast) {
                 assert_eq!(red, (pp - 1) * n, "{what}: combined bytes");
@@ -162,11 +132,7 @@ fn check_case(kind: CollKind, algo: Algo, p: u32, root: u32, n: u64) -> usize {
                 Algo::RecursiveDoubling => {
                     let pof2 = 1u64 << (63 - pp.leading_zeros());
                     let folds = if pof2 == pp { 0 } else { 2 };
-                    assert_eq!(
-                        depth as usize,
-                        pof2.trailing_zeros() as usize + folds,
-                        "{what}"
-                    );
+                    assert_eq!(depth as usize, pof2.trailing_zeros() as usize + folds, "{what}");
                     if pof2 == pp {
                         assert!(t.iter().all(|x| x.sent == n * lg as u64), "{what}");
                     }
@@ -178,40 +144,25 @@ fn check_case(kind: CollKind, algo: Algo, p: u32, root: u32, n: u64) -> usize {
             assert_eq!(know[root as usize], all, "{what}: root missed a rank");
             let total = call.total();
             let own = |r: u32| call.blocks[r as usize];
-            assert_eq!(
-                t[root as usize].recvd,
-                total - own(root),
-                "{what}: root received"
-            );
+            assert_eq!(t[root as usize].recvd, total - own(root), "{what}: root received");
             assert_eq!(t[root as usize].sent, 0, "{what}");
             for r in (0..p).filter(|&r| r != root) {
                 let x = &t[r as usize];
-                assert_eq!(
-                    x.sent - x.recvd,
-                    own(r),
-                    "{what}: rank {r} net contribution"
-                );
+                assert_eq!(x.sent - x.recvd, own(r), "{what}: rank {r} net contribution");
             }
         }
         CollKind::Scatter | CollKind::Scatterv => {
             assert!(know.iter().all(|&k| k & rootbit != 0), "{what}");
             let total = call.total();
             let own = |r: u32| call.blocks[r as usize];
-            assert_eq!(
-                t[root as usize].sent,
-                total - own(root),
-                "{what}: root sent"
-            );
+            assert_eq!(t[root as usize].sent, total - own(root), "{what}: root sent");
             for r in (0..p).filter(|&r| r != root) {
                 let x = &t[r as usize];
                 assert_eq!(x.recvd - x.sent, own(r), "{what}: rank {r} net part");
             }
         }
         CollKind::Allgather | CollKind::Allgatherv => {
-            assert!(
-                know.iter().all(|&k| k == all),
-                "{what}: a rank missed a block"
-            );
+            assert!(know.iter().all(|&k| k == all), "{what}: a rank missed a block");
             let total = call.total();
             for r in 0..p {
                 let x = &t[r as usize];
@@ -255,22 +206,13 @@ fn check_case(kind: CollKind, algo: Algo, p: u32, root: u32, n: u64) -> usize {
         CollKind::Alltoallv => {
             assert!(know.iter().all(|&k| k == all), "{what}");
             for (r, x) in t.iter().enumerate() {
-                let s: u64 = (0..p as usize)
-                    .filter(|&j| j != r)
-                    .map(|j| call.a2av_send[r][j])
-                    .sum();
-                let g: u64 = (0..p as usize)
-                    .filter(|&j| j != r)
-                    .map(|j| call.a2av_recv[r][j])
-                    .sum();
+                let s: u64 = (0..p as usize).filter(|&j| j != r).map(|j| call.a2av_send[r][j]).sum();
+                let g: u64 = (0..p as usize).filter(|&j| j != r).map(|j| call.a2av_recv[r][j]).sum();
                 assert_eq!((x.sent, x.recvd), (s, g), "{what}: rank {r}");
             }
         }
         CollKind::ReduceScatter | CollKind::ReduceScatterBlock => {
-            assert!(
-                know.iter().all(|&k| k == all),
-                "{what}: a rank missed a contribution"
-            );
+            assert!(know.iter().all(|&k| k == all), "{what}: a rank missed a contribution");
             let total = call.total(); // the whole input vector
             let red: u64 = t.iter().map(|x| x.reduce).sum();
             assert_eq!(red, (pp - 1) * total, "{what}: combined bytes");
@@ -281,19 +223,11 @@ fn check_case(kind: CollKind, algo: Algo, p: u32, root: u32, n: u64) -> usize {
         CollKind::Scan | CollKind::Exscan => {
             for r in 0..p {
                 let below = (1u128 << r) - 1;
-                assert_eq!(
-                    know[r as usize] & below,
-                    below,
-                    "{what}: rank {r} misses a lower rank"
-                );
+                assert_eq!(know[r as usize] & below, below, "{what}: rank {r} misses a lower rank");
             }
             if algo == Algo::Linear {
                 let red: u64 = t.iter().map(|x| x.reduce).sum();
-                let want = if kind == CollKind::Scan {
-                    pp - 1
-                } else {
-                    pp - 2
-                };
+                let want = if kind == CollKind::Scan { pp - 1 } else { pp - 2 };
                 assert_eq!(red, want * n, "{what}: combined bytes");
             }
         }
@@ -307,11 +241,7 @@ fn every_kind_every_algorithm() {
     for kind in CollKind::ALL {
         for algo in algos(kind) {
             for p in SIZES {
-                let roots = if kind.is_rooted() {
-                    vec![0, p - 1]
-                } else {
-                    vec![0]
-                };
+                let roots = if kind.is_rooted() { vec![0, p - 1] } else { vec![0] };
                 for root in roots {
                     for n in BYTES {
                         cases += check_case(kind, algo, p, root, n);

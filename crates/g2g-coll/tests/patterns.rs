@@ -24,50 +24,24 @@ fn sched(kind: CollKind, algo: Algo, p: u32, root: u32, n: u64, rank: u32) -> Ve
 
 /// Sends of each round as (peer, bytes) lists.
 fn sends(rounds: &[Round]) -> Vec<Vec<(u32, u64)>> {
-    rounds
-        .iter()
-        .map(|r| r.sends.iter().map(|s| (s.peer, s.bytes)).collect())
-        .collect()
+    rounds.iter().map(|r| r.sends.iter().map(|s| (s.peer, s.bytes)).collect()).collect()
 }
 
 fn recvs(rounds: &[Round]) -> Vec<Vec<(u32, u64)>> {
-    rounds
-        .iter()
-        .map(|r| r.recvs.iter().map(|s| (s.peer, s.bytes)).collect())
-        .collect()
+    rounds.iter().map(|r| r.recvs.iter().map(|s| (s.peer, s.bytes)).collect()).collect()
 }
 
 /// Binomial bcast, p = 8: the root sends to 4, 2, 1 (largest subtree first), one per round.
 #[test]
 fn binomial_bcast_p8() {
     let s = |r| sched(CollKind::Bcast, Algo::Binomial, 8, 0, 100, r);
-    assert_eq!(
-        s(0),
-        vec![
-            round(&[(4, 100)], &[], 0),
-            round(&[(2, 100)], &[], 0),
-            round(&[(1, 100)], &[], 0)
-        ]
-    );
-    assert_eq!(
-        s(4),
-        vec![
-            round(&[], &[(0, 100)], 0),
-            round(&[(6, 100)], &[], 0),
-            round(&[(5, 100)], &[], 0)
-        ]
-    );
-    assert_eq!(
-        s(6),
-        vec![round(&[], &[(4, 100)], 0), round(&[(7, 100)], &[], 0)]
-    );
+    assert_eq!(s(0), vec![round(&[(4, 100)], &[], 0), round(&[(2, 100)], &[], 0), round(&[(1, 100)], &[], 0)]);
+    assert_eq!(s(4), vec![round(&[], &[(0, 100)], 0), round(&[(6, 100)], &[], 0), round(&[(5, 100)], &[], 0)]);
+    assert_eq!(s(6), vec![round(&[], &[(4, 100)], 0), round(&[(7, 100)], &[], 0)]);
     assert_eq!(s(7), vec![round(&[], &[(6, 100)], 0)]);
     // Root 3: virtual ranks are shifted by the root: 3 sends to 7, 5, 4.
     let s3 = sched(CollKind::Bcast, Algo::Binomial, 8, 3, 100, 3);
-    assert_eq!(
-        sends(&s3),
-        vec![vec![(7, 100)], vec![(5, 100)], vec![(4, 100)]]
-    );
+    assert_eq!(sends(&s3), vec![vec![(7, 100)], vec![(5, 100)], vec![(4, 100)]]);
     // Non-power of two: p = 5, rank 4 hangs off the root.
     let s5 = sched(CollKind::Bcast, Algo::Binomial, 5, 0, 1, 0);
     assert_eq!(sends(&s5), vec![vec![(4, 1)], vec![(2, 1)], vec![(1, 1)]]);
@@ -77,18 +51,8 @@ fn binomial_bcast_p8() {
 #[test]
 fn binomial_reduce_p8() {
     let s = |r| sched(CollKind::Reduce, Algo::Binomial, 8, 0, 64, r);
-    assert_eq!(
-        s(0),
-        vec![
-            round(&[], &[(1, 64)], 64),
-            round(&[], &[(2, 64)], 64),
-            round(&[], &[(4, 64)], 64)
-        ]
-    );
-    assert_eq!(
-        s(6),
-        vec![round(&[], &[(7, 64)], 64), round(&[(4, 64)], &[], 0)]
-    );
+    assert_eq!(s(0), vec![round(&[], &[(1, 64)], 64), round(&[], &[(2, 64)], 64), round(&[], &[(4, 64)], 64)]);
+    assert_eq!(s(6), vec![round(&[], &[(7, 64)], 64), round(&[(4, 64)], &[], 0)]);
     assert_eq!(s(7), vec![round(&[(6, 64)], &[], 0)]);
 }
 
@@ -111,20 +75,11 @@ fn dissemination_barrier_p5() {
 fn recursive_doubling_allreduce_p4_and_p6() {
     for r in 0..4u32 {
         let s = sched(CollKind::Allreduce, Algo::RecursiveDoubling, 4, 0, 80, r);
-        assert_eq!(
-            s,
-            vec![
-                round(&[(r ^ 1, 80)], &[(r ^ 1, 80)], 80),
-                round(&[(r ^ 2, 80)], &[(r ^ 2, 80)], 80)
-            ]
-        );
+        assert_eq!(s, vec![round(&[(r ^ 1, 80)], &[(r ^ 1, 80)], 80), round(&[(r ^ 2, 80)], &[(r ^ 2, 80)], 80)]);
     }
     // p = 6: pof2 = 4, rem = 2.  Ranks 0 and 2 fold into 1 and 3; new ranks 0..3 are 1, 3, 4, 5.
     let s = |r| sched(CollKind::Allreduce, Algo::RecursiveDoubling, 6, 0, 80, r);
-    assert_eq!(
-        s(0),
-        vec![round(&[(1, 80)], &[], 0), round(&[], &[(1, 80)], 0)]
-    );
+    assert_eq!(s(0), vec![round(&[(1, 80)], &[], 0), round(&[], &[(1, 80)], 0)]);
     assert_eq!(
         s(1),
         vec![
@@ -134,13 +89,7 @@ fn recursive_doubling_allreduce_p4_and_p6() {
             round(&[(0, 80)], &[], 0)
         ]
     );
-    assert_eq!(
-        s(5),
-        vec![
-            round(&[(4, 80)], &[(4, 80)], 80),
-            round(&[(3, 80)], &[(3, 80)], 80)
-        ]
-    );
+    assert_eq!(s(5), vec![round(&[(4, 80)], &[(4, 80)], 80), round(&[(3, 80)], &[(3, 80)], 80)]);
 }
 
 /// Rabenseifner, p = 4, 400 bytes: halving (200, then 100) and doubling (100, then 200).
@@ -254,10 +203,7 @@ fn linear_alltoall_one_round() {
 #[test]
 fn binomial_gather_p8() {
     let s = |r| sched(CollKind::Gather, Algo::Binomial, 8, 0, 10, r);
-    assert_eq!(
-        recvs(&s(0)),
-        vec![vec![(1, 10)], vec![(2, 20)], vec![(4, 40)]]
-    );
+    assert_eq!(recvs(&s(0)), vec![vec![(1, 10)], vec![(2, 20)], vec![(4, 40)]]);
     assert_eq!(recvs(&s(4)), vec![vec![(5, 10)], vec![(6, 20)], vec![]]);
     assert_eq!(sends(&s(4)), vec![vec![], vec![], vec![(0, 40)]]);
     // p = 6: rank 4's subtree is {4, 5}.
@@ -281,13 +227,8 @@ fn binomial_scatterv_counts() {
     };
     // Root 1: virtual 4 = real 0, virtual 2 = real 3 (subtree {3, 4}), virtual 1 = real 2.
     let s = schedule(Algo::Binomial, &args(1)).unwrap();
-    assert_eq!(
-        sends(&s),
-        vec![vec![(0, 1)], vec![(3, 4 + 5)], vec![(2, 3)]]
-    );
-    let all: Vec<_> = (0..5)
-        .map(|r| schedule(Algo::Binomial, &args(r)).unwrap())
-        .collect();
+    assert_eq!(sends(&s), vec![vec![(0, 1)], vec![(3, 4 + 5)], vec![(2, 3)]]);
+    let all: Vec<_> = (0..5).map(|r| schedule(Algo::Binomial, &args(r)).unwrap()).collect();
     check_schedules(&all).unwrap();
     // Without the counts, a non-root cannot take part in binomial Scatterv ...
     let mut a = args(2);
@@ -295,10 +236,7 @@ fn binomial_scatterv_counts() {
     let e = schedule(Algo::Binomial, &a).unwrap_err();
     assert!(e.0.contains("counts") && e.0.contains("linear"), "{e}");
     // ... but can in linear.
-    assert_eq!(
-        recvs(&schedule(Algo::Linear, &a).unwrap()),
-        vec![vec![(1, 3)]]
-    );
+    assert_eq!(recvs(&schedule(Algo::Linear, &a).unwrap()), vec![vec![(1, 3)]]);
 }
 
 /// Pipelined chain bcast, p = 3, 3000 bytes in 1000-byte segments: receive and forward overlap.
@@ -329,49 +267,24 @@ fn pipeline_bcast_p3() {
 fn pipeline_reduce_p3() {
     let algo = Algo::PipelinedChain { segment: 100 };
     let s = |r| sched(CollKind::Reduce, algo, 3, 0, 200, r);
-    assert_eq!(
-        s(2),
-        vec![round(&[(1, 100)], &[], 0), round(&[(1, 100)], &[], 0)]
-    );
+    assert_eq!(s(2), vec![round(&[(1, 100)], &[], 0), round(&[(1, 100)], &[], 0)]);
     assert_eq!(
         s(1),
-        vec![
-            round(&[], &[(2, 100)], 100),
-            round(&[(0, 100)], &[(2, 100)], 100),
-            round(&[(0, 100)], &[], 0),
-        ]
+        vec![round(&[], &[(2, 100)], 100), round(&[(0, 100)], &[(2, 100)], 100), round(&[(0, 100)], &[], 0),]
     );
-    assert_eq!(
-        s(0),
-        vec![round(&[], &[(1, 100)], 100), round(&[], &[(1, 100)], 100)]
-    );
+    assert_eq!(s(0), vec![round(&[], &[(1, 100)], 100), round(&[], &[(1, 100)], 100)]);
 }
 
 /// Scatter + allgather bcast, p = 4, 100 bytes: binomial scatter of 25-byte chunks, then ring.
 #[test]
 fn scatter_allgather_bcast_p4() {
     let s0 = sched(CollKind::Bcast, Algo::ScatterAllgather, 4, 0, 100, 0);
-    assert_eq!(
-        sends(&s0),
-        vec![
-            vec![(2, 50)],
-            vec![(1, 25)],
-            vec![(1, 25)],
-            vec![(1, 25)],
-            vec![(1, 25)]
-        ]
-    );
+    assert_eq!(sends(&s0), vec![vec![(2, 50)], vec![(1, 25)], vec![(1, 25)], vec![(1, 25)], vec![(1, 25)]]);
     let s3 = sched(CollKind::Bcast, Algo::ScatterAllgather, 4, 0, 100, 3);
-    assert_eq!(
-        recvs(&s3),
-        vec![vec![(2, 25)], vec![(2, 25)], vec![(2, 25)], vec![(2, 25)]]
-    );
+    assert_eq!(recvs(&s3), vec![vec![(2, 25)], vec![(2, 25)], vec![(2, 25)], vec![(2, 25)]]);
     // Recursive-doubling allgather instead of the ring: 2 steps after the scatter.
     let s0 = sched(CollKind::Bcast, Algo::ScatterRdAllgather, 4, 0, 100, 0);
-    assert_eq!(
-        sends(&s0),
-        vec![vec![(2, 50)], vec![(1, 25)], vec![(1, 25)], vec![(2, 50)]]
-    );
+    assert_eq!(sends(&s0), vec![vec![(2, 50)], vec![(1, 25)], vec![(1, 25)], vec![(2, 50)]]);
     // Fewer bytes than ranks: empty chunks are not scattered (as MPICH), ring messages still go.
     let s = sched(CollKind::Bcast, Algo::ScatterAllgather, 4, 0, 2, 3);
     assert_eq!(s.len(), 3);
@@ -392,18 +305,8 @@ fn recursive_halving_reduce_scatter_p3() {
         recv_counts: Some(&counts),
     };
     let s = |r| schedule(Algo::RecursiveHalving, &args(r)).unwrap();
-    assert_eq!(
-        s(0),
-        vec![round(&[(1, 60)], &[], 0), round(&[], &[(1, 10)], 0)]
-    );
-    assert_eq!(
-        s(1),
-        vec![
-            round(&[], &[(0, 60)], 60),
-            round(&[(2, 30)], &[(2, 30)], 30),
-            round(&[(0, 10)], &[], 0)
-        ]
-    );
+    assert_eq!(s(0), vec![round(&[(1, 60)], &[], 0), round(&[], &[(1, 10)], 0)]);
+    assert_eq!(s(1), vec![round(&[], &[(0, 60)], 60), round(&[(2, 30)], &[(2, 30)], 30), round(&[(0, 10)], &[], 0)]);
     assert_eq!(s(2), vec![round(&[(1, 30)], &[(1, 30)], 30)]);
 }
 
@@ -413,28 +316,12 @@ fn recursive_doubling_scan_p5() {
     let s = |k, r| sched(k, Algo::RecursiveDoubling, 5, 0, 8, r);
     assert_eq!(
         s(CollKind::Scan, 0),
-        vec![
-            round(&[(1, 8)], &[(1, 8)], 8),
-            round(&[(2, 8)], &[(2, 8)], 8),
-            round(&[(4, 8)], &[(4, 8)], 8)
-        ]
+        vec![round(&[(1, 8)], &[(1, 8)], 8), round(&[(2, 8)], &[(2, 8)], 8), round(&[(4, 8)], &[(4, 8)], 8)]
     );
     assert_eq!(s(CollKind::Scan, 4), vec![round(&[(0, 8)], &[(0, 8)], 16)]);
-    assert_eq!(
-        s(CollKind::Scan, 3),
-        vec![
-            round(&[(2, 8)], &[(2, 8)], 16),
-            round(&[(1, 8)], &[(1, 8)], 16)
-        ]
-    );
+    assert_eq!(s(CollKind::Scan, 3), vec![round(&[(2, 8)], &[(2, 8)], 16), round(&[(1, 8)], &[(1, 8)], 16)]);
     // Exscan: the first contribution from below is copied, not combined.
-    assert_eq!(
-        s(CollKind::Exscan, 3),
-        vec![
-            round(&[(2, 8)], &[(2, 8)], 8),
-            round(&[(1, 8)], &[(1, 8)], 16)
-        ]
-    );
+    assert_eq!(s(CollKind::Exscan, 3), vec![round(&[(2, 8)], &[(2, 8)], 8), round(&[(1, 8)], &[(1, 8)], 16)]);
     assert_eq!(s(CollKind::Exscan, 4), vec![round(&[(0, 8)], &[(0, 8)], 8)]);
 }
 
@@ -442,10 +329,7 @@ fn recursive_doubling_scan_p5() {
 fn linear_scan_chain() {
     let s = |k, r| sched(k, Algo::Linear, 3, 0, 8, r);
     assert_eq!(s(CollKind::Scan, 0), vec![round(&[(1, 8)], &[], 0)]);
-    assert_eq!(
-        s(CollKind::Scan, 1),
-        vec![round(&[], &[(0, 8)], 8), round(&[(2, 8)], &[], 0)]
-    );
+    assert_eq!(s(CollKind::Scan, 1), vec![round(&[], &[(0, 8)], 8), round(&[(2, 8)], &[], 0)]);
     assert_eq!(s(CollKind::Scan, 2), vec![round(&[], &[(1, 8)], 8)]);
     assert_eq!(s(CollKind::Exscan, 2), vec![round(&[], &[(1, 8)], 0)]);
 }
@@ -453,41 +337,20 @@ fn linear_scan_chain() {
 #[test]
 fn linear_barrier() {
     let s = |r| sched(CollKind::Barrier, Algo::Linear, 3, 0, 0, r);
-    assert_eq!(
-        s(0),
-        vec![
-            round(&[], &[(1, 0), (2, 0)], 0),
-            round(&[(1, 0), (2, 0)], &[], 0)
-        ]
-    );
-    assert_eq!(
-        s(2),
-        vec![round(&[(0, 0)], &[], 0), round(&[], &[(0, 0)], 0)]
-    );
+    assert_eq!(s(0), vec![round(&[], &[(1, 0), (2, 0)], 0), round(&[(1, 0), (2, 0)], &[], 0)]);
+    assert_eq!(s(2), vec![round(&[(0, 0)], &[], 0), round(&[], &[(0, 0)], 0)]);
 }
 
 #[test]
 fn size_fields_are_derived_when_zero() {
     // Scatter: a non-root knows only recv_bytes; the root only bytes (MPI_IN_PLACE).
     let mut call = Call::new(CollKind::Scatter, 4, 0, 10);
-    let root = CollArgs {
-        recv_bytes: 0,
-        ..call.args(0)
-    };
-    assert_eq!(
-        sends(&schedule(Algo::Linear, &root).unwrap()).concat(),
-        vec![(1, 10), (2, 10), (3, 10)]
-    );
+    let root = CollArgs { recv_bytes: 0, ..call.args(0) };
+    assert_eq!(sends(&schedule(Algo::Linear, &root).unwrap()).concat(), vec![(1, 10), (2, 10), (3, 10)]);
     // Gather root with MPI_IN_PLACE: recv_bytes / p.
     call.kind = CollKind::Gather;
-    let root = CollArgs {
-        bytes: 0,
-        ..call.args(0)
-    };
-    assert_eq!(
-        recvs(&schedule(Algo::Linear, &root).unwrap()).concat(),
-        vec![(1, 10), (2, 10), (3, 10)]
-    );
+    let root = CollArgs { bytes: 0, ..call.args(0) };
+    assert_eq!(recvs(&schedule(Algo::Linear, &root).unwrap()).concat(), vec![(1, 10), (2, 10), (3, 10)]);
     // Allreduce with the vector only in recv_bytes.
     let a = CollArgs {
         kind: CollKind::Allreduce,
@@ -499,90 +362,29 @@ fn size_fields_are_derived_when_zero() {
         counts: None,
         recv_counts: None,
     };
-    assert_eq!(
-        schedule(Algo::RecursiveDoubling, &a).unwrap(),
-        vec![round(&[(1, 64)], &[(1, 64)], 64)]
-    );
+    assert_eq!(schedule(Algo::RecursiveDoubling, &a).unwrap(), vec![round(&[(1, 64)], &[(1, 64)], 64)]);
 }
 
 fn base(kind: CollKind) -> CollArgs<'static> {
-    CollArgs {
-        kind,
-        size: 4,
-        rank: 0,
-        root: 0,
-        bytes: 64,
-        recv_bytes: 64,
-        counts: None,
-        recv_counts: None,
-    }
+    CollArgs { kind, size: 4, rank: 0, root: 0, bytes: 64, recv_bytes: 64, counts: None, recv_counts: None }
 }
 
 #[test]
 fn invalid_inputs_are_errors() {
     let e = |a: CollArgs, algo| schedule(algo, &a).unwrap_err().0;
-    assert!(e(
-        CollArgs {
-            size: 0,
-            ..base(CollKind::Bcast)
-        },
-        Algo::Binomial
-    )
-    .contains("size is 0"));
-    assert!(e(
-        CollArgs {
-            rank: 4,
-            ..base(CollKind::Bcast)
-        },
-        Algo::Binomial
-    )
-    .contains("rank 4"));
-    assert!(e(
-        CollArgs {
-            root: 4,
-            ..base(CollKind::Bcast)
-        },
-        Algo::Binomial
-    )
-    .contains("root 4"));
+    assert!(e(CollArgs { size: 0, ..base(CollKind::Bcast) }, Algo::Binomial).contains("size is 0"));
+    assert!(e(CollArgs { rank: 4, ..base(CollKind::Bcast) }, Algo::Binomial).contains("rank 4"));
+    assert!(e(CollArgs { root: 4, ..base(CollKind::Bcast) }, Algo::Binomial).contains("root 4"));
     // root is ignored by unrooted collectives
-    assert!(schedule(
-        Algo::Ring,
-        &CollArgs {
-            root: 9,
-            ..base(CollKind::Allreduce)
-        }
-    )
-    .is_ok());
+    assert!(schedule(Algo::Ring, &CollArgs { root: 9, ..base(CollKind::Allreduce) }).is_ok());
     let three = [1u64, 2, 3];
-    let msg = e(
-        CollArgs {
-            recv_counts: Some(&three),
-            ..base(CollKind::Allgatherv)
-        },
-        Algo::Ring,
-    );
+    let msg = e(CollArgs { recv_counts: Some(&three), ..base(CollKind::Allgatherv) }, Algo::Ring);
     assert!(msg.contains("recv_counts has 3 entries"), "{msg}");
-    let msg = e(
-        CollArgs {
-            counts: Some(&three),
-            ..base(CollKind::Alltoallv)
-        },
-        Algo::Pairwise,
-    );
+    let msg = e(CollArgs { counts: Some(&three), ..base(CollKind::Alltoallv) }, Algo::Pairwise);
     assert!(msg.contains("counts has 3 entries"), "{msg}");
     let msg = e(base(CollKind::Bcast), Algo::Bruck);
-    assert!(
-        msg.contains("not valid for Bcast") && msg.contains("binomial"),
-        "{msg}"
-    );
-    let msg = e(
-        CollArgs {
-            size: 6,
-            ..base(CollKind::Allgather)
-        },
-        Algo::RecursiveDoubling,
-    );
+    assert!(msg.contains("not valid for Bcast") && msg.contains("binomial"), "{msg}");
+    let msg = e(CollArgs { size: 6, ..base(CollKind::Allgather) }, Algo::RecursiveDoubling);
     assert!(msg.contains("power-of-two"), "{msg}");
 }
 
@@ -607,11 +409,7 @@ fn no_panics_on_extreme_inputs() {
                         };
                         let _ = schedule(algo, &a);
                         let v = vec![u64::MAX; p as usize];
-                        let a = CollArgs {
-                            counts: Some(&v),
-                            recv_counts: Some(&v),
-                            ..a
-                        };
+                        let a = CollArgs { counts: Some(&v), recv_counts: Some(&v), ..a };
                         let _ = schedule(algo, &a);
                     }
                 }
@@ -641,17 +439,8 @@ fn no_panics_on_extreme_inputs() {
                 recv_counts: None,
             };
             let s = schedule(algo, &a).unwrap();
-            assert!(
-                s.len() <= 34,
-                "{} {}: {} rounds",
-                kind.name(),
-                algo.name(),
-                s.len()
-            );
-            assert!(s
-                .iter()
-                .flat_map(|x| x.sends.iter().chain(&x.recvs))
-                .all(|x| x.peer < p));
+            assert!(s.len() <= 34, "{} {}: {} rounds", kind.name(), algo.name(), s.len());
+            assert!(s.iter().flat_map(|x| x.sends.iter().chain(&x.recvs)).all(|x| x.peer < p));
         }
     }
     // u32::MAX ranks, last rank.
@@ -692,10 +481,7 @@ fn segment_count_is_bounded() {
 #[test]
 fn checker_catches_errors() {
     // size mismatch
-    let bad = vec![
-        vec![round(&[(1, 8)], &[], 0)],
-        vec![round(&[], &[(0, 9)], 0)],
-    ];
+    let bad = vec![vec![round(&[(1, 8)], &[], 0)], vec![round(&[], &[(0, 9)], 0)]];
     assert!(check_schedules(&bad).unwrap_err().0.contains("0->1"));
     // unmatched receive
     let bad = vec![vec![], vec![round(&[], &[(0, 9)], 0)]];
@@ -710,9 +496,6 @@ fn checker_catches_errors() {
     let selfmsg = vec![vec![round(&[(0, 8)], &[(0, 8)], 0)]];
     assert!(check_schedules(&selfmsg).is_err());
     // ok: sendrecv
-    let ok = vec![
-        vec![round(&[(1, 8)], &[(1, 8)], 0)],
-        vec![round(&[(0, 8)], &[(0, 8)], 0)],
-    ];
+    let ok = vec![vec![round(&[(1, 8)], &[(1, 8)], 0)], vec![round(&[(0, 8)], &[(0, 8)], 0)]];
     assert_eq!(check_schedules(&ok).unwrap(), 1);
 }

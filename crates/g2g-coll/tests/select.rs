@@ -4,18 +4,11 @@ mod common;
 
 use common::Call;
 use g2g_coll::{
-    algorithms_for, check_consistency, select, select_for, selection_bytes, Algo, AlgoOverrides,
-    CollKind, Thresholds,
+    algorithms_for, check_consistency, select, select_for, selection_bytes, Algo, AlgoOverrides, CollKind, Thresholds,
 };
 
 fn sel(kind: CollKind, p: u32, bytes: u64) -> Algo {
-    select(
-        kind,
-        p,
-        bytes,
-        &Thresholds::default(),
-        &AlgoOverrides::default(),
-    )
+    select(kind, p, bytes, &Thresholds::default(), &AlgoOverrides::default())
 }
 
 #[test]
@@ -50,16 +43,10 @@ fn bcast_rules() {
     assert_eq!(sel(Bcast, 8, 524287), Algo::ScatterRdAllgather);
     assert_eq!(sel(Bcast, 2, 1 << 30), Algo::Binomial);
     // long: a 512 KiB message has 4 segments of 128 KiB -> pipeline on up to 4 ranks
-    assert_eq!(
-        sel(Bcast, 4, 524288),
-        Algo::PipelinedChain { segment: 131072 }
-    );
+    assert_eq!(sel(Bcast, 4, 524288), Algo::PipelinedChain { segment: 131072 });
     assert_eq!(sel(Bcast, 5, 524288), Algo::ScatterAllgather);
     assert_eq!(sel(Bcast, 16, 524288), Algo::ScatterAllgather);
-    assert_eq!(
-        sel(Bcast, 16, 16 * 131072),
-        Algo::PipelinedChain { segment: 131072 }
-    );
+    assert_eq!(sel(Bcast, 16, 16 * 131072), Algo::PipelinedChain { segment: 131072 });
 }
 
 #[test]
@@ -70,22 +57,10 @@ fn reduce_rules() {
     assert_eq!(sel(Reduce, 8, 511), Algo::Binomial);
     assert_eq!(sel(Reduce, 7, 20479), Algo::Binomial);
     assert_eq!(sel(Reduce, 64, 2047), Algo::Binomial);
-    assert_eq!(
-        sel(Reduce, 64, 2048),
-        Algo::PipelinedBinomial { segment: 32768 }
-    );
-    assert_eq!(
-        sel(Reduce, 7, 20480),
-        Algo::PipelinedBinomial { segment: 32768 }
-    );
-    assert_eq!(
-        sel(Reduce, 7, 7 * 32768),
-        Algo::PipelinedChain { segment: 32768 }
-    );
-    assert_eq!(
-        sel(Reduce, 64, 64 * 32768),
-        Algo::PipelinedChain { segment: 32768 }
-    );
+    assert_eq!(sel(Reduce, 64, 2048), Algo::PipelinedBinomial { segment: 32768 });
+    assert_eq!(sel(Reduce, 7, 20480), Algo::PipelinedBinomial { segment: 32768 });
+    assert_eq!(sel(Reduce, 7, 7 * 32768), Algo::PipelinedChain { segment: 32768 });
+    assert_eq!(sel(Reduce, 64, 64 * 32768), Algo::PipelinedChain { segment: 32768 });
 }
 
 #[test]
@@ -162,31 +137,18 @@ fn reduce_scatter_rules() {
 
 #[test]
 fn overrides_parse_and_win() {
-    let ov = AlgoOverrides::parse("allreduce=ring, bcast=binomial;Reduce_Scatter_Block=pairwise")
-        .unwrap();
+    let ov = AlgoOverrides::parse("allreduce=ring, bcast=binomial;Reduce_Scatter_Block=pairwise").unwrap();
     let th = Thresholds::default();
     assert_eq!(select(CollKind::Allreduce, 8, 1, &th, &ov), Algo::Ring);
-    assert_eq!(
-        select(CollKind::Bcast, 64, 1 << 30, &th, &ov),
-        Algo::Binomial
-    );
-    assert_eq!(
-        select(CollKind::ReduceScatterBlock, 5, 1, &th, &ov),
-        Algo::Pairwise
-    );
+    assert_eq!(select(CollKind::Bcast, 64, 1 << 30, &th, &ov), Algo::Binomial);
+    assert_eq!(select(CollKind::ReduceScatterBlock, 5, 1, &th, &ov), Algo::Pairwise);
     // other kinds keep their defaults
-    assert_eq!(
-        select(CollKind::Barrier, 8, 0, &th, &ov),
-        Algo::Dissemination
-    );
+    assert_eq!(select(CollKind::Barrier, 8, 0, &th, &ov), Algo::Dissemination);
     // later entries win; display round-trips
     let ov = AlgoOverrides::parse("MPI_Allreduce=ring,allreduce=rabenseifner").unwrap();
     assert_eq!(ov.get(CollKind::Allreduce), Some(Algo::Rabenseifner));
     let ov = AlgoOverrides::parse("bcast=pipeline:64k,reduce=Pipelined-Binomial").unwrap();
-    assert_eq!(
-        ov.to_string(),
-        "bcast=pipeline:65536,reduce=pipelined_binomial"
-    );
+    assert_eq!(ov.to_string(), "bcast=pipeline:65536,reduce=pipelined_binomial");
     assert_eq!(AlgoOverrides::parse(&ov.to_string()).unwrap(), ov);
     assert!(AlgoOverrides::parse("").unwrap().is_empty());
     // nonblocking names map to the blocking kind
@@ -196,51 +158,24 @@ fn overrides_parse_and_win() {
 
 #[test]
 fn override_segments_come_from_thresholds() {
-    let th = Thresholds {
-        bcast_segment_bytes: 4096,
-        reduce_segment_bytes: 2048,
-        ..Thresholds::default()
-    };
-    let ov =
-        AlgoOverrides::parse("bcast=pipeline,reduce=pipelined_binomial,allreduce=ring").unwrap();
-    assert_eq!(
-        select(CollKind::Bcast, 8, 1, &th, &ov),
-        Algo::PipelinedChain { segment: 4096 }
-    );
-    assert_eq!(
-        select(CollKind::Reduce, 8, 1, &th, &ov),
-        Algo::PipelinedBinomial { segment: 2048 }
-    );
+    let th = Thresholds { bcast_segment_bytes: 4096, reduce_segment_bytes: 2048, ..Thresholds::default() };
+    let ov = AlgoOverrides::parse("bcast=pipeline,reduce=pipelined_binomial,allreduce=ring").unwrap();
+    assert_eq!(select(CollKind::Bcast, 8, 1, &th, &ov), Algo::PipelinedChain { segment: 4096 });
+    assert_eq!(select(CollKind::Reduce, 8, 1, &th, &ov), Algo::PipelinedBinomial { segment: 2048 });
     let ov = AlgoOverrides::parse("bcast=pipeline:1m").unwrap();
-    assert_eq!(
-        select(CollKind::Bcast, 8, 1, &th, &ov),
-        Algo::PipelinedChain { segment: 1 << 20 }
-    );
+    assert_eq!(select(CollKind::Bcast, 8, 1, &th, &ov), Algo::PipelinedChain { segment: 1 << 20 });
 }
 
 #[test]
 fn overrides_fall_back_where_invalid_for_the_size() {
     let th = Thresholds::default();
-    let ov =
-        AlgoOverrides::parse("allgather=recursive_doubling,allgatherv=recursive_doubling").unwrap();
-    assert_eq!(
-        select(CollKind::Allgather, 8, 1, &th, &ov),
-        Algo::RecursiveDoubling
-    );
+    let ov = AlgoOverrides::parse("allgather=recursive_doubling,allgatherv=recursive_doubling").unwrap();
+    assert_eq!(select(CollKind::Allgather, 8, 1, &th, &ov), Algo::RecursiveDoubling);
     assert_eq!(select(CollKind::Allgather, 6, 1, &th, &ov), Algo::Bruck);
-    assert_eq!(
-        select(CollKind::Allgatherv, 6, 1 << 30, &th, &ov),
-        Algo::Bruck
-    );
+    assert_eq!(select(CollKind::Allgatherv, 6, 1 << 30, &th, &ov), Algo::Bruck);
     let ov = AlgoOverrides::parse("bcast=scatter_rd_allgather").unwrap();
-    assert_eq!(
-        select(CollKind::Bcast, 16, 1, &th, &ov),
-        Algo::ScatterRdAllgather
-    );
-    assert_eq!(
-        select(CollKind::Bcast, 12, 1, &th, &ov),
-        Algo::ScatterAllgather
-    );
+    assert_eq!(select(CollKind::Bcast, 16, 1, &th, &ov), Algo::ScatterRdAllgather);
+    assert_eq!(select(CollKind::Bcast, 12, 1, &th, &ov), Algo::ScatterAllgather);
     // a hand-built override that does not apply to the kind is ignored
     let ov = AlgoOverrides(vec![(CollKind::Bcast, Algo::Bruck)]);
     assert_eq!(select(CollKind::Bcast, 16, 1, &th, &ov), Algo::Binomial);
@@ -250,15 +185,9 @@ fn overrides_fall_back_where_invalid_for_the_size() {
 fn bad_names_give_errors_listing_valid_names() {
     let e = AlgoOverrides::parse("allreduce=foo").unwrap_err().0;
     assert!(e.contains("'foo'") && e.contains("Allreduce"), "{e}");
-    assert!(
-        e.contains("valid: recursive_doubling, rabenseifner, ring, reduce_bcast"),
-        "{e}"
-    );
+    assert!(e.contains("valid: recursive_doubling, rabenseifner, ring, reduce_bcast"), "{e}");
     let e = AlgoOverrides::parse("allgatherx=ring").unwrap_err().0;
-    assert!(
-        e.contains("unknown collective 'allgatherx'") && e.contains("reduce_scatter_block"),
-        "{e}"
-    );
+    assert!(e.contains("unknown collective 'allgatherx'") && e.contains("reduce_scatter_block"), "{e}");
     let e = AlgoOverrides::parse("allreduce").unwrap_err().0;
     assert!(e.contains("kind=algorithm"), "{e}");
     let e = AlgoOverrides::parse("bcast=pipeline:lots").unwrap_err().0;
@@ -277,40 +206,20 @@ fn names_round_trip() {
         for name in algorithms_for(kind) {
             let a = Algo::from_name(kind, name).unwrap();
             assert_eq!(a.name(), *name);
-            assert_eq!(
-                Algo::from_name(kind, &name.to_uppercase().replace('_', "-")),
-                Some(a)
-            );
+            assert_eq!(Algo::from_name(kind, &name.to_uppercase().replace('_', "-")), Some(a));
         }
         // every default is a valid algorithm of its kind
         for p in [1, 2, 3, 8, 12, 100] {
             for b in [0, 1, 1000, 100_000, 10_000_000] {
                 let a = sel(kind, p, b);
-                assert!(
-                    algorithms_for(kind).contains(&a.name()),
-                    "{} {}",
-                    kind.name(),
-                    a.name()
-                );
+                assert!(algorithms_for(kind).contains(&a.name()), "{} {}", kind.name(), a.name());
             }
         }
     }
-    assert_eq!(
-        Algo::from_name(CollKind::Bcast, "chain"),
-        Some(Algo::PipelinedChain { segment: 0 })
-    );
-    assert_eq!(
-        Algo::from_name(CollKind::Allreduce, "nonoverlapping"),
-        Some(Algo::ReduceBcast)
-    );
-    assert_eq!(
-        Algo::from_name(CollKind::Barrier, "bruck"),
-        Some(Algo::Dissemination)
-    );
-    assert_eq!(
-        Algo::from_name(CollKind::Reduce, "pipeline: 32 KiB"),
-        Some(Algo::PipelinedChain { segment: 32768 })
-    );
+    assert_eq!(Algo::from_name(CollKind::Bcast, "chain"), Some(Algo::PipelinedChain { segment: 0 }));
+    assert_eq!(Algo::from_name(CollKind::Allreduce, "nonoverlapping"), Some(Algo::ReduceBcast));
+    assert_eq!(Algo::from_name(CollKind::Barrier, "bruck"), Some(Algo::Dissemination));
+    assert_eq!(Algo::from_name(CollKind::Reduce, "pipeline: 32 KiB"), Some(Algo::PipelinedChain { segment: 32768 }));
 }
 
 #[test]
@@ -320,17 +229,8 @@ fn thresholds_by_name() {
     t.set("alltoall_small_bytes", 512).unwrap();
     assert_eq!(t.alltoall_small_bytes, 512);
     let e = t.set("nope", 1).unwrap_err().0;
-    assert!(
-        e.contains("valid:") && e.contains("allreduce_small_bytes"),
-        "{e}"
-    );
-    assert_eq!(
-        t.entries().len(),
-        t.entries()
-            .iter()
-            .filter(|(k, _)| t.get(k).is_some())
-            .count()
-    );
+    assert!(e.contains("valid:") && e.contains("allreduce_small_bytes"), "{e}");
+    assert_eq!(t.entries().len(), t.entries().iter().filter(|(k, _)| t.get(k).is_some()).count());
 }
 
 /// Every rank of a consistent call computes the same selection size, so all pick the same algorithm,
@@ -345,20 +245,11 @@ fn selection_is_rank_invariant() {
                 let call = Call::new(kind, p, p / 2, n);
                 let b0 = selection_bytes(&call.args(0));
                 for r in 1..p {
-                    assert_eq!(
-                        selection_bytes(&call.args(r)),
-                        b0,
-                        "{} p={p} n={n}",
-                        kind.name()
-                    );
+                    assert_eq!(selection_bytes(&call.args(r)), b0, "{} p={p} n={n}", kind.name());
                 }
                 let algo = select_for(&call.args(0), &th, &ov);
-                check_consistency(
-                    &|r| select_for(&call.args(r), &th, &ov),
-                    &|r| call.args(r),
-                    p,
-                )
-                .unwrap_or_else(|e| panic!("{} {}: {e}", kind.name(), algo.name()));
+                check_consistency(&|r| select_for(&call.args(r), &th, &ov), &|r| call.args(r), p)
+                    .unwrap_or_else(|e| panic!("{} {}: {e}", kind.name(), algo.name()));
             }
         }
     }
@@ -367,14 +258,8 @@ fn selection_is_rank_invariant() {
     assert_eq!(selection_bytes(&call.args(0)), 100);
     assert_eq!(selection_bytes(&call.args(1)), 100);
     // Allgather: the contribution; Alltoall: the whole send buffer (as in the trace).
-    assert_eq!(
-        selection_bytes(&Call::new(CollKind::Allgather, 4, 0, 100).args(2)),
-        100
-    );
-    assert_eq!(
-        selection_bytes(&Call::new(CollKind::Alltoall, 4, 0, 100).args(2)),
-        400
-    );
+    assert_eq!(selection_bytes(&Call::new(CollKind::Allgather, 4, 0, 100).args(2)), 100);
+    assert_eq!(selection_bytes(&Call::new(CollKind::Alltoall, 4, 0, 100).args(2)), 400);
     // Allgatherv: the total.
     let call = Call::new(CollKind::Allgatherv, 4, 0, 100);
     assert_eq!(selection_bytes(&call.args(1)), call.total());

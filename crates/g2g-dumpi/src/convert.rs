@@ -21,7 +21,8 @@ pub const UNSUPPORTED: i64 = -1;
 pub const NEEDS_RESOLUTION: &str = "communicator creation found but not resolved";
 const ANY_SOURCE: i32 = -1;
 const PROC_NULL: i32 = -2;
-const DEFAULT_TYPE_SIZES: [i64; 28] = [0, 0, 1, 1, 1, 1, 4, 2, 2, 4, 4, 8, 8, 4, 8, 16, 8, 8, 8, 1, 0, 0, 8, 12, 12, 6, 8, 20];
+const DEFAULT_TYPE_SIZES: [i64; 28] =
+    [0, 0, 1, 1, 1, 1, 4, 2, 2, 4, 4, 8, 8, 4, 8, 16, 8, 8, 8, 1, 0, 0, 8, 12, 12, 6, 8, 20];
 
 /// Function ids the conversion dispatches on (resolved once from the layout table).
 pub struct Fids {
@@ -97,10 +98,33 @@ pub struct Fids {
 }
 
 pub const COMM_FUNCTIONS: [&str; 27] = [
-    "Comm_group", "Group_incl", "Group_excl", "Group_range_incl", "Group_range_excl", "Group_union", "Group_intersection",
-    "Group_difference", "Group_free", "Comm_dup", "Comm_create", "Comm_split", "Comm_free", "Cart_create", "Cart_sub",
-    "Graph_create", "Intercomm_create", "Intercomm_merge", "Comm_accept", "Comm_connect", "Comm_get_parent", "Comm_join",
-    "Comm_spawn", "Comm_spawn_multiple", "Comm_remote_group", "Win_get_group", "File_get_group",
+    "Comm_group",
+    "Group_incl",
+    "Group_excl",
+    "Group_range_incl",
+    "Group_range_excl",
+    "Group_union",
+    "Group_intersection",
+    "Group_difference",
+    "Group_free",
+    "Comm_dup",
+    "Comm_create",
+    "Comm_split",
+    "Comm_free",
+    "Cart_create",
+    "Cart_sub",
+    "Graph_create",
+    "Intercomm_create",
+    "Intercomm_merge",
+    "Comm_accept",
+    "Comm_connect",
+    "Comm_get_parent",
+    "Comm_join",
+    "Comm_spawn",
+    "Comm_spawn_multiple",
+    "Comm_remote_group",
+    "Win_get_group",
+    "File_get_group",
 ];
 
 impl Fids {
@@ -108,9 +132,22 @@ impl Fids {
         let f = fid_of;
         let mut class = vec![0u8; 294];
         for n in [
-            "Type_contiguous", "Type_vector", "Type_hvector", "Type_create_hvector", "Type_indexed", "Type_hindexed",
-            "Type_create_hindexed", "Type_create_indexed_block", "Type_struct", "Type_create_struct",
-            "Type_create_subarray", "Type_create_darray", "Type_create_resized", "Type_dup", "Type_size", "Type_free",
+            "Type_contiguous",
+            "Type_vector",
+            "Type_hvector",
+            "Type_create_hvector",
+            "Type_indexed",
+            "Type_hindexed",
+            "Type_create_hindexed",
+            "Type_create_indexed_block",
+            "Type_struct",
+            "Type_create_struct",
+            "Type_create_subarray",
+            "Type_create_darray",
+            "Type_create_resized",
+            "Type_dup",
+            "Type_size",
+            "Type_free",
         ] {
             class[f(n) as usize] = 1;
         }
@@ -119,9 +156,20 @@ impl Fids {
         }
         let mut new_handle_arg = vec![-1i8; 294];
         for (n, k) in [
-            ("Comm_dup", 1), ("Comm_create", 2), ("Comm_split", 3), ("Cart_create", 5), ("Cart_sub", 3), ("Graph_create", 6),
-            ("Intercomm_create", 5), ("Intercomm_merge", 2), ("Comm_accept", 4), ("Comm_connect", 4), ("Comm_get_parent", 0),
-            ("Comm_join", 1), ("Comm_spawn", 3), ("Comm_spawn_multiple", 4),
+            ("Comm_dup", 1),
+            ("Comm_create", 2),
+            ("Comm_split", 3),
+            ("Cart_create", 5),
+            ("Cart_sub", 3),
+            ("Graph_create", 6),
+            ("Intercomm_create", 5),
+            ("Intercomm_merge", 2),
+            ("Comm_accept", 4),
+            ("Comm_connect", 4),
+            ("Comm_get_parent", 0),
+            ("Comm_join", 1),
+            ("Comm_spawn", 3),
+            ("Comm_spawn_multiple", 4),
         ] {
             new_handle_arg[f(n) as usize] = k;
         }
@@ -282,7 +330,11 @@ impl Types {
         } else if fid == fx.type_vector || fid == fx.type_hvector || fid == fx.type_create_hvector {
             let (count, bl, stride, old, new) = (a.i(0), a.i(1), a.i(2), a.i(3), a.i(4));
             let (s, c) = self.get(old);
-            let gapless = if fid == fx.type_vector { stride == bl } else { s.is_some() && Some(stride) == s.map(|s| bl.wrapping_mul(s)) };
+            let gapless = if fid == fx.type_vector {
+                stride == bl
+            } else {
+                s.is_some() && Some(stride) == s.map(|s| bl.wrapping_mul(s))
+            };
             self.derived.insert(new, (mul(s, count.wrapping_mul(bl)), c && (count <= 1 || gapless)));
         } else if fid == fx.type_indexed || fid == fx.type_hindexed || fid == fx.type_create_hindexed {
             let (lens, displs, old, new) = (a.a(1), a.a(2), a.i(3), a.i(4));
@@ -332,7 +384,8 @@ impl Types {
         } else if fid == fx.type_create_subarray {
             let (sizes, subsizes, order, old, new) = (a.a(1), a.a(2), a.i(4), a.i(5), a.i(6));
             let (s, c) = self.get(old);
-            let total: i64 = if subsizes.is_empty() { 1 } else { subsizes.iter().fold(1i64, |x, y| x.wrapping_mul(*y)) };
+            let total: i64 =
+                if subsizes.is_empty() { 1 } else { subsizes.iter().fold(1i64, |x, y| x.wrapping_mul(*y)) };
             let mut dims: Vec<(i64, i64)> = sizes.iter().copied().zip(subsizes.iter().copied()).collect();
             if order != 2 {
                 dims.reverse();
@@ -428,7 +481,14 @@ pub struct RankConv {
 }
 
 impl RankConv {
-    pub fn new(rank: u32, path: String, type_sizes: Vec<i64>, created: Vec<(u64, Option<i64>)>, origin: i64, mem: &'static str) -> RankConv {
+    pub fn new(
+        rank: u32,
+        path: String,
+        type_sizes: Vec<i64>,
+        created: Vec<(u64, Option<i64>)>,
+        origin: i64,
+        mem: &'static str,
+    ) -> RankConv {
         let mut local = HashMap::new();
         local.insert(DUMPI_COMM_WORLD, 0);
         RankConv {
@@ -463,19 +523,32 @@ impl RankConv {
     }
 
     fn comm_of(&mut self, comms: &mut Comms, rec: &Record, h: i64) -> Result<(i64, usize), String> {
-        let g = if h == DUMPI_COMM_SELF && !self.local.contains_key(&h) { Some(comms.self_comm(self.rank)) } else { self.local.get(&h).copied() };
+        let g = if h == DUMPI_COMM_SELF && !self.local.contains_key(&h) {
+            Some(comms.self_comm(self.rank))
+        } else {
+            self.local.get(&h).copied()
+        };
         let Some(g) = g else {
-            let what = if h == DUMPI_COMM_NULL { "MPI_COMM_NULL".to_string() } else { format!("unknown communicator handle {h}") };
+            let what = if h == DUMPI_COMM_NULL {
+                "MPI_COMM_NULL".to_string()
+            } else {
+                format!("unknown communicator handle {h}")
+            };
             return Err(self.fail(rec, format!("{} on {what}", call(rec.fid))));
         };
         if g == UNSUPPORTED {
             return Err(self.fail(rec, format!("{} on an intercommunicator or a communicator whose members are not in the trace (handle {h}); not supported", call(rec.fid))));
         }
-        let members = comms.members.get(&g).ok_or_else(|| self.fail(rec, format!("{} on communicator {g}, which the resolution did not define", call(rec.fid))))?;
+        let members = comms.members.get(&g).ok_or_else(|| {
+            self.fail(rec, format!("{} on communicator {g}, which the resolution did not define", call(rec.fid)))
+        })?;
         if !self.used.contains(&g) {
             if !members.contains(&self.rank) {
                 let name = comms.names.get(&g).cloned().unwrap_or_else(|| format!("communicator {g}"));
-                return Err(self.fail(rec, format!("{} on {name} (handle {h}), which rank {} is not a member of", call(rec.fid), self.rank)));
+                return Err(self.fail(
+                    rec,
+                    format!("{} on {name} (handle {h}), which rank {} is not a member of", call(rec.fid), self.rank),
+                ));
             }
             self.used.insert(g);
         }
@@ -650,7 +723,15 @@ impl RankConv {
             let (count, dt, peer, tag, ch) = (a.i(0), a.i(1), a.i(2), a.i(3), a.i(4));
             let (g, size) = self.comm_of(comms, rec, ch)?;
             let p = self.peer_dest(rec, peer, size)?;
-            let op = if fid == fx.send { "Send" } else if fid == fx.bsend { "Bsend" } else if fid == fx.ssend { "Ssend" } else { "Rsend" };
+            let op = if fid == fx.send {
+                "Send"
+            } else if fid == fx.bsend {
+                "Bsend"
+            } else if fid == fx.ssend {
+                "Ssend"
+            } else {
+                "Rsend"
+            };
             let mut r = self.p2p(op, g, p, tag);
             r.bytes = self.types.nbytes(count, dt) as u64;
             r.contiguous = self.types.contig(dt);
@@ -664,7 +745,8 @@ impl RankConv {
             r.contiguous = self.types.contig(dt);
             self.emit(rec, r);
         } else if fid == fx.sendrecv {
-            let (scount, stype, dest, stag, rcount, rtype, src, rtag, ch) = (a.i(0), a.i(1), a.i(2), a.i(3), a.i(4), a.i(5), a.i(6), a.i(7), a.i(8));
+            let (scount, stype, dest, stag, rcount, rtype, src, rtag, ch) =
+                (a.i(0), a.i(1), a.i(2), a.i(3), a.i(4), a.i(5), a.i(6), a.i(7), a.i(8));
             let (g, size) = self.comm_of(comms, rec, ch)?;
             let p = self.peer_dest(rec, dest, size)?;
             let mut r = self.p2p("Sendrecv", g, p, stag);
@@ -701,7 +783,11 @@ impl RankConv {
             }
         } else if fid == fx.waitsome || fid == fx.testsome {
             let (reqs, outcount, indices) = (a.a(1), a.i(2), a.a(3));
-            let done: Vec<i64> = if outcount > 0 { indices.iter().filter(|k| **k >= 0 && (**k as usize) < reqs.len()).map(|k| reqs[*k as usize]).collect() } else { Vec::new() };
+            let done: Vec<i64> = if outcount > 0 {
+                indices.iter().filter(|k| **k >= 0 && (**k as usize) < reqs.len()).map(|k| reqs[*k as usize]).collect()
+            } else {
+                Vec::new()
+            };
             if !done.is_empty() {
                 let qs = self.take_all(&done);
                 self.emit_completion(rec, qs, "Waitall");
@@ -750,7 +836,12 @@ impl RankConv {
                 r.reqs = Some(qs);
                 self.emit(rec, r);
             }
-        } else if fid == fx.send_init || fid == fx.bsend_init || fid == fx.rsend_init || fid == fx.ssend_init || fid == fx.recv_init {
+        } else if fid == fx.send_init
+            || fid == fx.bsend_init
+            || fid == fx.rsend_init
+            || fid == fx.ssend_init
+            || fid == fx.recv_init
+        {
             let (count, dt, peer, tag, ch, dreq) = (a.i(0), a.i(1), a.i(2), a.i(3), a.i(4), a.i(5));
             let (g, size) = self.comm_of(comms, rec, ch)?;
             let mut r;
@@ -799,7 +890,8 @@ impl RankConv {
             self.check_root(rec, root, size)?;
             let mut r = self.coll("Reduce", g);
             r.bytes = self.types.nbytes(count, dt) as u64;
-            r.recv_bytes = if self.my_rank_in(comms, g) as i64 == root { self.types.nbytes(count, dt) as u64 } else { 0 };
+            r.recv_bytes =
+                if self.my_rank_in(comms, g) as i64 == root { self.types.nbytes(count, dt) as u64 } else { 0 };
             r.root = root as i32;
             r.contiguous = self.types.contig(dt);
             self.emit(rec, r);
@@ -807,7 +899,13 @@ impl RankConv {
             let (count, dt, ch) = (a.i(0), a.i(1), a.i(3));
             let (g, _) = self.comm_of(comms, rec, ch)?;
             let n = self.types.nbytes(count, dt) as u64;
-            let op = if fid == fx.allreduce { "Allreduce" } else if fid == fx.scan { "Scan" } else { "Exscan" };
+            let op = if fid == fx.allreduce {
+                "Allreduce"
+            } else if fid == fx.scan {
+                "Scan"
+            } else {
+                "Exscan"
+            };
             let mut r = self.coll(op, g);
             r.bytes = n;
             r.recv_bytes = n;
@@ -819,7 +917,8 @@ impl RankConv {
             self.check_root(rec, root, size)?;
             let at_root = commrank == root;
             let rtype = a.opt(6).unwrap_or(0);
-            let rb = if at_root { self.types.nbytes(a.opt(5).unwrap_or(0), rtype).wrapping_mul(size as i64) } else { 0 };
+            let rb =
+                if at_root { self.types.nbytes(a.opt(5).unwrap_or(0), rtype).wrapping_mul(size as i64) } else { 0 };
             let mut r = self.coll("Gather", g);
             r.bytes = self.types.nbytes(scount, stype) as u64;
             r.recv_bytes = rb as u64;
@@ -848,7 +947,8 @@ impl RankConv {
             self.check_root(rec, root, size)?;
             let at_root = commrank == root;
             let stype = a.opt(6).unwrap_or(0);
-            let sb = if at_root { self.types.nbytes(a.opt(5).unwrap_or(0), stype).wrapping_mul(size as i64) } else { 0 };
+            let sb =
+                if at_root { self.types.nbytes(a.opt(5).unwrap_or(0), stype).wrapping_mul(size as i64) } else { 0 };
             let mut r = self.coll("Scatter", g);
             r.bytes = sb as u64;
             r.recv_bytes = self.types.nbytes(rcount, rtype) as u64;
@@ -905,8 +1005,10 @@ impl RankConv {
         } else if fid == fx.alltoallw {
             let (scounts, stypes, rcounts, rtypes, ch) = (a.a(1), a.a(3), a.a(4), a.a(6), a.i(7));
             let (g, _) = self.comm_of(comms, rec, ch)?;
-            let sp: Vec<u64> = scounts.iter().zip(stypes.iter()).map(|(c, t)| self.types.nbytes(*c, *t) as u64).collect();
-            let rp: Vec<u64> = rcounts.iter().zip(rtypes.iter()).map(|(c, t)| self.types.nbytes(*c, *t) as u64).collect();
+            let sp: Vec<u64> =
+                scounts.iter().zip(stypes.iter()).map(|(c, t)| self.types.nbytes(*c, *t) as u64).collect();
+            let rp: Vec<u64> =
+                rcounts.iter().zip(rtypes.iter()).map(|(c, t)| self.types.nbytes(*c, *t) as u64).collect();
             let mut r = self.coll("Alltoallv", g);
             r.bytes = sp.iter().sum();
             r.recv_bytes = rp.iter().sum();

@@ -22,7 +22,6 @@ const THREAD_BIT: u8 = 0x40;
 const PERF_BIT: u8 = 0x80;
 const WRAP_SLACK: i64 = 600;
 
-
 /// A decoded argument.  Arrays live in [`Args::pool`], strings in [`Args::text`], statuses in
 /// [`Args::sts`].
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -364,7 +363,8 @@ thread_local! {
 impl RankStream {
     /// `chunk`: bytes read at a time (the bound of this rank's buffer, but for a larger record).
     pub fn open(f: RankFile, chunk: usize) -> Result<RankStream, String> {
-        let meta = std::fs::metadata(&f.path).map_err(|e| format!("{}: rank {}: cannot read ({e}) (before record 0)", f.path, f.rank))?;
+        let meta = std::fs::metadata(&f.path)
+            .map_err(|e| format!("{}: rank {}: cannot read ({e}) (before record 0)", f.path, f.rank))?;
         let file_size = meta.len();
         let ver = Version::new(f.version);
         let limit = f.stream_end + 2;
@@ -411,7 +411,9 @@ impl RankStream {
         if target <= keep {
             return Ok(());
         }
-        let err = |e: std::io::Error| format!("{}: rank {}: cannot read ({e}) (byte offset {})", self.f.path, self.f.rank, self.base);
+        let err = |e: std::io::Error| {
+            format!("{}: rank {}: cannot read ({e}) (byte offset {})", self.f.path, self.f.rank, self.base)
+        };
         let mut file = File::open(&self.f.path).map_err(err)?;
         file.seek(SeekFrom::Start(self.base + keep as u64)).map_err(err)?;
         self.buf.resize(target, 0);
@@ -446,7 +448,12 @@ impl RankStream {
         let fid = if pos + 2 <= self.buf.len() { u16::from_be_bytes([self.buf[pos], self.buf[pos + 1]]) } else { 0 };
         let w = where_(&self.f.path, self.f.rank, self.idx, off);
         match e {
-            DErr::Short(_) => format!("{w}: file truncated inside record {} ({}; file has {} bytes)", self.idx, call(fid), self.file_size),
+            DErr::Short(_) => format!(
+                "{w}: file truncated inside record {} ({}; file has {} bytes)",
+                self.idx,
+                call(fid),
+                self.file_size
+            ),
             DErr::Bad(m) => format!("{w}: corrupt {} record ({m})", call(fid)),
         }
     }
@@ -458,7 +465,11 @@ impl RankStream {
         let fail = |m: String| -> (DErr, usize) { (DErr::Bad(m), usize::MAX) };
         let w = || where_(&self.f.path, self.f.rank, self.idx, off);
         if off + 2 > limit {
-            return Err(fail(format!("{}: file truncated: record stream ends without its end-of-stream mark (file has {} bytes)", w(), self.file_size)));
+            return Err(fail(format!(
+                "{}: file truncated: record stream ends without its end-of-stream mark (file has {} bytes)",
+                w(),
+                self.file_size
+            )));
         }
         if pos + 3 > self.buf.len() {
             if pos + 2 > self.buf.len() {
@@ -468,7 +479,11 @@ impl RankStream {
         let fid = u16::from_be_bytes([self.buf[pos], self.buf[pos + 1]]);
         if fid == END_OF_STREAM {
             if off != self.f.stream_end {
-                return Err(fail(format!("{}: end-of-stream mark found at byte offset {off} but the header starts at {}", w(), self.f.stream_end + 2)));
+                return Err(fail(format!(
+                    "{}: end-of-stream mark found at byte offset {off} but the header starts at {}",
+                    w(),
+                    self.f.stream_end + 2
+                )));
             }
             self.done = true;
             return Ok(None);
@@ -482,7 +497,11 @@ impl RankStream {
         let decs = self.decs.clone();
         let dec = if fid < END_OF_STREAM { &decs[fid as usize] } else { &Dec::None };
         if let Dec::None = dec {
-            let what = if fid < ALL_FUNCTIONS { format!("{} has no DUMPI record layout", call(fid)) } else { format!("unknown DUMPI function id {fid}") };
+            let what = if fid < ALL_FUNCTIONS {
+                format!("{} has no DUMPI record layout", call(fid))
+            } else {
+                format!("unknown DUMPI function id {fid}")
+            };
             return Err(fail(format!("{}: {what}", w())));
         }
         let mask = self.buf[pos + 2];
@@ -497,7 +516,15 @@ impl RankStream {
         if mask & WALL_BIT != 0 {
             psize += 12;
         }
-        let short_msg = || format!("{}: file truncated inside record {} ({}; file has {} bytes)", w(), self.idx, call(fid), self.file_size);
+        let short_msg = || {
+            format!(
+                "{}: file truncated inside record {} ({}; file has {} bytes)",
+                w(),
+                self.idx,
+                call(fid),
+                self.file_size
+            )
+        };
         if psize > 0 && off + 3 + psize as u64 > limit {
             return Err(fail(short_msg()));
         }
@@ -508,7 +535,8 @@ impl RankStream {
         }
         let mut t0 = None;
         let mut t1 = None;
-        let (mut cpu_base, mut wall_base, mut cpu_last, mut wall_last) = (self.cpu_base, self.wall_base, self.cpu_last, self.wall_last);
+        let (mut cpu_base, mut wall_base, mut cpu_last, mut wall_last) =
+            (self.cpu_base, self.wall_base, self.cpu_last, self.wall_last);
         if mask & CPU_BIT != 0 {
             let s0 = c.u16().map_err(sh)? as i64;
             let ns0 = c.i32().map_err(sh)? as u32 as i64;
@@ -561,7 +589,11 @@ impl RankStream {
         self.args.clear();
         decode_args(dec, &mut c, mask, &self.ver, &mut self.args).map_err(sh)?;
         if self.base + c.p as u64 > limit {
-            return Err(fail(format!("{}: {} record runs past the end of the record stream (byte offset {limit})", w(), call(fid))));
+            return Err(fail(format!(
+                "{}: {} record runs past the end of the record stream (byte offset {limit})",
+                w(),
+                call(fid)
+            )));
         }
         let p = c.p;
         self.cpu_base = cpu_base;

@@ -85,7 +85,14 @@ pub fn convert(
     let mut streams = Vec::with_capacity(n);
     let mut convs = Vec::with_capacity(n);
     for (r, inp) in inputs.into_iter().enumerate() {
-        convs.push(RankConv::new(r as u32, inp.file.path.clone(), inp.file.type_sizes.clone(), inp.created, origin, mem));
+        convs.push(RankConv::new(
+            r as u32,
+            inp.file.path.clone(),
+            inp.file.type_sizes.clone(),
+            inp.created,
+            origin,
+            mem,
+        ));
         streams.push(RankStream::open(inp.file, chunk)?);
     }
     let w = window_ops as usize;
@@ -131,5 +138,11 @@ pub fn convert(
     for (k, v) in counts {
         *op_counts.entry(k).or_insert(0) += v;
     }
-    Ok(Converted { rows: out.rows, records, stats, fid_counts: convs.into_iter().map(|c| c.fid_counts).collect(), op_counts })
+    Ok(Converted {
+        rows: out.rows,
+        records,
+        stats,
+        fid_counts: convs.into_iter().map(|c| c.fid_counts).collect(),
+        op_counts,
+    })
 }

@@ -193,7 +193,6 @@ pub fn group_blocked(lines: &[String]) -> Vec<String> {
     v.into_iter().map(|(call, ranks)| format!("{} rank(s) {}: {call}", ranks.len(), list_ranks(&ranks))).collect()
 }
 
-
 #[cfg(test)]
 mod checks_tests {
     use super::*;
@@ -207,9 +206,18 @@ mod checks_tests {
     #[test]
     fn blocked_ranks_group_by_call() {
         let lines: Vec<String> = (0..256)
-            .map(|r| if r < 192 { format!("rank {r}: in Recv (event {}) peer 5 tag 1 comm 0", r % 7) } else { format!("rank {r}: in Barrier (event 3) on comm 0 root -1") })
+            .map(|r| {
+                if r < 192 {
+                    format!("rank {r}: in Recv (event {}) peer 5 tag 1 comm 0", r % 7)
+                } else {
+                    format!("rank {r}: in Barrier (event 3) on comm 0 root -1")
+                }
+            })
             .collect();
         let g = group_blocked(&lines);
-        assert_eq!(g, ["192 rank(s) 0-191: in Recv peer 5 tag 1 comm 0", "64 rank(s) 192-255: in Barrier on comm 0 root -1"]);
+        assert_eq!(
+            g,
+            ["192 rank(s) 0-191: in Recv peer 5 tag 1 comm 0", "64 rank(s) 192-255: in Barrier on comm 0 root -1"]
+        );
     }
 }

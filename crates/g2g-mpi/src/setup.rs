@@ -111,7 +111,10 @@ pub fn simulate(
                 opt.timeline_max_events,
                 m.place.nodes,
                 &m.place.node_of,
-                &crate::timeline::TimelineFilter { ranks: opt.timeline_ranks.clone(), window_ns: opt.timeline_window_ns },
+                &crate::timeline::TimelineFilter {
+                    ranks: opt.timeline_ranks.clone(),
+                    window_ns: opt.timeline_window_ns,
+                },
             )
             .map_err(|e| SimError::Options(format!("timeline {p}: {e}")))?,
         ),
@@ -146,7 +149,12 @@ pub fn simulate(
     st.end_of_trace_warnings();
     if opt.strict {
         if let Some(w) = st.checks.warnings.first() {
-            return Err(SimError::Trace(TraceError { file: st.src.name().into(), rank: None, seq: None, msg: format!("strict mode: {w}") }));
+            return Err(SimError::Trace(TraceError {
+                file: st.src.name().into(),
+                rank: None,
+                seq: None,
+                msg: format!("strict mode: {w}"),
+            }));
         }
     }
     if let Some(tl) = st.tl.take() {
@@ -240,7 +248,10 @@ fn explain(st: &State, rep: &mut Report) {
         Mode::GpuDirect => "mode gpudirect: device and staged buffers move GPU to GPU (P2P within a node, RDMA or pipelined across nodes); recognised staging copies are removed".to_string(),
     });
     if b.sync_calls > 0 {
-        rep.assumptions.push(format!("synchronisation: {} Barrier and zero-byte calls take the host path in every mode", b.sync_calls));
+        rep.assumptions.push(format!(
+            "synchronisation: {} Barrier and zero-byte calls take the host path in every mode",
+            b.sync_calls
+        ));
     }
     let untraced_ranks = st.ranks.iter().filter(|rk| rk.untraced > 0).count();
     if st.untraced_ops > 0 {
@@ -265,14 +276,23 @@ fn explain(st: &State, rep: &mut Report) {
         } else {
             format!("none of the {} MPI data buffers is on the GPU or staged through explicit copies (buffer spaces {traced})", b.mpi_buffers)
         };
-        let hint = if bufs == Buffers::Device || b.mpi_buffers == 0 { "" } else { "; --buffers device asks what GPU-resident buffers would give" };
+        let hint = if bufs == Buffers::Device || b.mpi_buffers == 0 {
+            ""
+        } else {
+            "; --buffers device asks what GPU-resident buffers would give"
+        };
         rep.notices.push(format!("--mode {} changes nothing: {why}{hint}", mode.name()));
     }
     if bufs == Buffers::Device && b.mpi_buffers > 0 && st.traced_device + b.staged == b.mpi_buffers {
-        rep.notices.push("--buffers device changes nothing: every MPI data buffer is device memory or staged in the trace already".into());
+        rep.notices.push(
+            "--buffers device changes nothing: every MPI data buffer is device memory or staged in the trace already"
+                .into(),
+        );
     }
     if bufs == Buffers::Host && st.traced_device == 0 && b.mpi_buffers > 0 && !rep.per_op.contains_key("Memcpy") {
-        rep.notices.push("--buffers host changes nothing: the trace's MPI buffers are host memory and it has no copies".into());
+        rep.notices.push(
+            "--buffers host changes nothing: the trace's MPI buffers are host memory and it has no copies".into(),
+        );
     }
     if mode != Mode::GpuDirect && (st.policy.gpudirect_min_bytes > 0 || st.policy.gpudirect_collectives_only) {
         rep.notices.push(format!(

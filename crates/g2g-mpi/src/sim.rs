@@ -219,10 +219,7 @@ impl State<'_> {
             // queued whatever the file's row groups (a result must not depend on the layout)
             let n = self.queues[r as usize].len();
             if n > 0 && (n > crate::model::hostcopy::LOOKAHEAD || self.exhausted) {
-                let mut b = self
-                    .op_pool
-                    .pop()
-                    .unwrap_or_else(|| Box::new(Op::new(OpKind::Compute)));
+                let mut b = self.op_pool.pop().unwrap_or_else(|| Box::new(Op::new(OpKind::Compute)));
                 // swapped with the queue's front, then the spent op popped and dropped: moving
                 // the op out through an `Option<Op>` copies it in odd-offset pieces around the
                 // niche byte, which stall store-to-load forwarding (the hottest spot of `step`)

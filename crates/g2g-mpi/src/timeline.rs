@@ -48,7 +48,13 @@ fn us(t: Time) -> f64 {
 }
 
 impl Timeline {
-    pub fn create_filtered(path: &str, max: u64, nodes: u32, node_of: &[u32], filter: &TimelineFilter) -> std::io::Result<Timeline> {
+    pub fn create_filtered(
+        path: &str,
+        max: u64,
+        nodes: u32,
+        node_of: &[u32],
+        filter: &TimelineFilter,
+    ) -> std::io::Result<Timeline> {
         let mut w = BufWriter::with_capacity(1 << 20, File::create(path)?);
         w.write_all(b"{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n")?;
         let ranks = filter.ranks.as_ref().map(|v| v.iter().copied().collect::<HashSet<u32>>());
@@ -70,9 +76,13 @@ impl Timeline {
             }
             let p = node_of[r];
             if named_nodes.insert(p) {
-                t.raw(&format!("{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{p},\"args\":{{\"name\":\"node {p}\"}}}}"));
+                t.raw(&format!(
+                    "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{p},\"args\":{{\"name\":\"node {p}\"}}}}"
+                ));
             }
-            t.raw(&format!("{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{p},\"tid\":{r},\"args\":{{\"name\":\"rank {r}\"}}}}"));
+            t.raw(&format!(
+                "{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{p},\"tid\":{r},\"args\":{{\"name\":\"rank {r}\"}}}}"
+            ));
         }
         Ok(t)
     }
@@ -125,7 +135,13 @@ impl Timeline {
         if t1 == t0 && op.kind.name() == "Compute" || !self.keep_rank(r) || !self.in_window(t0, t1) || !self.ok() {
             return;
         }
-        let cat = if op.kind.name() == "Compute" { "compute" } else if op.kind.is_collective() { "collective" } else { "mpi" };
+        let cat = if op.kind.name() == "Compute" {
+            "compute"
+        } else if op.kind.is_collective() {
+            "collective"
+        } else {
+            "mpi"
+        };
         let s = format!(
             "{{\"ph\":\"X\",\"name\":\"{}\",\"cat\":\"{cat}\",\"pid\":{},\"tid\":{r},\"ts\":{:.3},\"dur\":{:.3},\"args\":{{\"event\":{},\"peer\":{},\"tag\":{},\"bytes\":{},\"mem\":\"{}\"}}}}",
             op.kind.name(), self.node_of[r as usize], us(t0), us(t1 - t0), seq, op.peer, op.tag, op.bytes.max(op.recv_bytes()), op.mem.name()
@@ -138,7 +154,11 @@ impl Timeline {
             return;
         }
         self.flows.insert(uid);
-        let s = format!("{{\"ph\":\"s\",\"name\":\"msg\",\"cat\":\"msg\",\"id\":{uid},\"pid\":{},\"tid\":{src},\"ts\":{:.3}}}", self.node_of[src as usize], us(t));
+        let s = format!(
+            "{{\"ph\":\"s\",\"name\":\"msg\",\"cat\":\"msg\",\"id\":{uid},\"pid\":{},\"tid\":{src},\"ts\":{:.3}}}",
+            self.node_of[src as usize],
+            us(t)
+        );
         self.raw(&s);
     }
 

@@ -27,7 +27,7 @@ fn binomial_bcast_is_log_p_hops() {
     let r = run(ranks, SIMPLE, opts("bcast=binomial")).unwrap();
     let hop = T0 + 1;
     let o = 200; // each forwarding send costs its sender o_send before the next round
-    // root sends to 4, 2, 1 in rounds 0, 1, 2; rank 4 forwards to 6 then 5; 2 to 3; 6 to 7
+                 // root sends to 4, 2, 1 in rounds 0, 1, 2; rank 4 forwards to 6 then 5; 2 to 3; 6 to 7
     let recv_at = |k: usize| match k {
         4 => hop,
         2 => o + hop,
@@ -109,8 +109,26 @@ fn collective_on_device_buffers_hostcopy_stages_both_buffers() {
     let p = 2;
     let b = 1_000_000u64;
     let mk = || (0..p).map(|_| vec![dev(coll("Allreduce", b, -1))]).collect::<Vec<_>>();
-    let hc = run(mk(), SIMPLE, SimOptions { mode: g2g_mpi::Mode::HostCopy, coll_algos: "allreduce=recursive_doubling".into(), ..Default::default() }).unwrap();
-    let gd = run(mk(), SIMPLE, SimOptions { mode: g2g_mpi::Mode::GpuDirect, coll_algos: "allreduce=recursive_doubling".into(), ..Default::default() }).unwrap();
+    let hc = run(
+        mk(),
+        SIMPLE,
+        SimOptions {
+            mode: g2g_mpi::Mode::HostCopy,
+            coll_algos: "allreduce=recursive_doubling".into(),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let gd = run(
+        mk(),
+        SIMPLE,
+        SimOptions {
+            mode: g2g_mpi::Mode::GpuDirect,
+            coll_algos: "allreduce=recursive_doubling".into(),
+            ..Default::default()
+        },
+    )
+    .unwrap();
     let copy = 2000 + 50 + b / 10;
     // HostCopy: D2H, host exchange (rendezvous), CPU reduction, H2D
     let host_x = 200 + 1100 + 1100 + b + 1100 + 300;
@@ -192,7 +210,7 @@ fn staged_device_collectives_go_through_the_host_in_chunks() {
     assert_eq!(r.paths["pipelined"].messages, 1, "the Bcast message is staged");
     // per chunk: D2H copy 2000 + 2000/10 + PCIe 50; shared memory 2000/5 + 10; H2D as D2H
     let ctl = 10; // RTS and CTS over shared memory
-    // rendezvous (GPU buffers): o_send, RTS, CTS, the staged chunks, o_recv
+                  // rendezvous (GPU buffers): o_send, RTS, CTS, the staged chunks, o_recv
     assert_eq!(end_ns(&r, 1), 200 + ctl + ctl + pipeline_ns(5, [2250, 410, 2250], 2) + 300);
     // "direct" (the default): the same Bcast GPU to GPU over NVLink (pinning 4000, 10_000/100 + 20)
     let d = run(bcast(), &two, o.clone()).unwrap();
@@ -204,7 +222,8 @@ fn staged_device_collectives_go_through_the_host_in_chunks() {
     assert!(!l.paths.contains_key("pipelined"));
     assert_eq!(end_ns(&l, 1), end_ns(&d, 1));
     // point-to-point messages on device buffers are not staged
-    let mixed = vec![vec![dev(coll("Bcast", b, 0)), dev(send(1, 7, b))], vec![dev(coll("Bcast", b, 0)), dev(recv(0, 7, b))]];
+    let mixed =
+        vec![vec![dev(coll("Bcast", b, 0)), dev(send(1, 7, b))], vec![dev(coll("Bcast", b, 0)), dev(recv(0, 7, b))]];
     let r = run(mixed, &staged, o.clone()).unwrap();
     assert_eq!((r.paths["pipelined"].messages, r.paths["gpudirect-p2p"].messages), (1, 1));
     // across nodes (1 GPU per node) the staged collective takes the NIC instead of GPUDirect RDMA

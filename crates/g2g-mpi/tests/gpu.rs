@@ -138,7 +138,17 @@ fn stream_copy_shares_pcie_with_gpudirect_rdma() {
         o.set_stream(stream);
         o
     };
-    let alone = run(vec![vec![dev(send(1, 0, mb))], vec![dev(recv(0, 0, mb))]], &pcie_bound, SimOptions { mode: Mode::GpuDirect, ..Default::default() }).unwrap();
-    let shared = run(vec![vec![copy(0), dev(send(1, 0, mb)), sync(0)], vec![dev(recv(0, 0, mb))]], &pcie_bound, SimOptions { mode: Mode::GpuDirect, ..Default::default() }).unwrap();
+    let alone = run(
+        vec![vec![dev(send(1, 0, mb))], vec![dev(recv(0, 0, mb))]],
+        &pcie_bound,
+        SimOptions { mode: Mode::GpuDirect, ..Default::default() },
+    )
+    .unwrap();
+    let shared = run(
+        vec![vec![copy(0), dev(send(1, 0, mb)), sync(0)], vec![dev(recv(0, 0, mb))]],
+        &pcie_bound,
+        SimOptions { mode: Mode::GpuDirect, ..Default::default() },
+    )
+    .unwrap();
     assert!(end_ns(&shared, 1) > end_ns(&alone, 1) + 10_000, "{} vs {}", end_ns(&shared, 1), end_ns(&alone, 1));
 }

@@ -10,7 +10,10 @@ fn gd() -> SimOptions {
 }
 
 fn preset(name: &str) -> String {
-    std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../python/g2gsim/presets/{name}.toml"))).unwrap()
+    std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../python/g2gsim/presets/{name}.toml")),
+    )
+    .unwrap()
 }
 
 /// Rank 0 sends `b` device bytes to rank `dst` of a one-node job of `n` ranks; the others idle.
@@ -36,7 +39,11 @@ fn lassen_cross_socket_pair_is_slower_than_a_same_socket_pair_by_the_x_bus() {
     // the data moves at the X-Bus rate instead of the bricks', and pays two CPU-link latencies
     // instead of one NVLink latency; control messages (shared memory, 0.3 us) are the same
     let want = b as f64 / 32.0 - b as f64 / 75.0 + (1000.0 + 1000.0 - 700.0);
-    assert!((t_cross - t_same - want).abs() < 10.0, "cross {t_cross} same {t_same}: difference {} want {want}", t_cross - t_same);
+    assert!(
+        (t_cross - t_same - want).abs() < 10.0,
+        "cross {t_cross} same {t_same}: difference {} want {want}",
+        t_cross - t_same
+    );
     assert!(t_cross > 2.0 * t_same);
 }
 
@@ -46,14 +53,16 @@ fn two_cross_socket_transfers_share_the_x_bus() {
     let b: u64 = 64 << 20;
     let one = run(one_message(4, 2, b), &text, gd()).unwrap();
     // 0 -> 2 and 1 -> 3 at once: both cross the X-Bus from socket 0 to socket 1 (32 GB/s shared)
-    let ranks = vec![vec![dev(send(2, 0, b))], vec![dev(send(3, 0, b))], vec![dev(recv(0, 0, b))], vec![dev(recv(1, 0, b))]];
+    let ranks =
+        vec![vec![dev(send(2, 0, b))], vec![dev(send(3, 0, b))], vec![dev(recv(0, 0, b))], vec![dev(recv(1, 0, b))]];
     let two = run(ranks, &text, gd()).unwrap();
     let t1 = end_ns(&one, 2) as f64;
     let t2 = end_ns(&two, 2).max(end_ns(&two, 3)) as f64;
     let data = b as f64 / 32.0;
     assert!((t2 - t1 - data).abs() < 10.0, "one {t1} two {t2}: the second transfer should add {data} ns");
     // the same-socket pairs 0 -> 1 and 2 -> 3 have their own bricks: no sharing
-    let ranks = vec![vec![dev(send(1, 0, b))], vec![dev(recv(0, 0, b))], vec![dev(send(3, 0, b))], vec![dev(recv(2, 0, b))]];
+    let ranks =
+        vec![vec![dev(send(1, 0, b))], vec![dev(recv(0, 0, b))], vec![dev(send(3, 0, b))], vec![dev(recv(2, 0, b))]];
     let own = run(ranks, &text, gd()).unwrap();
     let same = run(one_message(4, 1, b), &text, gd()).unwrap();
     assert_eq!(end_ns(&own, 1), end_ns(&same, 1));
@@ -65,8 +74,10 @@ fn lassen_host_messages_across_sockets_cross_the_x_bus() {
     // messages at once in opposite directions use the two directions of the X-Bus
     let text = preset("lassen").replace("shm_bw = \"25GB/s\"", "shm_bw = \"100GB/s\"");
     let b: u64 = 64 << 20;
-    let same = run(vec![vec![send(1, 0, b)], vec![recv(0, 0, b)], vec![], vec![]], &text, SimOptions::default()).unwrap();
-    let cross = run(vec![vec![send(2, 0, b)], vec![], vec![recv(0, 0, b)], vec![]], &text, SimOptions::default()).unwrap();
+    let same =
+        run(vec![vec![send(1, 0, b)], vec![recv(0, 0, b)], vec![], vec![]], &text, SimOptions::default()).unwrap();
+    let cross =
+        run(vec![vec![send(2, 0, b)], vec![], vec![recv(0, 0, b)], vec![]], &text, SimOptions::default()).unwrap();
     let d = end_ns(&cross, 2) as f64 - end_ns(&same, 1) as f64;
     let want = b as f64 / 32.0 - b as f64 / 100.0;
     assert!((d - want).abs() < 10.0, "difference {d} want {want}");
@@ -131,7 +142,10 @@ fn all_pairs_among_four_gpus_is_slower_per_peer_than_one_pair_by_the_copy_engine
         // incoming transfers on E engines, the busiest engine carries ceil(3 / E) of them
         let extra = all - pair;
         let want = (want_factor - 1.0) * data_ns;
-        assert!((extra - want).abs() < 0.001 * data_ns + 50.0, "engines {engines:?}: pair {pair} all-pairs {all}: extra {extra} want {want}");
+        assert!(
+            (extra - want).abs() < 0.001 * data_ns + 50.0,
+            "engines {engines:?}: pair {pair} all-pairs {all}: extra {extra} want {want}"
+        );
     }
 }
 
@@ -139,7 +153,9 @@ fn all_pairs_among_four_gpus_is_slower_per_peer_than_one_pair_by_the_copy_engine
 fn a_copy_next_to_a_p2p_pull_shares_the_copy_engine() {
     // one engine of 100 GB/s per GPU, CPU links of 100 GB/s, no copy latency: a 1 ms D2H copy of
     // GPU 1 while GPU 1 pulls a 1 ms P2P message: both on its one engine, each at half the rate
-    let t = four_gpus(Some(1)).replace("copy_delay = \"2000ns\"", "copy_delay = \"0ns\"").replace("bw = \"10GB/s\"", "bw = \"100GB/s\"");
+    let t = four_gpus(Some(1))
+        .replace("copy_delay = \"2000ns\"", "copy_delay = \"0ns\"")
+        .replace("bw = \"10GB/s\"", "bw = \"100GB/s\"");
     let b: u64 = 100_000_000;
     let data_ns = b as f64 / 100.0;
     let mut copy = Op::new(g2g_trace::OpKind::Memcpy);
@@ -150,9 +166,15 @@ fn a_copy_next_to_a_p2p_pull_shares_the_copy_engine() {
     let ranks = vec![vec![dev(send(1, 0, b))], vec![dev(irecv(0, 0, b, 1)), copy, waitall(&[1])], vec![], vec![]];
     let both = run(ranks, &t, gd()).unwrap();
     let t_both = end_ns(&both, 1) as f64;
-    assert!((t_both - 2.0 * data_ns).abs() < 0.01 * data_ns, "copy and pull on one engine: {t_both}, want about {}", 2.0 * data_ns);
+    assert!(
+        (t_both - 2.0 * data_ns).abs() < 0.01 * data_ns,
+        "copy and pull on one engine: {t_both}, want about {}",
+        2.0 * data_ns
+    );
     // with two engines they do not share
-    let t2 = four_gpus(Some(2)).replace("copy_delay = \"2000ns\"", "copy_delay = \"0ns\"").replace("bw = \"10GB/s\"", "bw = \"100GB/s\"");
+    let t2 = four_gpus(Some(2))
+        .replace("copy_delay = \"2000ns\"", "copy_delay = \"0ns\"")
+        .replace("bw = \"10GB/s\"", "bw = \"100GB/s\"");
     let mut copy = Op::new(g2g_trace::OpKind::Memcpy);
     copy.copy = g2g_trace::CopyKind::D2H;
     copy.bytes = b;

@@ -48,7 +48,12 @@ fn gpudirect_p2p_over_pcie_without_nvlink() {
 fn hostcopy_intra_node_adds_both_copies() {
     let t = two_gpu_node();
     let b = 1_000_000;
-    let hc = run(vec![vec![dev(send(1, 0, b))], vec![dev(recv(0, 0, b))]], &t, SimOptions { mode: Mode::HostCopy, ..Default::default() }).unwrap();
+    let hc = run(
+        vec![vec![dev(send(1, 0, b))], vec![dev(recv(0, 0, b))]],
+        &t,
+        SimOptions { mode: Mode::HostCopy, ..Default::default() },
+    )
+    .unwrap();
     let copy = 2000 + 50 + b / 10;
     // D2H, then a host rendezvous over shared memory (lat 10, 5 B/ns), then H2D
     assert_eq!(end_ns(&hc, 1), copy + 200 + 10 + 10 + b / 5 + 10 + 300 + copy);
@@ -100,9 +105,15 @@ fn flow_slowed_then_sped_up_finishes_on_time() {
     let (b, c) = (1_000_000u64, 200_000u64);
     let pair = |d: u64, bytes_b: u64| {
         let r1 = if d > 0 { vec![compute(d), dev(send(3, 0, bytes_b))] } else { vec![dev(send(3, 0, bytes_b))] };
-        run(vec![vec![dev(send(2, 0, b))], r1, vec![dev(recv(0, 0, b))], vec![dev(recv(1, 0, bytes_b))]], &t, gd()).unwrap()
+        run(vec![vec![dev(send(2, 0, b))], r1, vec![dev(recv(0, 0, b))], vec![dev(recv(1, 0, bytes_b))]], &t, gd())
+            .unwrap()
     };
-    let alone = |bytes: u64| end_ns(&run(vec![vec![dev(send(2, 0, bytes))], vec![], vec![dev(recv(0, 0, bytes))], vec![]], &t, gd()).unwrap(), 2);
+    let alone = |bytes: u64| {
+        end_ns(
+            &run(vec![vec![dev(send(2, 0, bytes))], vec![], vec![dev(recv(0, 0, bytes))], vec![]], &t, gd()).unwrap(),
+            2,
+        )
+    };
     let (ta, tc) = (alone(b), alone(c));
     // B starts 100 us after A (A is slowed, then sped up past its first finish time)
     let d = 100_000;
@@ -148,7 +159,8 @@ fn nic_contention_grows_with_gpus_per_node() {
     let mut last = 0.0;
     let mut times = vec![];
     for gpn in [1u32, 2, 3, 6] {
-        let r = run(mk(), &t, SimOptions { mode: Mode::GpuDirect, gpus_per_node: Some(gpn), ..Default::default() }).unwrap();
+        let r = run(mk(), &t, SimOptions { mode: Mode::GpuDirect, gpus_per_node: Some(gpn), ..Default::default() })
+            .unwrap();
         times.push(r.comm_time_s);
         assert!(r.comm_time_s >= last, "comm time must not fall as GPUs per node grow: {times:?}");
         last = r.comm_time_s;
@@ -190,7 +202,14 @@ fn every_model_is_registered_and_documented() {
     for n in names {
         let page = root.join(format!("{n}.md"));
         let text = std::fs::read_to_string(&page).unwrap_or_else(|_| panic!("missing doc page {}", page.display()));
-        for section in ["## Description", "## Scope and limits", "## Parameters", "## Calibration", "## Validation", "## References"] {
+        for section in [
+            "## Description",
+            "## Scope and limits",
+            "## Parameters",
+            "## Calibration",
+            "## Validation",
+            "## References",
+        ] {
             assert!(text.contains(section), "{} lacks {section}", page.display());
         }
         assert!(paths::by_name(n).is_some());
@@ -199,11 +218,16 @@ fn every_model_is_registered_and_documented() {
 
 #[test]
 fn lassen_hostcopy_and_gpudirect_differ() {
-    let text = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../python/g2gsim/presets/lassen.toml")).unwrap();
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../python/g2gsim/presets/lassen.toml"),
+    )
+    .unwrap();
     // 8 ranks on 2 nodes: a ring of 4 MB device messages
     let mk = || {
         (0..8)
-            .map(|r: i32| vec![dev(irecv((r + 7) % 8, 0, 4 << 20, 1)), dev(isend((r + 1) % 8, 0, 4 << 20, 2)), waitall(&[1, 2])])
+            .map(|r: i32| {
+                vec![dev(irecv((r + 7) % 8, 0, 4 << 20, 1)), dev(isend((r + 1) % 8, 0, 4 << 20, 2)), waitall(&[1, 2])]
+            })
             .collect::<Vec<_>>()
     };
     let hc = run(mk(), &text, SimOptions { mode: Mode::HostCopy, ..Default::default() }).unwrap();
@@ -237,7 +261,8 @@ fn strided_device_send_pays_pack_and_unpack_kernels() {
 #[test]
 fn rdma_up_to_a_size_then_pipelined() {
     // Cray MPICH G2G style: RDMA for small device messages, pipelined staging above the limit
-    let t = SIMPLE.replace("pipeline_threshold = \"1000B\"", "pipeline_threshold = \"8KiB\"\nrdma_max_bytes = \"8KiB\"");
+    let t =
+        SIMPLE.replace("pipeline_threshold = \"1000B\"", "pipeline_threshold = \"8KiB\"\nrdma_max_bytes = \"8KiB\"");
     let small = run(vec![vec![dev(send(1, 0, 4096))], vec![dev(recv(0, 0, 4096))]], &t, gd()).unwrap();
     let big = run(vec![vec![dev(send(1, 0, 100_000))], vec![dev(recv(0, 0, 100_000))]], &t, gd()).unwrap();
     assert_eq!(small.paths["gpudirect-rdma"].messages, 1);
@@ -280,17 +305,28 @@ fn gpudirect_removes_every_recognised_staging_copy() {
     assert_eq!(traced.buffer_stats.staging_copies, 12, "the rule recognises every copy, in every mode");
     assert_eq!(traced.buffer_stats.staging_copies_removed, 0);
     // buffers as traced: the staged host buffers move from the device under gpudirect
-    let whatif = run(vec![rank(1), rank(0)], SIMPLE, SimOptions { mode: Mode::GpuDirect, ..Default::default() }).unwrap();
+    let whatif =
+        run(vec![rank(1), rank(0)], SIMPLE, SimOptions { mode: Mode::GpuDirect, ..Default::default() }).unwrap();
     assert_eq!(whatif.copy_time_s, 0.0, "every copy only staged an MPI buffer");
     assert_eq!(whatif.paths["gpudirect-rdma"].messages, 4 + 2);
     assert_eq!(whatif.buffer_stats.staged, 6);
     assert_eq!(whatif.buffer_stats.staging_copies_removed, 12);
     assert!(whatif.notices.is_empty(), "{:?}", whatif.notices);
     // --buffers device asks the same question here: the same run
-    let dev = run(vec![rank(1), rank(0)], SIMPLE, SimOptions { mode: Mode::GpuDirect, buffers: g2g_mpi::Buffers::Device, ..Default::default() }).unwrap();
+    let dev = run(
+        vec![rank(1), rank(0)],
+        SIMPLE,
+        SimOptions { mode: Mode::GpuDirect, buffers: g2g_mpi::Buffers::Device, ..Default::default() },
+    )
+    .unwrap();
     assert_eq!(dev.total_time_s, whatif.total_time_s);
     // --buffers host: the copies are the application's own, nothing moves from the device
-    let host = run(vec![rank(1), rank(0)], SIMPLE, SimOptions { mode: Mode::GpuDirect, buffers: g2g_mpi::Buffers::Host, ..Default::default() }).unwrap();
+    let host = run(
+        vec![rank(1), rank(0)],
+        SIMPLE,
+        SimOptions { mode: Mode::GpuDirect, buffers: g2g_mpi::Buffers::Host, ..Default::default() },
+    )
+    .unwrap();
     assert_eq!(host.total_time_s, traced.total_time_s);
     assert!(host.notices.iter().any(|n| n.starts_with("--mode gpudirect changes nothing")), "{:?}", host.notices);
 }
@@ -333,7 +369,11 @@ fn untraced_stretches_are_skipped_unless_window_all() {
     assert_eq!(skipped.per_rank[0].untraced_s, 1e-3);
     assert_eq!(all.per_rank[0].untraced_s, 1e-3);
     assert_eq!(end_ns(&all, 1), end_ns(&skipped, 1) + 1_000_000);
-    assert!(skipped.assumptions.iter().any(|a| a.starts_with("window traced: 1 of 2 ranks")), "{:?}", skipped.assumptions);
+    assert!(
+        skipped.assumptions.iter().any(|a| a.starts_with("window traced: 1 of 2 ranks")),
+        "{:?}",
+        skipped.assumptions
+    );
 }
 
 // ---------------------------------------------------------------- per-rank shared-memory ports
@@ -366,7 +406,9 @@ fn shm_per_rank_ports_carry_opposite_flows_at_full_speed() {
 
 #[test]
 fn shm_node_cap_binds_two_pairs() {
-    let t = SIMPLE.replace("gpus = 1", "gpus = 4").replace("shm_bw = \"5GB/s\"", "shm_bw = \"10GB/s\"\nshm_rank_bw = \"5GB/s\"");
+    let t = SIMPLE
+        .replace("gpus = 1", "gpus = 4")
+        .replace("shm_bw = \"5GB/s\"", "shm_bw = \"10GB/s\"\nshm_rank_bw = \"5GB/s\"");
     let b = 100_000;
     let mut ranks = pingping(b);
     ranks.push(vec![irecv(3, 2, b, 1), isend(3, 1, b, 2), waitall(&[1, 2])]);
@@ -381,10 +423,9 @@ fn shm_node_cap_binds_two_pairs() {
 #[test]
 fn shm_out_port_shared_by_fan_out() {
     // one sender to three receivers: the out port (10 B/ns) is shared, each in port is 5 B/ns
-    let t = SIMPLE.replace("gpus = 1", "gpus = 4").replace(
-        "shm_bw = \"5GB/s\"",
-        "shm_bw = \"100GB/s\"\nshm_rank_bw = \"5GB/s\"\nshm_rank_out_bw = \"9GB/s\"",
-    );
+    let t = SIMPLE
+        .replace("gpus = 1", "gpus = 4")
+        .replace("shm_bw = \"5GB/s\"", "shm_bw = \"100GB/s\"\nshm_rank_bw = \"5GB/s\"\nshm_rank_out_bw = \"9GB/s\"");
     let b = 90_000;
     let mut ranks = vec![vec![isend(1, 1, b, 1), isend(2, 1, b, 2), isend(3, 1, b, 3), waitall(&[1, 2, 3])]];
     for _ in 1..4 {
@@ -459,7 +500,12 @@ fn factors_of_gpudirect_and_hostcopy_paths() {
     let r = run(vec![vec![dev(send(1, 0, 4096))], vec![dev(recv(0, 0, 4096))]], &t, gd()).unwrap();
     assert_eq!(end_ns(&r, 1), 200 + 10 + 10 + 4000 + 41 + 20 + 300);
     // HostCopy what-if: the staged host transfer uses the hostcopy bins (1.25 B/ns)
-    let hc = run(vec![vec![dev(send(1, 0, b))], vec![dev(recv(0, 0, b))]], &t, SimOptions { mode: Mode::HostCopy, ..Default::default() }).unwrap();
+    let hc = run(
+        vec![vec![dev(send(1, 0, b))], vec![dev(recv(0, 0, b))]],
+        &t,
+        SimOptions { mode: Mode::HostCopy, ..Default::default() },
+    )
+    .unwrap();
     let copy = 2000 + 50 + b / 10;
     assert_eq!(end_ns(&hc, 1), copy + 200 + 800 + 10 + 300 + copy);
     // as traced: a host send right after a D2H copy of its buffer is a staged one too ...
@@ -496,13 +542,18 @@ fn factors_by_active_ranks_apply_when_enough_ranks_of_the_node_communicate() {
     // node), 1 and 3 stay idle: one active rank per node, the ordinary bins
     let four = |extra: &str| {
         let t = with_factors(extra);
-        let r = run(vec![vec![send(2, 0, 1000)], vec![], vec![recv(0, 0, 1000)], vec![]], &t, SimOptions::default()).unwrap();
+        let r = run(vec![vec![send(2, 0, 1000)], vec![], vec![recv(0, 0, 1000)], vec![]], &t, SimOptions::default())
+            .unwrap();
         end_ns(&r, 2)
     };
     let ordinary = "[[mpi.factors]]\npath = \"host\"\nmax_bytes = \"1MiB\"\ndelay = \"100ns\"\n";
     assert_eq!(four(bins), four(ordinary));
     assert_eq!(four(&ordinary.replace("100ns", "1us")), four(ordinary) + 900);
-    let e = g2g_net::MachineConfig::from_toml(&with_factors("[[mpi.factors]]\npath = \"host\"\nactive_ranks = 0\n"), "m.toml").unwrap_err();
+    let e = g2g_net::MachineConfig::from_toml(
+        &with_factors("[[mpi.factors]]\npath = \"host\"\nactive_ranks = 0\n"),
+        "m.toml",
+    )
+    .unwrap_err();
     assert_eq!(e.key, "mpi.factors[0].active_ranks");
 }
 
@@ -524,12 +575,20 @@ fn factors_by_collective_apply_to_that_collectives_messages_only() {
     };
     let (c0, p0) = runs("");
     // a Bcast bin: its message pays 2 us more, the point-to-point one does not
-    let (c1, p1) = runs("[[mpi.factors]]\npath = \"host\"\ncollective = \"Bcast\"\nmax_bytes = \"4KiB\"\ndelay = \"2us\"\n");
+    let (c1, p1) =
+        runs("[[mpi.factors]]\npath = \"host\"\ncollective = \"Bcast\"\nmax_bytes = \"4KiB\"\ndelay = \"2us\"\n");
     assert_eq!((c1, p1), (c0 + 2000, p0));
     // a Gather bin does nothing here; above the Bcast bins' last size: the ordinary bins
     assert_eq!(runs("[[mpi.factors]]\npath = \"host\"\ncollective = \"Gather\"\ndelay = \"2us\"\n"), (c0, p0));
-    assert_eq!(runs("[[mpi.factors]]\npath = \"host\"\ncollective = \"Bcast\"\nmax_bytes = 100\ndelay = \"2us\"\n"), (c0, p0));
-    let e = g2g_net::MachineConfig::from_toml(&with_factors("[[mpi.factors]]\npath = \"host\"\ncollective = \"Ibcast\"\n"), "m.toml").unwrap_err();
+    assert_eq!(
+        runs("[[mpi.factors]]\npath = \"host\"\ncollective = \"Bcast\"\nmax_bytes = 100\ndelay = \"2us\"\n"),
+        (c0, p0)
+    );
+    let e = g2g_net::MachineConfig::from_toml(
+        &with_factors("[[mpi.factors]]\npath = \"host\"\ncollective = \"Ibcast\"\n"),
+        "m.toml",
+    )
+    .unwrap_err();
     assert_eq!(e.key, "mpi.factors[0].collective");
 }
 
@@ -579,11 +638,15 @@ fn factor_errors_name_key_and_line() {
     assert_eq!(e.key, "mpi.factors[1].max_bytes");
     let line = t.lines().enumerate().filter(|(_, l)| l.starts_with("[[mpi.factors]]")).nth(1).unwrap().0 + 1;
     assert_eq!(e.line, Some(line));
-    let e = g2g_net::MachineConfig::from_toml(&with_factors("[[mpi.factors]]\npath = \"nvlink\"\n"), "m.toml").unwrap_err();
+    let e =
+        g2g_net::MachineConfig::from_toml(&with_factors("[[mpi.factors]]\npath = \"nvlink\"\n"), "m.toml").unwrap_err();
     assert_eq!(e.key, "mpi.factors[0].path");
-    let e = g2g_net::MachineConfig::from_toml(&with_factors("[[mpi.factors]]\npath = \"host\"\nbw_factor = 0\n"), "m.toml").unwrap_err();
+    let e =
+        g2g_net::MachineConfig::from_toml(&with_factors("[[mpi.factors]]\npath = \"host\"\nbw_factor = 0\n"), "m.toml")
+            .unwrap_err();
     assert_eq!(e.key, "mpi.factors[0].bw_factor");
-    let e = g2g_net::MachineConfig::from_toml(&with_factors("[[mpi.factors]]\npath = \"host\"\nbw = 2\n"), "m.toml").unwrap_err();
+    let e = g2g_net::MachineConfig::from_toml(&with_factors("[[mpi.factors]]\npath = \"host\"\nbw = 2\n"), "m.toml")
+        .unwrap_err();
     assert!(e.msg.contains("unknown key"), "{e}");
 }
 
@@ -675,10 +738,9 @@ fn cached_routes_and_in_place_plans_equal_fresh_ones() {
         "[network]\ntopology = \"crossbar\"",
         "[network]\ntopology = \"fat-tree\"\nlevels = 3\nnodes_per_leaf = 4\nleaves_per_pod = 4\ntaper = 2\nrails = 2",
     ).replace("gpus = 1", "gpus = 4");
-    let torus = SIMPLE.replace(
-        "[network]\ntopology = \"crossbar\"",
-        "[network]\ntopology = \"torus\"\ndims = [8, 8, 8]",
-    ).replace("gpus = 1", "gpus = 2");
+    let torus = SIMPLE
+        .replace("[network]\ntopology = \"crossbar\"", "[network]\ntopology = \"torus\"\ndims = [8, 8, 8]")
+        .replace("gpus = 1", "gpus = 2");
     for (text, nodes) in [(fat, 1024u32), (torus, 512u32)] {
         let c = cfg(&text);
         let gpn = c.gpus_per_node;
@@ -712,7 +774,8 @@ fn cached_routes_and_in_place_plans_equal_fresh_ones() {
                     assert_eq!(pooled, want, "{} {a:?} -> {b:?} (in place)", p.name());
                     // every stage's latency is that of its links (plus the NIC's across nodes)
                     for st in &want.stages {
-                        let nic = if a.node != b.node && st.links.iter().any(|&l| l >= m.topo_base()) { 1000 } else { 0 };
+                        let nic =
+                            if a.node != b.node && st.links.iter().any(|&l| l >= m.topo_base()) { 1000 } else { 0 };
                         assert_eq!(st.latency_ns, m.path_latency(&st.links) + nic, "{} {a:?} -> {b:?}", p.name());
                     }
                 }

@@ -25,7 +25,10 @@ fn device_call_overhead_is_paid_by_calls_on_device_buffers_only() {
     assert_eq!(end_ns(&extra, 1) - end_ns(&base, 1), 2000);
     // host buffers, and device buffers staged by HostCopy (MPI sees host pointers): no extra
     let host_msg = || vec![vec![send(1, 0, b)], vec![recv(0, 0, b)]];
-    assert_eq!(end_ns(&run(host_msg(), &d, SimOptions::default()).unwrap(), 1), end_ns(&run(host_msg(), &t, SimOptions::default()).unwrap(), 1));
+    assert_eq!(
+        end_ns(&run(host_msg(), &d, SimOptions::default()).unwrap(), 1),
+        end_ns(&run(host_msg(), &t, SimOptions::default()).unwrap(), 1)
+    );
     let hc = SimOptions { mode: Mode::HostCopy, ..Default::default() };
     assert_eq!(end_ns(&run(dev_msg(), &d, hc.clone()).unwrap(), 1), end_ns(&run(dev_msg(), &t, hc).unwrap(), 1));
 }
@@ -38,7 +41,10 @@ fn blocking_send_overhead_is_paid_by_blocking_sends_only() {
     let blocking = || vec![vec![send(1, 0, b)], vec![recv(0, 0, b)]];
     let nonblocking = || vec![vec![isend(1, 0, b, 1), waitall(&[1])], vec![recv(0, 0, b)]];
     let o = SimOptions::default();
-    assert_eq!(end_ns(&run(blocking(), &d, o.clone()).unwrap(), 1) - end_ns(&run(blocking(), &t, o.clone()).unwrap(), 1), 3000);
+    assert_eq!(
+        end_ns(&run(blocking(), &d, o.clone()).unwrap(), 1) - end_ns(&run(blocking(), &t, o.clone()).unwrap(), 1),
+        3000
+    );
     assert_eq!(end_ns(&run(nonblocking(), &d, o.clone()).unwrap(), 1), end_ns(&run(nonblocking(), &t, o).unwrap(), 1));
 }
 

@@ -31,7 +31,8 @@ fn rendezvous_message_exact() {
 #[test]
 fn late_receiver_rendezvous_waits_for_post() {
     let b = 100_000;
-    let r = run(vec![vec![send(1, 0, b)], vec![compute(50_000), recv(0, 0, b)]], SIMPLE, SimOptions::default()).unwrap();
+    let r =
+        run(vec![vec![send(1, 0, b)], vec![compute(50_000), recv(0, 0, b)]], SIMPLE, SimOptions::default()).unwrap();
     // RTS waits in the unexpected queue until the receive is posted at 50000
     let data_done = 50_000 + LAT + b + LAT;
     assert_eq!(end_ns(&r, 0), data_done);
@@ -57,7 +58,10 @@ fn two_nonblocking_messages_share_the_nic() {
     // rank 0 sends two 10000 B eager... use rendezvous-free eager sizes: both flows share the NIC
     let n = 10_000;
     let r = run(
-        vec![vec![isend(1, 0, n, 1), isend(1, 1, n, 2), waitall(&[1, 2])], vec![irecv(0, 0, n, 1), irecv(0, 1, n, 2), waitall(&[1, 2])]],
+        vec![
+            vec![isend(1, 0, n, 1), isend(1, 1, n, 2), waitall(&[1, 2])],
+            vec![irecv(0, 0, n, 1), irecv(0, 1, n, 2), waitall(&[1, 2])],
+        ],
         SIMPLE,
         SimOptions::default(),
     )
@@ -72,7 +76,10 @@ fn two_nonblocking_messages_share_the_nic() {
 fn nonblocking_overlap_hides_communication() {
     let n = 10_000;
     let r = run(
-        vec![vec![isend(1, 0, n, 1), compute(50_000), waitall(&[1])], vec![irecv(0, 0, n, 1), compute(50_000), waitall(&[1])]],
+        vec![
+            vec![isend(1, 0, n, 1), compute(50_000), waitall(&[1])],
+            vec![irecv(0, 0, n, 1), compute(50_000), waitall(&[1])],
+        ],
         SIMPLE,
         SimOptions::default(),
     )
@@ -88,12 +95,8 @@ fn any_source_matches_in_arrival_order() {
     // match rank 2's message first: the second receive (tag-specific to rank 1's tag) then works.
     let mut r0 = vec![recv(ANY_SOURCE, 5, 100), recv(ANY_SOURCE, 5, 100)];
     r0.push(compute(1));
-    let r = run(
-        vec![r0, vec![compute(10_000), send(0, 5, 100)], vec![send(0, 5, 100)]],
-        SIMPLE,
-        SimOptions::default(),
-    )
-    .unwrap();
+    let r = run(vec![r0, vec![compute(10_000), send(0, 5, 100)], vec![send(0, 5, 100)]], SIMPLE, SimOptions::default())
+        .unwrap();
     let first = 200 + 100 + LAT + 300;
     let second = 10_000 + 200 + 100 + LAT + 300;
     assert_eq!(end_ns(&r, 0), second + 1);
@@ -109,7 +112,14 @@ fn deadlock_is_reported_with_each_blocked_rank() {
     match &e {
         SimError::Deadlock(lines) => {
             assert_eq!(lines.len(), 2);
-            assert!(lines[0].contains("rank 0") && lines[0].contains("Recv") && lines[0].contains("peer 1") && lines[0].contains("tag 3"), "{}", lines[0]);
+            assert!(
+                lines[0].contains("rank 0")
+                    && lines[0].contains("Recv")
+                    && lines[0].contains("peer 1")
+                    && lines[0].contains("tag 3"),
+                "{}",
+                lines[0]
+            );
             assert!(lines[1].contains("rank 1") && lines[1].contains("tag 4"), "{}", lines[1]);
         }
         other => panic!("expected deadlock, got {other:?}"),
@@ -176,7 +186,12 @@ fn same_inputs_give_identical_reports() {
 fn modes_change_device_messages_only() {
     let b = 1_000_000;
     let t = || vec![vec![dev(send(1, 0, b))], vec![dev(recv(0, 0, b))]];
-    let host = run(vec![vec![send(1, 0, b)], vec![recv(0, 0, b)]], SIMPLE, SimOptions { mode: Mode::HostCopy, ..Default::default() }).unwrap();
+    let host = run(
+        vec![vec![send(1, 0, b)], vec![recv(0, 0, b)]],
+        SIMPLE,
+        SimOptions { mode: Mode::HostCopy, ..Default::default() },
+    )
+    .unwrap();
     let hc = run(t(), SIMPLE, SimOptions { mode: Mode::HostCopy, ..Default::default() }).unwrap();
     let gd = run(t(), SIMPLE, SimOptions { mode: Mode::GpuDirect, ..Default::default() }).unwrap();
     // HostCopy adds a D2H and an H2D copy (copy_delay 2000 + PCIe latency 50 + b / 10 B/ns each)
@@ -203,7 +218,11 @@ fn timeline_events(name: &str, ranks: Vec<Vec<g2g_trace::Op>>, mode: Mode) -> Ve
 
 #[test]
 fn timeline_is_valid_chrome_trace_json() {
-    let ev = timeline_events("tl", vec![vec![dev(send(1, 0, 100_000)), compute(10)], vec![dev(recv(0, 0, 100_000))]], Mode::HostCopy);
+    let ev = timeline_events(
+        "tl",
+        vec![vec![dev(send(1, 0, 100_000)), compute(10)], vec![dev(recv(0, 0, 100_000))]],
+        Mode::HostCopy,
+    );
     let names: Vec<&str> = ev.iter().filter_map(|e| e["name"].as_str()).collect();
     assert!(names.contains(&"Send") && names.contains(&"Recv") && names.contains(&"Compute"));
     assert!(ev.iter().any(|e| e["cat"] == "copy"), "HostCopy staging copies appear on the GPU track");

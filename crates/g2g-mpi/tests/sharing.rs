@@ -88,7 +88,12 @@ fn incremental_max_min_replays_like_the_full_solve() {
     }
     assert_eq!(inc.total_time_s, full.total_time_s);
     // the incremental solve settled most changes, the reference none
-    assert!(inc.engine.flow_solves_component * 4 < full.engine.flow_solves_component, "{:?} vs {:?}", inc.engine, full.engine);
+    assert!(
+        inc.engine.flow_solves_component * 4 < full.engine.flow_solves_component,
+        "{:?} vs {:?}",
+        inc.engine,
+        full.engine
+    );
     // and the workload is contended enough for max-min to differ from bottleneck sharing
     assert!((0..96).any(|r| end_ns(&bott, r) != end_ns(&full, r)), "bottleneck sharing gave the max-min times");
 }
@@ -105,7 +110,10 @@ fn reports_name_the_sharing_and_bottleneck_differs_here_by_over_one_percent() {
     let exact = run_with(Sharing::MaxMin);
     let full = run_with(Sharing::MaxMinFull);
     let bott = run_with(Sharing::Bottleneck);
-    assert_eq!((exact.sharing.as_str(), full.sharing.as_str(), bott.sharing.as_str()), ("max-min", "max-min-full", "bottleneck"));
+    assert_eq!(
+        (exact.sharing.as_str(), full.sharing.as_str(), bott.sharing.as_str()),
+        ("max-min", "max-min-full", "bottleneck")
+    );
     let rel = (bott.total_time_s - exact.total_time_s) / exact.total_time_s;
     eprintln!("max-min {} s, bottleneck {} s: {:+.2} %", exact.total_time_s, bott.total_time_s, rel * 100.0);
     assert!(rel > 0.01, "bottleneck {} s vs max-min {} s", bott.total_time_s, exact.total_time_s);

@@ -41,8 +41,22 @@ pub enum DeviceCollectives {
 
 /// The collective kinds `mpi.device_collectives` may list (g2g-coll's CollKind names).
 pub const COLLECTIVE_KINDS: [&str; 16] = [
-    "Barrier", "Bcast", "Reduce", "Allreduce", "Gather", "Gatherv", "Scatter", "Scatterv", "Allgather", "Allgatherv",
-    "Alltoall", "Alltoallv", "Reduce_scatter", "Reduce_scatter_block", "Scan", "Exscan",
+    "Barrier",
+    "Bcast",
+    "Reduce",
+    "Allreduce",
+    "Gather",
+    "Gatherv",
+    "Scatter",
+    "Scatterv",
+    "Allgather",
+    "Allgatherv",
+    "Alltoall",
+    "Alltoallv",
+    "Reduce_scatter",
+    "Reduce_scatter_block",
+    "Scan",
+    "Exscan",
 ];
 
 impl DeviceCollectives {
@@ -178,9 +192,22 @@ pub struct SizeFactor {
 
 /// Collectives a `[[mpi.factors]]` entry may name (g2g-trace's COLL_NAMES).
 pub const COLLECTIVE_NAMES: [&str; 16] = [
-    "Barrier", "Bcast", "Reduce", "Allreduce", "Gather", "Gatherv", "Scatter", "Scatterv",
-    "Allgather", "Allgatherv", "Alltoall", "Alltoallv", "Reduce_scatter", "Reduce_scatter_block",
-    "Scan", "Exscan",
+    "Barrier",
+    "Bcast",
+    "Reduce",
+    "Allreduce",
+    "Gather",
+    "Gatherv",
+    "Scatter",
+    "Scatterv",
+    "Allgather",
+    "Allgatherv",
+    "Alltoall",
+    "Alltoallv",
+    "Reduce_scatter",
+    "Reduce_scatter_block",
+    "Scan",
+    "Exscan",
 ];
 
 /// Data paths a `[[mpi.factors]]` entry may name (`hostcopy`: host transfers of staged buffers).
@@ -276,14 +303,18 @@ impl<'a, 'b> T<'a, 'b> {
         match self.get(k) {
             Some(toml::Value::Integer(i)) if *i >= 0 => Ok(*i as u64),
             Some(toml::Value::String(s)) => parse_size(s).map_err(|e| self.ctx.err(&self.key(k), e)),
-            Some(v) => Err(self.ctx.err(&self.key(k), format!("expected a size such as \"64KiB\", found {}", v.type_str()))),
+            Some(v) => {
+                Err(self.ctx.err(&self.key(k), format!("expected a size such as \"64KiB\", found {}", v.type_str())))
+            }
             None => default.ok_or_else(|| self.ctx.err(&self.key(k), "required (a size such as \"64KiB\")")),
         }
     }
     fn int(&mut self, k: &'static str, default: Option<i64>, min: i64) -> Result<i64, ConfigError> {
         match self.get(k) {
             Some(toml::Value::Integer(i)) if *i >= min => Ok(*i),
-            Some(toml::Value::Integer(i)) => Err(self.ctx.err(&self.key(k), format!("must be at least {min}, found {i}"))),
+            Some(toml::Value::Integer(i)) => {
+                Err(self.ctx.err(&self.key(k), format!("must be at least {min}, found {i}")))
+            }
             Some(v) => Err(self.ctx.err(&self.key(k), format!("expected an integer, found {}", v.type_str()))),
             None => default.ok_or_else(|| self.ctx.err(&self.key(k), "required (an integer)")),
         }
@@ -292,10 +323,11 @@ impl<'a, 'b> T<'a, 'b> {
     fn u32_(&mut self, k: &'static str, default: Option<u32>) -> Result<u32, ConfigError> {
         let (min, max) = crate::schema::int_bounds(&self.path, k).unwrap_or((0, u32::MAX as i64));
         match self.get(k) {
-            Some(toml::Value::Integer(i)) if *i >= min && *i <= max => {
-                u32::try_from(*i).map_err(|_| self.ctx.err(&self.key(k), format!("must be an integer in {min}..={max}, found {i}")))
+            Some(toml::Value::Integer(i)) if *i >= min && *i <= max => u32::try_from(*i)
+                .map_err(|_| self.ctx.err(&self.key(k), format!("must be an integer in {min}..={max}, found {i}"))),
+            Some(toml::Value::Integer(i)) => {
+                Err(self.ctx.err(&self.key(k), format!("must be an integer in {min}..={max}, found {i}")))
             }
-            Some(toml::Value::Integer(i)) => Err(self.ctx.err(&self.key(k), format!("must be an integer in {min}..={max}, found {i}"))),
             Some(v) => Err(self.ctx.err(&self.key(k), format!("expected an integer, found {}", v.type_str()))),
             None => default.ok_or_else(|| self.ctx.err(&self.key(k), "required (an integer)")),
         }
@@ -359,11 +391,15 @@ fn sub<'a, 'b>(ctx: &'b Ctx<'a>, root: &'b toml::Table, path: &str) -> Result<T<
 /// The key must name a parameter of the machine's tables, and `low` / `high` must be given.
 fn check_uncertainty(ctx: &Ctx, root: &toml::Table) -> Result<(), ConfigError> {
     let Some(u) = root.get("uncertainty") else { return Ok(()) };
-    let Some(u) = u.as_table() else { return Err(ctx.err("uncertainty", "expected a table of [uncertainty.\"table.key\"] entries")) };
+    let Some(u) = u.as_table() else {
+        return Err(ctx.err("uncertainty", "expected a table of [uncertainty.\"table.key\"] entries"));
+    };
     for (k, v) in u {
         let key = format!("uncertainty.\"{k}\"");
         let (table, _) = k.rsplit_once('.').unwrap_or(("", k));
-        if !["node", "node.pcie", "node.nvlink", "node.host", "node.nic", "network", "mpi", "gpu", "cpu"].contains(&table) {
+        if !["node", "node.pcie", "node.nvlink", "node.host", "node.nic", "network", "mpi", "gpu", "cpu"]
+            .contains(&table)
+        {
             return Err(ctx.err(&key, "names no machine parameter: use \"table.key\", e.g. \"gpu.copy_delay\""));
         }
         let Some(t) = v.as_table() else { return Err(ctx.err(&key, "expected a table with low, high and source")) };
@@ -375,7 +411,11 @@ fn check_uncertainty(ctx: &Ctx, root: &toml::Table) -> Result<(), ConfigError> {
         for f in ["low", "high"] {
             match t.get(f) {
                 Some(toml::Value::String(_)) | Some(toml::Value::Integer(_)) | Some(toml::Value::Float(_)) => {}
-                _ => return Err(ctx.err(&format!("{key}.{f}"), "required: the parameter's value at that end, with its unit")),
+                _ => {
+                    return Err(
+                        ctx.err(&format!("{key}.{f}"), "required: the parameter's value at that end, with its unit")
+                    )
+                }
             }
         }
     }
@@ -384,25 +424,48 @@ fn check_uncertainty(ctx: &Ctx, root: &toml::Table) -> Result<(), ConfigError> {
 
 /// Line of the `i`-th (0-based) `[[mpi.factors]]` header.
 fn factor_line(text: &str, i: usize) -> Option<usize> {
-    text.lines().enumerate().filter(|(_, l)| l.trim().trim_start_matches('[').trim_end_matches(']').trim() == "mpi.factors" && l.trim().starts_with("[["))
-        .nth(i).map(|(n, _)| n + 1)
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| {
+            l.trim().trim_start_matches('[').trim_end_matches(']').trim() == "mpi.factors" && l.trim().starts_with("[[")
+        })
+        .nth(i)
+        .map(|(n, _)| n + 1)
 }
 
 fn parse_factors(ctx: &Ctx, a: &[toml::Value]) -> Result<Vec<SizeFactor>, ConfigError> {
     let mut out: Vec<SizeFactor> = vec![];
     for (i, v) in a.iter().enumerate() {
         let line = factor_line(ctx.text, i);
-        let err = |k: &str, msg: String| ConfigError { file: ctx.file.into(), key: format!("mpi.factors[{i}].{k}"), line, msg };
+        let err = |k: &str, msg: String| ConfigError {
+            file: ctx.file.into(),
+            key: format!("mpi.factors[{i}].{k}"),
+            line,
+            msg,
+        };
         let t = v.as_table().ok_or_else(|| err("", "expected a table".into()))?;
         for k in t.keys() {
-            const KEYS: [&str; 10] = ["path", "max_bytes", "bw_factor", "lat_factor", "delay", "send_overhead", "recv_overhead", "blocking_send_overhead", "active_ranks", "collective"];
+            const KEYS: [&str; 10] = [
+                "path",
+                "max_bytes",
+                "bw_factor",
+                "lat_factor",
+                "delay",
+                "send_overhead",
+                "recv_overhead",
+                "blocking_send_overhead",
+                "active_ranks",
+                "collective",
+            ];
             if !KEYS.contains(&k.as_str()) {
                 return Err(err(k, format!("unknown key (valid here: {})", KEYS.join(", "))));
             }
         }
         let path = match t.get("path") {
             Some(toml::Value::String(s)) if FACTOR_PATHS.contains(&s.as_str()) => s.clone(),
-            Some(toml::Value::String(s)) => return Err(err("path", format!("unknown data path {s:?} (valid: {})", FACTOR_PATHS.join(", ")))),
+            Some(toml::Value::String(s)) => {
+                return Err(err("path", format!("unknown data path {s:?} (valid: {})", FACTOR_PATHS.join(", "))))
+            }
             Some(_) => return Err(err("path", "expected a string".into())),
             None => return Err(err("path", format!("required (one of {})", FACTOR_PATHS.join(", ")))),
         };
@@ -410,7 +473,9 @@ fn parse_factors(ctx: &Ctx, a: &[toml::Value]) -> Result<Vec<SizeFactor>, Config
             None => u64::MAX,
             Some(toml::Value::Integer(n)) if *n >= 0 => *n as u64,
             Some(toml::Value::String(s)) => parse_size(s).map_err(|e| err("max_bytes", e))?,
-            Some(v) => return Err(err("max_bytes", format!("expected a size such as \"64KiB\", found {}", v.type_str()))),
+            Some(v) => {
+                return Err(err("max_bytes", format!("expected a size such as \"64KiB\", found {}", v.type_str())))
+            }
         };
         let num = |k: &str, d: f64| -> Result<f64, ConfigError> {
             let x = match t.get(k) {
@@ -421,7 +486,10 @@ fn parse_factors(ctx: &Ctx, a: &[toml::Value]) -> Result<Vec<SizeFactor>, Config
             };
             let ok = x.is_finite() && if k == "bw_factor" { x > 0.0 } else { x >= 0.0 };
             if !ok {
-                return Err(err(k, format!("must be {}, found {x}", if k == "bw_factor" { "positive" } else { "at least 0" })));
+                return Err(err(
+                    k,
+                    format!("must be {}, found {x}", if k == "bw_factor" { "positive" } else { "at least 0" }),
+                ));
             }
             Ok(x)
         };
@@ -451,14 +519,29 @@ fn parse_factors(ctx: &Ctx, a: &[toml::Value]) -> Result<Vec<SizeFactor>, Config
             collective: match t.get("collective") {
                 None => None,
                 Some(toml::Value::String(c)) if COLLECTIVE_NAMES.contains(&c.as_str()) => Some(c.clone()),
-                Some(v) => return Err(err("collective", format!("expected one of {}, found {v}", COLLECTIVE_NAMES.join(", ")))),
+                Some(v) => {
+                    return Err(err(
+                        "collective",
+                        format!("expected one of {}, found {v}", COLLECTIVE_NAMES.join(", ")),
+                    ))
+                }
             },
             path,
             max_bytes,
         };
-        if let Some(prev) = out.iter().rev().find(|p| p.path == f.path && p.active_ranks == f.active_ranks && p.collective == f.collective) {
+        if let Some(prev) = out
+            .iter()
+            .rev()
+            .find(|p| p.path == f.path && p.active_ranks == f.active_ranks && p.collective == f.collective)
+        {
             if f.max_bytes <= prev.max_bytes {
-                return Err(err("max_bytes", format!("bins of path {:?} must be listed by increasing max_bytes ({} after {})", f.path, f.max_bytes, prev.max_bytes)));
+                return Err(err(
+                    "max_bytes",
+                    format!(
+                        "bins of path {:?} must be listed by increasing max_bytes ({} after {})",
+                        f.path, f.max_bytes, prev.max_bytes
+                    ),
+                ));
             }
         }
         out.push(f);
@@ -497,7 +580,10 @@ impl MachineConfig {
         let mut top = T { ctx: &ctx, path: String::new(), t: Some(&root), used: vec![] };
         let ver = top.int("schema_version", None, 1)?;
         if ver != SCHEMA_VERSION {
-            return Err(ctx.err("schema_version", format!("version {ver} is not supported (this g2gsim reads {SCHEMA_VERSION})")));
+            return Err(ctx.err(
+                "schema_version",
+                format!("version {ver} is not supported (this g2gsim reads {SCHEMA_VERSION})"),
+            ));
         }
         let name = top.str_("name")?.unwrap_or_else(|| file.to_string());
         let description = top.str_("description")?.unwrap_or_default();
@@ -523,15 +609,30 @@ impl MachineConfig {
                 for x in a {
                     match x.as_integer() {
                         Some(i) if i >= 0 && (i as u32) < sockets => v.push(i as u32),
-                        _ => return Err(ctx.err("node.gpu_socket", format!("each entry must be a socket index in 0..{} (node.sockets = {sockets}), found {x}", sockets - 1))),
+                        _ => {
+                            return Err(ctx.err(
+                                "node.gpu_socket",
+                                format!(
+                                    "each entry must be a socket index in 0..{} (node.sockets = {sockets}), found {x}",
+                                    sockets - 1
+                                ),
+                            ))
+                        }
                     }
                 }
                 if v.len() != gpus as usize {
-                    return Err(ctx.err("node.gpu_socket", format!("lists {} sockets but the node has {gpus} GPUs", v.len())));
+                    return Err(
+                        ctx.err("node.gpu_socket", format!("lists {} sockets but the node has {gpus} GPUs", v.len()))
+                    );
                 }
                 Some(v)
             }
-            Some(v) => return Err(ctx.err("node.gpu_socket", format!("expected a list of socket indices, one per GPU, found {}", v.type_str()))),
+            Some(v) => {
+                return Err(ctx.err(
+                    "node.gpu_socket",
+                    format!("expected a list of socket indices, one per GPU, found {}", v.type_str()),
+                ))
+            }
         };
         node.finish()?;
 
@@ -547,7 +648,12 @@ impl MachineConfig {
             Some(InterSocket { kind, bw_bytes_per_s: bw, latency_ns })
         } else {
             if sockets > 1 {
-                return Err(ctx.err("node.sockets", format!("{sockets} sockets need a [node.inter_socket] table (bw, latency of the link between them)")));
+                return Err(ctx.err(
+                    "node.sockets",
+                    format!(
+                        "{sockets} sockets need a [node.inter_socket] table (bw, latency of the link between them)"
+                    ),
+                ));
             }
             None
         };
@@ -567,7 +673,13 @@ impl MachineConfig {
 
         let mut nv = sub(&ctx, &root, "node.nvlink")?;
         let kind = nv.str_("kind")?.unwrap_or_else(|| if nv.t.is_some() { "all-to-all".into() } else { "none".into() });
-        let nvlink_bw = if kind == "none" { 0.0 } else if kind == "pairs" { nv.bw("bw", Some(0.0))? } else { nv.bw("bw", None)? };
+        let nvlink_bw = if kind == "none" {
+            0.0
+        } else if kind == "pairs" {
+            nv.bw("bw", Some(0.0))?
+        } else {
+            nv.bw("bw", None)?
+        };
         let nvlink_latency_ns = nv.dur("latency", Some(700.0))?;
         let nv_eff = nv.efficiency()?;
         let nvlink_bw = nvlink_bw * nv_eff;
@@ -589,7 +701,9 @@ impl MachineConfig {
                 match nv.get("pairs") {
                     Some(toml::Value::Array(a)) => {
                         for p in a {
-                            let bad = || ctx.err("node.nvlink.pairs", "each pair is [gpu_a, gpu_b, \"bandwidth\"] or [gpu_a, gpu_b, bricks] (with node.nvlink.brick_bw)");
+                            let bad = || {
+                                ctx.err("node.nvlink.pairs", "each pair is [gpu_a, gpu_b, \"bandwidth\"] or [gpu_a, gpu_b, bricks] (with node.nvlink.brick_bw)")
+                            };
                             let arr = p.as_array().ok_or_else(bad)?;
                             if arr.len() != 3 {
                                 return Err(bad());
@@ -605,7 +719,10 @@ impl MachineConfig {
                                 _ => return Err(bad()),
                             };
                             if a < 0 || b < 0 || a >= gpus as i64 || b >= gpus as i64 || a == b {
-                                return Err(ctx.err("node.nvlink.pairs", format!("pair [{a}, {b}] names a GPU outside 0..{}", gpus - 1)));
+                                return Err(ctx.err(
+                                    "node.nvlink.pairs",
+                                    format!("pair [{a}, {b}] names a GPU outside 0..{}", gpus - 1),
+                                ));
                             }
                             v.push((a as u32, b as u32, bw * nv_eff));
                         }
@@ -614,7 +731,11 @@ impl MachineConfig {
                 }
                 NvlinkKind::Pairs(v)
             }
-            k => return Err(ctx.err("node.nvlink.kind", format!("unknown NVLink kind {k:?} (none, all-to-all, switch, pairs)"))),
+            k => {
+                return Err(
+                    ctx.err("node.nvlink.kind", format!("unknown NVLink kind {k:?} (none, all-to-all, switch, pairs)"))
+                )
+            }
         };
         if !matches!(nvlink, NvlinkKind::Pairs(_)) {
             let _ = nv.get("pairs");
@@ -652,15 +773,27 @@ impl MachineConfig {
                 for x in a {
                     match x.as_integer() {
                         Some(i) if i >= 0 && i < nic_count as i64 => v.push(i as u32),
-                        _ => return Err(ctx.err("node.nic.affinity", format!("each entry must be a NIC index in 0..{}", nic_count - 1))),
+                        _ => {
+                            return Err(ctx.err(
+                                "node.nic.affinity",
+                                format!("each entry must be a NIC index in 0..{}", nic_count - 1),
+                            ))
+                        }
                     }
                 }
                 if v.len() != gpus as usize {
-                    return Err(ctx.err("node.nic.affinity", format!("lists {} NICs but the node has {gpus} GPUs", v.len())));
+                    return Err(
+                        ctx.err("node.nic.affinity", format!("lists {} NICs but the node has {gpus} GPUs", v.len()))
+                    );
                 }
                 NicAffinity::List(v)
             }
-            Some(v) => return Err(ctx.err("node.nic.affinity", format!("expected \"per-gpu\", \"shared\" or a list of NIC indices, found {v}"))),
+            Some(v) => {
+                return Err(ctx.err(
+                    "node.nic.affinity",
+                    format!("expected \"per-gpu\", \"shared\" or a list of NIC indices, found {v}"),
+                ))
+            }
         };
         let nic_socket = match nic.get("socket") {
             None => None,
@@ -669,15 +802,31 @@ impl MachineConfig {
                 for x in a {
                     match x.as_integer() {
                         Some(i) if i >= 0 && (i as u32) < sockets => v.push(i as u32),
-                        _ => return Err(ctx.err("node.nic.socket", format!("each entry must be a socket index in 0..{} (node.sockets = {sockets}), found {x}", sockets - 1))),
+                        _ => {
+                            return Err(ctx.err(
+                                "node.nic.socket",
+                                format!(
+                                    "each entry must be a socket index in 0..{} (node.sockets = {sockets}), found {x}",
+                                    sockets - 1
+                                ),
+                            ))
+                        }
                     }
                 }
                 if v.len() != nic_count as usize {
-                    return Err(ctx.err("node.nic.socket", format!("lists {} sockets but the node has {nic_count} NICs (node.nic.count)", v.len())));
+                    return Err(ctx.err(
+                        "node.nic.socket",
+                        format!("lists {} sockets but the node has {nic_count} NICs (node.nic.count)", v.len()),
+                    ));
                 }
                 Some(v)
             }
-            Some(v) => return Err(ctx.err("node.nic.socket", format!("expected a list of socket indices, one per NIC, found {}", v.type_str()))),
+            Some(v) => {
+                return Err(ctx.err(
+                    "node.nic.socket",
+                    format!("expected a list of socket indices, one per NIC, found {}", v.type_str()),
+                ))
+            }
         };
         nic.finish()?;
 
@@ -690,7 +839,9 @@ impl MachineConfig {
         let _ = net.get("nodes");
         let sharing = match net.str_("sharing")? {
             None => crate::lmm::Sharing::MaxMin,
-            Some(v) => crate::lmm::Sharing::parse(&v).ok_or_else(|| ctx.err("network.sharing", format!("unknown sharing {v:?} (max-min, max-min-full, bottleneck)")))?,
+            Some(v) => crate::lmm::Sharing::parse(&v).ok_or_else(|| {
+                ctx.err("network.sharing", format!("unknown sharing {v:?} (max-min, max-min-full, bottleneck)"))
+            })?,
         };
         let network = match topo.as_str() {
             "crossbar" => TopologySpec::Crossbar { link_bw_bytes_per_s: nic_bw.min(link_bw), hop_latency_ns, rails },
@@ -717,12 +868,20 @@ impl MachineConfig {
             "torus" => {
                 let dims = match net.get("dims") {
                     Some(toml::Value::Array(a))
-                        if a.len() == 3 && a.iter().all(|x| x.as_integer().map_or(false, |i| (1..=crate::schema::MAX_TOPO_DIM).contains(&i))) =>
+                        if a.len() == 3
+                            && a.iter().all(|x| {
+                                x.as_integer().map_or(false, |i| (1..=crate::schema::MAX_TOPO_DIM).contains(&i))
+                            }) =>
                     {
                         let d = |i: usize| a[i].as_integer().and_then(|x| u32::try_from(x).ok()).unwrap_or(1);
                         [d(0), d(1), d(2)]
                     }
-                    _ => return Err(ctx.err("network.dims", format!("required for a torus: [x, y, z], integers in 1..={}", crate::schema::MAX_TOPO_DIM))),
+                    _ => {
+                        return Err(ctx.err(
+                            "network.dims",
+                            format!("required for a torus: [x, y, z], integers in 1..={}", crate::schema::MAX_TOPO_DIM),
+                        ))
+                    }
                 };
                 TopologySpec::Torus {
                     dims,
@@ -733,7 +892,10 @@ impl MachineConfig {
                     rails,
                 }
             }
-            t => return Err(ctx.err("network.topology", format!("unknown topology {t:?} (crossbar, fat-tree, dragonfly, torus)"))),
+            t => {
+                return Err(ctx
+                    .err("network.topology", format!("unknown topology {t:?} (crossbar, fat-tree, dragonfly, torus)")))
+            }
         };
         net.finish()?;
 
@@ -752,14 +914,22 @@ impl MachineConfig {
                     match x.as_str().and_then(|s| COLLECTIVE_KINDS.iter().find(|k| k.eq_ignore_ascii_case(s))) {
                         Some(k) => v.push(k.to_string()),
                         None => {
-                            return Err(ctx.err("mpi.device_collectives", format!("unknown collective {x} (one of {})", COLLECTIVE_KINDS.join(", "))))
+                            return Err(ctx.err(
+                                "mpi.device_collectives",
+                                format!("unknown collective {x} (one of {})", COLLECTIVE_KINDS.join(", ")),
+                            ))
                         }
                     }
                 }
                 DeviceCollectives::Kinds(v)
             }
             Some(v) => {
-                return Err(ctx.err("mpi.device_collectives", format!("unknown value {v} (direct, staged, or a list of collectives such as [\"Scatter\", \"Gather\"])")))
+                return Err(ctx.err(
+                    "mpi.device_collectives",
+                    format!(
+                    "unknown value {v} (direct, staged, or a list of collectives such as [\"Scatter\", \"Gather\"])"
+                ),
+                ))
             }
         };
         let collective_chunk = match mpi.get("collective_chunk") {
@@ -777,7 +947,11 @@ impl MachineConfig {
         let device_call_overhead_ns = mpi.dur("device_call_overhead", Some(0.0))?;
         let gap_ns = mpi.dur("gap", Some(0.0))?;
         let blocking_send_overhead_ns = mpi.dur("blocking_send_overhead", Some(0.0))?;
-        for (k, v) in [("mpi.device_call_overhead", device_call_overhead_ns), ("mpi.gap", gap_ns), ("mpi.blocking_send_overhead", blocking_send_overhead_ns)] {
+        for (k, v) in [
+            ("mpi.device_call_overhead", device_call_overhead_ns),
+            ("mpi.gap", gap_ns),
+            ("mpi.blocking_send_overhead", blocking_send_overhead_ns),
+        ] {
             if !(v >= 0.0 && v.is_finite()) {
                 return Err(ctx.err(k, format!("must be a duration of at least 0, found {v} ns")));
             }
@@ -808,7 +982,9 @@ impl MachineConfig {
             }
         };
         let copy_engine_bw = match gpu.str_("copy_engine_bw")? {
-            Some(_) if copy_engines.is_none() => return Err(ctx.err("gpu.copy_engine_bw", "needs gpu.copy_engines (how many engines of this rate)")),
+            Some(_) if copy_engines.is_none() => {
+                return Err(ctx.err("gpu.copy_engine_bw", "needs gpu.copy_engines (how many engines of this rate)"))
+            }
             Some(_) => Some(gpu.bw("copy_engine_bw", None)?),
             None => None,
         };
@@ -836,7 +1012,9 @@ impl MachineConfig {
                     match v {
                         toml::Value::Table(a) => {
                             for (kind, algo) in a {
-                                let s = algo.as_str().ok_or_else(|| ctx.err(&format!("collectives.algorithms.{kind}"), "expected an algorithm name"))?;
+                                let s = algo.as_str().ok_or_else(|| {
+                                    ctx.err(&format!("collectives.algorithms.{kind}"), "expected an algorithm name")
+                                })?;
                                 coll.algos.push(format!("{kind}={s}"));
                             }
                         }
@@ -1061,7 +1239,8 @@ bw = "12.5GB/s"
         assert_eq!(e.key, "<syntax>");
         assert_eq!(e.line, Some(2));
 
-        let e = MachineConfig::from_toml(&MIN.replace("schema_version = 1", "schema_version = 9"), "m.toml").unwrap_err();
+        let e =
+            MachineConfig::from_toml(&MIN.replace("schema_version = 1", "schema_version = 9"), "m.toml").unwrap_err();
         assert_eq!(e.key, "schema_version");
     }
 
@@ -1070,7 +1249,8 @@ bw = "12.5GB/s"
         let m = MachineConfig::from_toml(MIN, "t.toml").unwrap();
         assert_eq!(m.device_collectives, DeviceCollectives::Direct);
         assert_eq!((m.collective_chunk, m.collective_depth), (m.pipeline_chunk, m.pipeline_depth));
-        let t = format!("{MIN}[mpi]\ndevice_collectives = \"staged\"\ncollective_chunk = \"1MiB\"\ncollective_depth = 4\n");
+        let t =
+            format!("{MIN}[mpi]\ndevice_collectives = \"staged\"\ncollective_chunk = \"1MiB\"\ncollective_depth = 4\n");
         let m = MachineConfig::from_toml(&t, "t.toml").unwrap();
         assert_eq!(m.device_collectives, DeviceCollectives::Staged);
         assert_eq!((m.collective_chunk, m.collective_depth), (1 << 20, 4));
@@ -1082,7 +1262,8 @@ bw = "12.5GB/s"
         let m = MachineConfig::from_toml(&t, "t.toml").unwrap();
         assert!(m.device_collectives.staged("Scatter") && m.device_collectives.staged("Gather"));
         assert!(!m.device_collectives.staged("Bcast"));
-        let e = MachineConfig::from_toml(&format!("{MIN}[mpi]\ndevice_collectives = [\"Scater\"]\n"), "m.toml").unwrap_err();
+        let e = MachineConfig::from_toml(&format!("{MIN}[mpi]\ndevice_collectives = [\"Scater\"]\n"), "m.toml")
+            .unwrap_err();
         assert_eq!((e.key.as_str(), e.line), ("mpi.device_collectives", Some(14)));
         let e = MachineConfig::from_toml(&format!("{MIN}[mpi]\ncollective_chunk = \"0B\"\n"), "m.toml").unwrap_err();
         assert_eq!((e.key.as_str(), e.line), ("mpi.collective_chunk", Some(14)));
@@ -1104,7 +1285,9 @@ bw = "12.5GB/s"
             TopologySpec::Crossbar { link_bw_bytes_per_s, .. } => assert_eq!(link_bw_bytes_per_s, 12e9),
             _ => unreachable!(),
         }
-        let e = MachineConfig::from_toml(&MIN.replace("bw = \"16GB/s\"", "bw = \"16GB/s\"\nefficiency = 1.2"), "m.toml").unwrap_err();
+        let e =
+            MachineConfig::from_toml(&MIN.replace("bw = \"16GB/s\"", "bw = \"16GB/s\"\nefficiency = 1.2"), "m.toml")
+                .unwrap_err();
         assert_eq!((e.key.as_str(), e.line), ("node.pcie.efficiency", Some(8)));
         assert!(e.msg.contains("(0, 1]"), "{e}");
     }
@@ -1163,7 +1346,13 @@ copy_engine_bw = "20GB/s"
             ("gpu_socket = [0, 0, 1, 1]", "gpu_socket = [0, 0, 1, 2]", "node.gpu_socket", 7, "socket index in 0..1"),
             ("gpu_socket = [0, 0, 1, 1]", "gpu_socket = [0, 1]", "node.gpu_socket", 7, "lists 2 sockets"),
             ("sockets = 2", "sockets = 0", "node.sockets", 6, "1..=64"),
-            ("[node.inter_socket]\nkind = \"x-bus\"\nbw = \"32GB/s\"", "[node.inter_socket]\nkind = \"x-bus\"\nbw = \"32GB\"", "node.inter_socket.bw", 10, "per second"),
+            (
+                "[node.inter_socket]\nkind = \"x-bus\"\nbw = \"32GB/s\"",
+                "[node.inter_socket]\nkind = \"x-bus\"\nbw = \"32GB\"",
+                "node.inter_socket.bw",
+                10,
+                "per second",
+            ),
             ("socket = [0, 1]", "socket = [0]", "node.nic.socket", 22, "2 NICs"),
             ("brick_bw = \"25GB/s\"\n", "", "node.nvlink.pairs", 17, "brick_bw"),
             ("copy_engines = 3", "copy_engines = 0", "gpu.copy_engines", 25, "1..=64"),
@@ -1178,7 +1367,8 @@ copy_engine_bw = "20GB/s"
             assert!(e.to_string().starts_with(&format!("m.toml:{line}: {key}:")), "{e}");
         }
         // two sockets need the link between them; one socket cannot have one
-        let t = TWO_SOCKETS.replace("[node.inter_socket]\nkind = \"x-bus\"\nbw = \"32GB/s\"\nlatency = \"100ns\"\n", "");
+        let t =
+            TWO_SOCKETS.replace("[node.inter_socket]\nkind = \"x-bus\"\nbw = \"32GB/s\"\nlatency = \"100ns\"\n", "");
         let e = MachineConfig::from_toml(&t, "m.toml").unwrap_err();
         assert_eq!((e.key.as_str(), e.line), ("node.sockets", Some(6)), "{e}");
         let t = format!("{MIN}[node.inter_socket]\nbw = \"32GB/s\"\n");
@@ -1211,7 +1401,8 @@ copy_engine_bw = "20GB/s"
         let e = MachineConfig::from_toml(&MIN.replace("gpus = 4", "gpus = 4294967297"), "m.toml").unwrap_err();
         assert_eq!((e.key.as_str(), e.line), ("node.gpus", Some(5)));
         assert!(e.msg.contains("1..=1024"), "{e}");
-        let e = MachineConfig::from_toml(&MIN.replace("[node.nic]\n", "[node.nic]\ncount = 4294967297\n"), "m.toml").unwrap_err();
+        let e = MachineConfig::from_toml(&MIN.replace("[node.nic]\n", "[node.nic]\ncount = 4294967297\n"), "m.toml")
+            .unwrap_err();
         assert_eq!(e.key, "node.nic.count");
         let e = MachineConfig::from_toml(&MIN.replace("bw = \"16GB/s\"", "bw = \"1e-300GB/s\""), "m.toml").unwrap_err();
         assert_eq!((e.key.as_str(), e.line), ("node.pcie.bw", Some(7)));
@@ -1224,13 +1415,18 @@ copy_engine_bw = "20GB/s"
             let text = format!("{MIN}[{table}]\nbw = \"1GB/s\"\n");
             let e = MachineConfig::from_toml(&text, "m.toml").unwrap_err();
             assert_eq!((e.key.as_str(), e.line), (table, Some(line)), "{e}");
-            assert!(e.msg.contains("unknown table") && e.msg.contains("node.nvlink,") && e.msg.contains("network"), "{e}");
+            assert!(
+                e.msg.contains("unknown table") && e.msg.contains("node.nvlink,") && e.msg.contains("network"),
+                "{e}"
+            );
         }
     }
 
     #[test]
     fn validate_all_reports_every_error() {
-        let text = format!("{MIN}[network]\nhop_latency = \"1e30s\"\nrails = 0\n[gpu.copy]\nx = 1\n[mpi]\nsend_overhead = 5\n");
+        let text = format!(
+            "{MIN}[network]\nhop_latency = \"1e30s\"\nrails = 0\n[gpu.copy]\nx = 1\n[mpi]\nsend_overhead = 5\n"
+        );
         let errs = MachineConfig::validate_all(&text, "m.toml");
         let keys: Vec<&str> = errs.iter().map(|e| e.key.as_str()).collect();
         assert_eq!(keys, ["network.hop_latency", "network.rails", "gpu.copy", "mpi.send_overhead"], "{errs:?}");

@@ -251,7 +251,14 @@ impl FlowNet {
 
     /// Adds a link of `bw_bytes_per_s`; returns its id (ids are dense from 0).
     pub fn add_link(&mut self, bw_bytes_per_s: f64) -> LinkId {
-        self.links.push(Link { cap: bw_bytes_per_s * 1e-9, flows: LinkFlows::new(), mark: 0, load: 0, lmax: 0.0, nmax: 0 });
+        self.links.push(Link {
+            cap: bw_bytes_per_s * 1e-9,
+            flows: LinkFlows::new(),
+            mark: 0,
+            load: 0,
+            lmax: 0.0,
+            nmax: 0,
+        });
         self.link_rem.push(0.0);
         self.link_n.push(0);
         self.link_fixed.push(0);
@@ -487,7 +494,13 @@ impl FlowNet {
             let cap = self.links[l as usize].cap;
             let st = &mut self.link_stat[l as usize];
             if st.tick != tick {
-                *st = LinkStat { tick, sum: from_fx(self.links[l as usize].load), umax: 0.0, fmax: f64::NAN, u_at_max: 0 };
+                *st = LinkStat {
+                    tick,
+                    sum: from_fx(self.links[l as usize].load),
+                    umax: 0.0,
+                    fmax: f64::NAN,
+                    u_at_max: 0,
+                };
             }
             if st.sum < cap * (1.0 - 1e-9) || r < st.umax * (1.0 - 1e-9) {
                 continue;
@@ -518,7 +531,12 @@ impl FlowNet {
     /// each level, rates the flows of every link whose fair share is the smallest (within 1e-9).
     /// `take(f, flow, share)` says whether a flow of such a link is one to rate now (and records
     /// its rate); `left` is how many flows are to be rated.
-    fn progressive_fill(&mut self, live: &mut Vec<LinkId>, mut left: usize, mut take: impl FnMut(FlowId, &mut Flow, f64) -> bool) {
+    fn progressive_fill(
+        &mut self,
+        live: &mut Vec<LinkId>,
+        mut left: usize,
+        mut take: impl FnMut(FlowId, &mut Flow, f64) -> bool,
+    ) {
         while left > 0 {
             let share = self.smallest_share(live);
             if !share.is_finite() {
@@ -1085,7 +1103,10 @@ mod tests {
                 full.resolve(now, &mut rb);
                 for &(a, b) in &live {
                     let (x, y) = (inc.rate_bytes_per_s(a), full.rate_bytes_per_s(b));
-                    assert!((x - y).abs() <= 1e-6 * y.max(1.0), "seed {seed}: flow rates {x} (incremental) vs {y} (full)");
+                    assert!(
+                        (x - y).abs() <= 1e-6 * y.max(1.0),
+                        "seed {seed}: flow rates {x} (incremental) vs {y} (full)"
+                    );
                 }
                 // every live flow's latest finish time agrees to the ns (a solve may re-rate a
                 // flow by a last-bit difference that the other leaves as it was: same finish)

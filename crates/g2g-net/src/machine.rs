@@ -234,8 +234,29 @@ impl Machine {
             latency.push(l.latency_ns);
         }
         let rails = topo.rails();
-        let ce_next = if ce_n > 0 { (0..place.nodes as usize * g as usize).map(|_| std::cell::Cell::new(0)).collect() } else { Vec::new() };
-        Ok(Machine { cfg, place, net, latency, topo, stride, nv_off, shm_off, xs_off, nvg_off, ce_off, ce_n, ce_next, topo_base, routes: Default::default(), rails })
+        let ce_next = if ce_n > 0 {
+            (0..place.nodes as usize * g as usize).map(|_| std::cell::Cell::new(0)).collect()
+        } else {
+            Vec::new()
+        };
+        Ok(Machine {
+            cfg,
+            place,
+            net,
+            latency,
+            topo,
+            stride,
+            nv_off,
+            shm_off,
+            xs_off,
+            nvg_off,
+            ce_off,
+            ce_n,
+            ce_next,
+            topo_base,
+            routes: Default::default(),
+            rails,
+        })
     }
 
     #[inline]

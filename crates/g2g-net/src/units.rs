@@ -17,9 +17,10 @@ pub const MAX_SIZE: u64 = 1 << 60;
 /// a lower-case `b` means bits.
 pub fn parse_bandwidth(s: &str) -> Result<f64, String> {
     let t = s.trim();
-    let body = t.strip_suffix("/s").or_else(|| t.strip_suffix("ps")).ok_or_else(|| {
-        format!("bandwidth {s:?} needs a unit per second, e.g. \"25GB/s\" or \"100Gb/s\"")
-    })?;
+    let body = t
+        .strip_suffix("/s")
+        .or_else(|| t.strip_suffix("ps"))
+        .ok_or_else(|| format!("bandwidth {s:?} needs a unit per second, e.g. \"25GB/s\" or \"100Gb/s\""))?;
     let (num, unit) = split_num(body).ok_or_else(|| format!("bandwidth {s:?} has no number"))?;
     let bits = unit.ends_with('b');
     let prefix = unit.trim_end_matches(['B', 'b']);

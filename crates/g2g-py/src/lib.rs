@@ -27,15 +27,20 @@ fn opts_from(d: Option<&Bound<'_, PyDict>>) -> PyResult<SimOptions> {
         match k.as_str() {
             "mode" => {
                 let s: String = v.extract().map_err(bad)?;
-                o.mode = Mode::parse(&s).ok_or_else(|| PyValueError::new_err(format!("mode must be as-traced, hostcopy or gpudirect, not {s:?}")))?;
+                o.mode = Mode::parse(&s).ok_or_else(|| {
+                    PyValueError::new_err(format!("mode must be as-traced, hostcopy or gpudirect, not {s:?}"))
+                })?;
             }
             "buffers" => {
                 let s: String = v.extract()?;
-                o.buffers = Buffers::parse(&s).ok_or_else(|| PyValueError::new_err(format!("buffers must be traced, device or host, not {s:?}")))?;
+                o.buffers = Buffers::parse(&s).ok_or_else(|| {
+                    PyValueError::new_err(format!("buffers must be traced, device or host, not {s:?}"))
+                })?;
             }
             "window" => {
                 let s: String = v.extract()?;
-                o.window = Window::parse(&s).ok_or_else(|| PyValueError::new_err(format!("window must be traced or all, not {s:?}")))?;
+                o.window = Window::parse(&s)
+                    .ok_or_else(|| PyValueError::new_err(format!("window must be traced or all, not {s:?}")))?;
             }
             "staged_as_device" => {
                 // the option --buffers replaced: the same question
@@ -48,7 +53,12 @@ fn opts_from(d: Option<&Bound<'_, PyDict>>) -> PyResult<SimOptions> {
                 o.gpus_per_node = match g {
                     None => None,
                     Some(g) if (1..=g2g_net::machine::MAX_GPUS_PER_NODE as i64).contains(&g) => Some(g as u32),
-                    Some(g) => return Err(PyValueError::new_err(format!("{g} GPUs per node (--gpus-per-node) is outside 1..={}", g2g_net::machine::MAX_GPUS_PER_NODE))),
+                    Some(g) => {
+                        return Err(PyValueError::new_err(format!(
+                            "{g} GPUs per node (--gpus-per-node) is outside 1..={}",
+                            g2g_net::machine::MAX_GPUS_PER_NODE
+                        )))
+                    }
                 };
             }
             "mapping" => {
@@ -56,13 +66,19 @@ fn opts_from(d: Option<&Bound<'_, PyDict>>) -> PyResult<SimOptions> {
                     o.mapping = match s.as_str() {
                         "linear" => Mapping::Linear,
                         "round-robin" => Mapping::RoundRobin,
-                        _ => return Err(PyValueError::new_err(format!("mapping must be linear, round-robin or a list of node indices, not {s:?}"))),
+                        _ => {
+                            return Err(PyValueError::new_err(format!(
+                                "mapping must be linear, round-robin or a list of node indices, not {s:?}"
+                            )))
+                        }
                     };
                 } else {
                     let v: Vec<i64> = v.extract().map_err(bad)?;
                     let max = g2g_net::machine::MAX_NODES as i64;
                     if let Some((r, n)) = v.iter().enumerate().find(|(_, &n)| !(0..max).contains(&n)) {
-                        return Err(PyValueError::new_err(format!("mapping: rank {r} on node {n}; node indices must be in 0..{max}")));
+                        return Err(PyValueError::new_err(format!(
+                            "mapping: rank {r} on node {n}; node indices must be in 0..{max}"
+                        )));
                     }
                     o.mapping = Mapping::Nodes(v.into_iter().map(|n| n as u32).collect());
                 }
@@ -76,7 +92,9 @@ fn opts_from(d: Option<&Bound<'_, PyDict>>) -> PyResult<SimOptions> {
             "no_overlap" => o.no_overlap = v.extract().map_err(bad)?,
             "sharing" => {
                 let s: String = v.extract().map_err(bad)?;
-                o.sharing = Some(g2g_net::lmm::Sharing::parse(&s).ok_or_else(|| PyValueError::new_err(format!("sharing must be max-min, max-min-full or bottleneck, not {s:?}")))?);
+                o.sharing = Some(g2g_net::lmm::Sharing::parse(&s).ok_or_else(|| {
+                    PyValueError::new_err(format!("sharing must be max-min, max-min-full or bottleneck, not {s:?}"))
+                })?);
             }
             "timeline_max_events" => o.timeline_max_events = v.extract().map_err(bad)?,
             "timeline_ranks" => o.timeline_ranks = v.extract().map_err(bad)?,
@@ -94,7 +112,9 @@ fn sim_err(e: SimError) -> PyErr {
         SimError::Machine(m) => MachineError::new_err(m),
         SimError::Options(m) => PyValueError::new_err(m),
         // (message, JSON list of every blocked rank)
-        SimError::Deadlock(ref v) => DeadlockError::new_err((e.to_string(), serde_json::to_string(v).unwrap_or_default())),
+        SimError::Deadlock(ref v) => {
+            DeadlockError::new_err((e.to_string(), serde_json::to_string(v).unwrap_or_default()))
+        }
         SimError::Interrupted => PyKeyboardInterrupt::new_err("simulation interrupted"),
     }
 }
@@ -142,7 +162,8 @@ fn machine_check(machine_toml: &str, machine_file: &str, nodes: u32) -> PyResult
     let cfg = MachineConfig::from_toml(machine_toml, machine_file).map_err(|e| MachineError::new_err(e.to_string()))?;
     let gpn = cfg.gpus_per_node;
     let place = g2g_net::Placement::linear(nodes.max(1) * gpn, gpn);
-    let m = g2g_net::Machine::build(cfg.clone(), place).map_err(|e| MachineError::new_err(format!("{machine_file}: {e}")))?;
+    let m = g2g_net::Machine::build(cfg.clone(), place)
+        .map_err(|e| MachineError::new_err(format!("{machine_file}: {e}")))?;
     let v = serde_json::json!({
         "name": cfg.name,
         "description": cfg.description,
@@ -277,7 +298,14 @@ type DumpiRank = (String, u32, u64, u64, (u8, u8, u8), Vec<i64>);
 fn dumpi_files(ranks: Vec<DumpiRank>) -> Vec<g2g_dumpi::decode::RankFile> {
     ranks
         .into_iter()
-        .map(|(path, rank, body_off, stream_end, version, type_sizes)| g2g_dumpi::decode::RankFile { path, rank, body_off, stream_end, version, type_sizes })
+        .map(|(path, rank, body_off, stream_end, version, type_sizes)| g2g_dumpi::decode::RankFile {
+            path,
+            rank,
+            body_off,
+            stream_end,
+            version,
+            type_sizes,
+        })
         .collect()
 }
 
@@ -291,7 +319,10 @@ fn dumpi_args_py(py: Python<'_>, a: &g2g_dumpi::decode::Args) -> PyObject {
             Val::Int(x) => x.into_py(py),
             Val::None | Val::NoSts => py.None(),
             Val::Arr(..) => PyTuple::new_bound(py, a.a(k).iter()).into_py(py),
-            Val::Arr2(..) => PyTuple::new_bound(py, a.sub_arrays(k).into_iter().map(|s| PyTuple::new_bound(py, s.iter()))).into_py(py),
+            Val::Arr2(..) => {
+                PyTuple::new_bound(py, a.sub_arrays(k).into_iter().map(|s| PyTuple::new_bound(py, s.iter())))
+                    .into_py(py)
+            }
             Val::Strs(_, _, kind) => {
                 let s = a.strings(k);
                 if *kind == 1 {
@@ -300,7 +331,10 @@ fn dumpi_args_py(py: Python<'_>, a: &g2g_dumpi::decode::Args) -> PyObject {
                     PyTuple::new_bound(py, s).into_py(py)
                 }
             }
-            Val::Sts(..) => PyTuple::new_bound(py, a.statuses(k).unwrap_or(&[]).iter().map(|s| PyTuple::new_bound(py, s.iter()))).into_py(py),
+            Val::Sts(..) => {
+                PyTuple::new_bound(py, a.statuses(k).unwrap_or(&[]).iter().map(|s| PyTuple::new_bound(py, s.iter())))
+                    .into_py(py)
+            }
         });
     }
     PyTuple::new_bound(py, out).into_py(py)
@@ -358,7 +392,8 @@ fn dumpi_convert(
     if created.len() != files.len() {
         return Err(PyValueError::new_err("created: one list per rank"));
     }
-    let inputs: Vec<g2g_dumpi::RankInput> = files.into_iter().zip(created).map(|(file, created)| g2g_dumpi::RankInput { file, created }).collect();
+    let inputs: Vec<g2g_dumpi::RankInput> =
+        files.into_iter().zip(created).map(|(file, created)| g2g_dumpi::RankInput { file, created }).collect();
     let mut comms = g2g_dumpi::convert::Comms { members, self_gid: self_gids, self_base, names, resolved };
     let mut w = g2g_trace::writer::NativeWriter::create(out_path).map_err(|e| TraceError::new_err(e.to_string()))?;
     let mut failure: Option<PyErr> = None;
@@ -395,7 +430,10 @@ fn dumpi_convert(
     d.set_item("used_comms", used)?;
     d.set_item("self_gids", comms.self_gid.clone())?;
     d.set_item("fid_counts", c.fid_counts)?;
-    d.set_item("op_counts", c.op_counts.into_iter().map(|(k, v)| (k.to_string(), v)).collect::<std::collections::HashMap<String, u64>>())?;
+    d.set_item(
+        "op_counts",
+        c.op_counts.into_iter().map(|(k, v)| (k.to_string(), v)).collect::<std::collections::HashMap<String, u64>>(),
+    )?;
     let md: Vec<(String, String)> = finish.call1(py, (d.clone(),))?.extract(py)?;
     w.finish(&md).map_err(|e| TraceError::new_err(e.to_string()))?;
     Ok(d.into_py(py))

@@ -46,6 +46,10 @@ fn main() {
             }
         }
         let t2 = Instant::now();
-        eprintln!("rep {rep}: open {:.3} ms, fill {:.3} ms, {ops} ops", (t1 - t0).as_secs_f64() * 1e3, (t2 - t1).as_secs_f64() * 1e3);
+        eprintln!(
+            "rep {rep}: open {:.3} ms, fill {:.3} ms, {ops} ops",
+            (t1 - t0).as_secs_f64() * 1e3,
+            (t2 - t1).as_secs_f64() * 1e3
+        );
     }
 }

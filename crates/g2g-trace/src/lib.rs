@@ -1,9 +1,9 @@
 //! Trace model and streaming Parquet I/O (format: docs/trace-format.md).
 pub mod model;
-pub mod parquet_reader;
 mod pages;
-pub mod writer;
+pub mod parquet_reader;
 pub mod vocab;
+pub mod writer;
 
 pub use model::*;
 pub use parquet_reader::ParquetTrace;
@@ -44,7 +44,10 @@ pub fn catch_decoder<T>(f: impl FnOnce() -> T) -> Result<T, String> {
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
     IN_DECODER.with(|q| q.set(was));
     r.map_err(|p| {
-        p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_else(|| "panic".into())
+        p.downcast_ref::<String>()
+            .cloned()
+            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_else(|| "panic".into())
     })
 }
 

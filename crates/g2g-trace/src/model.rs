@@ -39,23 +39,69 @@ pub enum OpKind {
 
 /// The unit variants, in a fixed order (statistics index).
 const UNIT: [OpKind; 25] = [
-    OpKind::Compute, OpKind::Send, OpKind::Ssend, OpKind::Bsend, OpKind::Rsend, OpKind::Isend,
-    OpKind::Issend, OpKind::Recv, OpKind::Irecv, OpKind::Sendrecv, OpKind::Wait, OpKind::Waitall,
-    OpKind::Waitany, OpKind::Waitsome, OpKind::Test, OpKind::Memcpy, OpKind::Init, OpKind::Finalize,
-    OpKind::Kernel, OpKind::EventRecord, OpKind::StreamWaitEvent, OpKind::StreamSync,
-    OpKind::DeviceSync, OpKind::EventSync, OpKind::Untraced,
+    OpKind::Compute,
+    OpKind::Send,
+    OpKind::Ssend,
+    OpKind::Bsend,
+    OpKind::Rsend,
+    OpKind::Isend,
+    OpKind::Issend,
+    OpKind::Recv,
+    OpKind::Irecv,
+    OpKind::Sendrecv,
+    OpKind::Wait,
+    OpKind::Waitall,
+    OpKind::Waitany,
+    OpKind::Waitsome,
+    OpKind::Test,
+    OpKind::Memcpy,
+    OpKind::Init,
+    OpKind::Finalize,
+    OpKind::Kernel,
+    OpKind::EventRecord,
+    OpKind::StreamWaitEvent,
+    OpKind::StreamSync,
+    OpKind::DeviceSync,
+    OpKind::EventSync,
+    OpKind::Untraced,
 ];
 
 /// Collective names in the order used by `OpKind::Coll(i)`; equal to g2g-coll's `CollKind::ALL`.
 pub const COLL_NAMES: [&str; 16] = [
-    "Barrier", "Bcast", "Reduce", "Allreduce", "Gather", "Gatherv", "Scatter", "Scatterv",
-    "Allgather", "Allgatherv", "Alltoall", "Alltoallv", "Reduce_scatter", "Reduce_scatter_block",
-    "Scan", "Exscan",
+    "Barrier",
+    "Bcast",
+    "Reduce",
+    "Allreduce",
+    "Gather",
+    "Gatherv",
+    "Scatter",
+    "Scatterv",
+    "Allgather",
+    "Allgatherv",
+    "Alltoall",
+    "Alltoallv",
+    "Reduce_scatter",
+    "Reduce_scatter_block",
+    "Scan",
+    "Exscan",
 ];
 const ICOLL_NAMES: [&str; 16] = [
-    "Ibarrier", "Ibcast", "Ireduce", "Iallreduce", "Igather", "Igatherv", "Iscatter", "Iscatterv",
-    "Iallgather", "Iallgatherv", "Ialltoall", "Ialltoallv", "Ireduce_scatter",
-    "Ireduce_scatter_block", "Iscan", "Iexscan",
+    "Ibarrier",
+    "Ibcast",
+    "Ireduce",
+    "Iallreduce",
+    "Igather",
+    "Igatherv",
+    "Iscatter",
+    "Iscatterv",
+    "Iallgather",
+    "Iallgatherv",
+    "Ialltoall",
+    "Ialltoallv",
+    "Ireduce_scatter",
+    "Ireduce_scatter_block",
+    "Iscan",
+    "Iexscan",
 ];
 
 impl OpKind {
@@ -181,7 +227,15 @@ impl OpKind {
 
     /// GPU-side operations (streams, events, synchronisation).
     pub fn is_gpu(self) -> bool {
-        matches!(self, OpKind::Kernel | OpKind::EventRecord | OpKind::StreamWaitEvent | OpKind::StreamSync | OpKind::DeviceSync | OpKind::EventSync)
+        matches!(
+            self,
+            OpKind::Kernel
+                | OpKind::EventRecord
+                | OpKind::StreamWaitEvent
+                | OpKind::StreamSync
+                | OpKind::DeviceSync
+                | OpKind::EventSync
+        )
     }
 
     pub fn is_collective(self) -> bool {
@@ -346,7 +400,22 @@ macro_rules! shared_field {
 impl Op {
     pub fn new(kind: OpKind) -> Op {
         let b = if kind.slots() == Slots::Gpu { 0 } else { -1 };
-        Op { kind, mem: MemSpace::Host, copy: CopyKind::None, contiguous: true, peer: -1, tag: -1, comm: 0, a: -1, b, c: -1, bytes: 0, x: 0, req: 0, lists: None }
+        Op {
+            kind,
+            mem: MemSpace::Host,
+            copy: CopyKind::None,
+            contiguous: true,
+            peer: -1,
+            tag: -1,
+            comm: 0,
+            a: -1,
+            b,
+            c: -1,
+            bytes: 0,
+            x: 0,
+            req: 0,
+            lists: None,
+        }
     }
 
     /// An operation from the columns of a trace row (the fields its kind does not use are
@@ -354,9 +423,22 @@ impl Op {
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     pub fn from_row(
-        kind: OpKind, mem: MemSpace, copy: CopyKind, contiguous: bool, peer: i32, tag: i32, comm: u32,
-        recv_peer: i32, recv_tag: i32, root: i32, stream: i32, priority: i32,
-        bytes: u64, recv_bytes: u64, dur_ns: u64, req: u64,
+        kind: OpKind,
+        mem: MemSpace,
+        copy: CopyKind,
+        contiguous: bool,
+        peer: i32,
+        tag: i32,
+        comm: u32,
+        recv_peer: i32,
+        recv_tag: i32,
+        root: i32,
+        stream: i32,
+        priority: i32,
+        bytes: u64,
+        recv_bytes: u64,
+        dur_ns: u64,
+        req: u64,
     ) -> Op {
         let (a, b) = match kind.slots() {
             Slots::Sendrecv => (recv_peer, recv_tag),

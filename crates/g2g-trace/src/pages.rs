@@ -26,9 +26,8 @@ pub(crate) type Res<T> = Result<T, String>;
 
 /// Encodings this module decodes (values and levels).
 pub(crate) fn supported_encodings(encs: &[Encoding]) -> bool {
-    encs.iter().all(|e| {
-        matches!(e, Encoding::PLAIN | Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY | Encoding::RLE)
-    })
+    encs.iter()
+        .all(|e| matches!(e, Encoding::PLAIN | Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY | Encoding::RLE))
 }
 
 // ------------------------------------------------------------------ RLE / bit-packed hybrid
@@ -84,7 +83,11 @@ impl Hybrid {
             let avail = d.len() - self.pos;
             let nbytes = groups.saturating_mul(self.width).min(avail);
             // a writer may cut the last run short: only whole values that are there count
-            self.bp_left = if self.width == 0 { groups.saturating_mul(8) } else { groups.saturating_mul(8).min(nbytes * 8 / self.width) };
+            self.bp_left = if self.width == 0 {
+                groups.saturating_mul(8)
+            } else {
+                groups.saturating_mul(8).min(nbytes * 8 / self.width)
+            };
             self.bp_bit = self.pos * 8;
             self.pos += nbytes;
         } else {
@@ -260,7 +263,12 @@ use with_width;
 /// one bounds-checked slice with constant offsets and shifts (a handful of instructions a value,
 /// against a dozen with a variable width).
 #[inline(always)]
-fn unpack_map<const W: usize, T>(d: &[u8], bit: usize, out: &mut [T], mut f: impl FnMut(u32) -> Result<T, u32>) -> Result<(), u32> {
+fn unpack_map<const W: usize, T>(
+    d: &[u8],
+    bit: usize,
+    out: &mut [T],
+    mut f: impl FnMut(u32) -> Result<T, u32>,
+) -> Result<(), u32> {
     let mask = (1u64 << W) - 1;
     let one = |b: usize| ((load_u64(d, b >> 3) >> (b & 7)) & mask) as u32;
     let n = out.len();
@@ -323,7 +331,12 @@ impl Decomp {
                 }
                 let at = out.len();
                 out.resize(at + n, 0);
-                let got = self.zstd.as_mut().unwrap().decompress_to_buffer(src, &mut out[at..]).map_err(|e| format!("zstd: {e}"))?;
+                let got = self
+                    .zstd
+                    .as_mut()
+                    .unwrap()
+                    .decompress_to_buffer(src, &mut out[at..])
+                    .map_err(|e| format!("zstd: {e}"))?;
                 if got != n {
                     return Err(format!("page decompresses to {got} bytes, its header says {n}"));
                 }
@@ -331,8 +344,11 @@ impl Decomp {
             Compression::SNAPPY => {
                 let at = out.len();
                 out.resize(at + n, 0);
-                let got = self.snappy.get_or_insert_with(snap::raw::Decoder::new)
-                    .decompress(src, &mut out[at..]).map_err(|e| format!("snappy: {e}"))?;
+                let got = self
+                    .snappy
+                    .get_or_insert_with(snap::raw::Decoder::new)
+                    .decompress(src, &mut out[at..])
+                    .map_err(|e| format!("snappy: {e}"))?;
                 if got != n {
                     return Err(format!("page decompresses to {got} bytes, its header says {n}"));
                 }
@@ -347,7 +363,10 @@ impl Decomp {
 enum Vals {
     None,
     /// PLAIN values from byte `pos` (booleans: from bit `pos`) up to byte `end` of the page
-    Plain { pos: usize, end: usize },
+    Plain {
+        pos: usize,
+        end: usize,
+    },
     /// dictionary keys
     Dict(Hybrid),
     /// RLE booleans
@@ -433,9 +452,22 @@ pub(crate) struct Column {
 impl Column {
     pub(crate) fn new(phys: Phys, max_def: i16, max_rep: i16) -> Column {
         Column {
-            phys, max_def, max_rep, codec: Compression::UNCOMPRESSED, chunk: Vec::new(), cpos: 0,
-            page: Vec::new(), def: None, rep: None, vals: Vals::None, left: 0, dict: Vec::new(),
-            syms: Symbols::default(), lv: Vec::new(), keys: Vec::new(), block: LevelBlock::default(),
+            phys,
+            max_def,
+            max_rep,
+            codec: Compression::UNCOMPRESSED,
+            chunk: Vec::new(),
+            cpos: 0,
+            page: Vec::new(),
+            def: None,
+            rep: None,
+            vals: Vals::None,
+            left: 0,
+            dict: Vec::new(),
+            syms: Symbols::default(),
+            lv: Vec::new(),
+            keys: Vec::new(),
+            block: LevelBlock::default(),
         }
     }
 
@@ -444,7 +476,8 @@ impl Column {
         let (start, len) = meta.byte_range();
         self.chunk.clear();
         self.chunk.resize(len as usize, 0);
-        file.read_exact_at(&mut self.chunk, start).map_err(|e| format!("cannot read {len} bytes at offset {start}: {e}"))?;
+        file.read_exact_at(&mut self.chunk, start)
+            .map_err(|e| format!("cannot read {len} bytes at offset {start}: {e}"))?;
         self.codec = meta.compression();
         self.cpos = 0;
         self.def = None;
@@ -504,10 +537,20 @@ impl Column {
                     self.rep = None;
                     self.def = None;
                     if self.max_rep > 0 {
-                        self.rep = Some(v1_levels(&self.page, &mut pos, enc(dh.repetition_level_encoding)?, bit_width(self.max_rep))?);
+                        self.rep = Some(v1_levels(
+                            &self.page,
+                            &mut pos,
+                            enc(dh.repetition_level_encoding)?,
+                            bit_width(self.max_rep),
+                        )?);
                     }
                     if self.max_def > 0 {
-                        self.def = Some(v1_levels(&self.page, &mut pos, enc(dh.definition_level_encoding)?, bit_width(self.max_def))?);
+                        self.def = Some(v1_levels(
+                            &self.page,
+                            &mut pos,
+                            enc(dh.definition_level_encoding)?,
+                            bit_width(self.max_def),
+                        )?);
                     }
                     self.set_values(enc(dh.encoding)?, pos)?;
                     self.left = dh.num_values.max(0) as usize;
@@ -517,7 +560,10 @@ impl Column {
                 }
                 PageType::DATA_PAGE_V2 => {
                     let dh = h.data_page_header_v2.ok_or("data page without its header")?;
-                    let (r, d) = (dh.repetition_levels_byte_length.max(0) as usize, dh.definition_levels_byte_length.max(0) as usize);
+                    let (r, d) = (
+                        dh.repetition_levels_byte_length.max(0) as usize,
+                        dh.definition_levels_byte_length.max(0) as usize,
+                    );
                     if r + d > clen || r + d > ulen {
                         return Err("data page levels truncated".into());
                     }
@@ -901,7 +947,9 @@ mod tests {
             x & max
         };
         let mut runs = Vec::new();
-        for (rle, len) in [(false, 8), (true, 3), (false, 24), (false, 200), (true, 1000), (false, 8 * 63), (true, 1), (false, 16)] {
+        for (rle, len) in
+            [(false, 8), (true, 3), (false, 24), (false, 200), (true, 1000), (false, 8 * 63), (true, 1), (false, 16)]
+        {
             let vals: Vec<u32> = if rle { vec![next(); len] } else { (0..len).map(|_| next()).collect() };
             runs.push((rle, vals));
         }

@@ -9,11 +9,11 @@ use std::fs::File;
 use std::path::Path;
 use std::sync::Arc;
 
-use arrow_array::{
-    Array, ArrayRef, BooleanArray, DictionaryArray, Int32Array, Int64Array, ListArray,
-    RecordBatch, StringArray, UInt32Array, UInt64Array,
-};
 use arrow_array::types::Int32Type;
+use arrow_array::{
+    Array, ArrayRef, BooleanArray, DictionaryArray, Int32Array, Int64Array, ListArray, RecordBatch, StringArray,
+    UInt32Array, UInt64Array,
+};
 use arrow_schema::DataType;
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
 use parquet::arrow::ProjectionMask;
@@ -25,8 +25,24 @@ use crate::{CommDef, CopyKind, MemSpace, Op, OpKind, OpLists, TraceError, TraceS
 
 /// The flat columns the replay reads, in the order of the decode buffers.
 const FLAT: [&str; 18] = [
-    "rank", "seq", "op", "dur_ns", "peer", "tag", "comm_id", "bytes", "recv_bytes", "recv_peer",
-    "recv_tag", "root", "req", "mem_space", "copy_kind", "stream", "contiguous", "priority",
+    "rank",
+    "seq",
+    "op",
+    "dur_ns",
+    "peer",
+    "tag",
+    "comm_id",
+    "bytes",
+    "recv_bytes",
+    "recv_peer",
+    "recv_tag",
+    "root",
+    "req",
+    "mem_space",
+    "copy_kind",
+    "stream",
+    "contiguous",
+    "priority",
 ];
 const RANK: usize = 0;
 const SEQ: usize = 1;
@@ -51,8 +67,24 @@ const NULL_SYM: i64 = -1;
 /// What a null decodes to (`None`: nulls are an error): the format's defaults, as the writer
 /// fills them in (docs/trace-format.md); op/mem_space/copy_kind nulls read as in the Arrow path.
 const NULLS: [Option<i64>; 18] = [
-    None, None, Some(NULL_SYM), Some(0), Some(-1), Some(-1), Some(0), Some(0), Some(0), Some(-1),
-    Some(-1), Some(-1), Some(0), Some(NULL_SYM), Some(NULL_SYM), Some(-1), Some(1), Some(0),
+    None,
+    None,
+    Some(NULL_SYM),
+    Some(0),
+    Some(-1),
+    Some(-1),
+    Some(0),
+    Some(0),
+    Some(0),
+    Some(-1),
+    Some(-1),
+    Some(-1),
+    Some(0),
+    Some(NULL_SYM),
+    Some(NULL_SYM),
+    Some(-1),
+    Some(1),
+    Some(0),
 ];
 const LISTS: [&str; 3] = ["reqs", "counts_bytes", "recv_counts_bytes"];
 /// Rows decoded at a time by the page decoder (its buffers stay in the cache).
@@ -150,13 +182,18 @@ impl ParquetTrace {
             )));
         }
         let comms: Vec<CommDef> = match get("g2gsim.comms") {
-            Some(s) => serde_json::from_str(&s).map_err(|e| err(format!("metadata g2gsim.comms is not valid JSON: {e}")))?,
+            Some(s) => {
+                serde_json::from_str(&s).map_err(|e| err(format!("metadata g2gsim.comms is not valid JSON: {e}")))?
+            }
             None => vec![CommDef { id: 0, name: "MPI_COMM_WORLD".into(), members: None }],
         };
         for c in &comms {
             if let Some(m) = &c.members {
                 if let Some(bad) = m.iter().find(|&&w| w >= nranks) {
-                    return Err(err(format!("communicator {} lists world rank {bad}, but the trace has {nranks} ranks", c.id)));
+                    return Err(err(format!(
+                        "communicator {} lists world rank {bad}, but the trace has {nranks} ranks",
+                        c.id
+                    )));
                 }
             }
         }
@@ -188,22 +225,34 @@ impl ParquetTrace {
     fn decode_arrow(&mut self, batch: &RecordBatch, queues: &mut [VecDeque<Op>]) -> Result<(), TraceError> {
         let col = |name: &str| -> Result<&ArrayRef, TraceError> {
             batch.column_by_name(name).ok_or_else(|| TraceError {
-                file: self.path.clone(), rank: None, seq: None, msg: format!("column `{name}` missing"),
+                file: self.path.clone(),
+                rank: None,
+                seq: None,
+                msg: format!("column `{name}` missing"),
             })
         };
         macro_rules! typed {
             ($name:expr, $t:ty) => {
                 col($name)?.as_any().downcast_ref::<$t>().ok_or_else(|| TraceError {
-                    file: self.path.clone(), rank: None, seq: None,
-                    msg: format!("column `{}` has type {:?}, expected {}", $name, col($name).map(|c| c.data_type().clone()), stringify!($t)),
+                    file: self.path.clone(),
+                    rank: None,
+                    seq: None,
+                    msg: format!(
+                        "column `{}` has type {:?}, expected {}",
+                        $name,
+                        col($name).map(|c| c.data_type().clone()),
+                        stringify!($t)
+                    ),
                 })?
             };
         }
         let rank = typed!("rank", UInt32Array);
         let seq = typed!("seq", UInt32Array);
         let op = Strings::new(col("op")?).ok_or_else(|| self.err(None, None, "column `op` is not a string column"))?;
-        let mem = Strings::new(col("mem_space")?).ok_or_else(|| self.err(None, None, "column `mem_space` is not a string column"))?;
-        let copy = Strings::new(col("copy_kind")?).ok_or_else(|| self.err(None, None, "column `copy_kind` is not a string column"))?;
+        let mem = Strings::new(col("mem_space")?)
+            .ok_or_else(|| self.err(None, None, "column `mem_space` is not a string column"))?;
+        let copy = Strings::new(col("copy_kind")?)
+            .ok_or_else(|| self.err(None, None, "column `copy_kind` is not a string column"))?;
         let dur = typed!("dur_ns", Int64Array);
         let peer = typed!("peer", Int32Array);
         let tag = typed!("tag", Int32Array);
@@ -263,25 +312,30 @@ impl ParquetTrace {
             let kind = if os == last_op.0 && last_op.1.is_some() {
                 last_op.1.unwrap()
             } else {
-                let k = OpKind::parse(os)
-                    .ok_or_else(|| self.err(Some(r), Some(s), format!("unknown operation {os:?}")))?;
+                let k =
+                    OpKind::parse(os).ok_or_else(|| self.err(Some(r), Some(s), format!("unknown operation {os:?}")))?;
                 last_op = (os, Some(k));
                 k
             };
             let ms = mem.get(i).unwrap_or("host");
-            let m = MemSpace::parse(ms)
-                .ok_or_else(|| self.err(Some(r), Some(s), format!("unknown mem_space {ms:?}")))?;
+            let m =
+                MemSpace::parse(ms).ok_or_else(|| self.err(Some(r), Some(s), format!("unknown mem_space {ms:?}")))?;
             let ck = match copy.get(i) {
                 None => CopyKind::None,
-                Some(c) => CopyKind::parse(c)
-                    .ok_or_else(|| self.err(Some(r), Some(s), format!("unknown copy_kind {c:?}")))?,
+                Some(c) => {
+                    CopyKind::parse(c).ok_or_else(|| self.err(Some(r), Some(s), format!("unknown copy_kind {c:?}")))?
+                }
             };
             let d = dur.value(i);
             if d < 0 {
                 return Err(self.err(Some(r), Some(s), format!("negative dur_ns {d}")));
             }
             if d > crate::MAX_DUR_NS {
-                return Err(self.err(Some(r), Some(s), format!("dur_ns {d} is over the longest allowed, 1e15 ns (1e6 s)")));
+                return Err(self.err(
+                    Some(r),
+                    Some(s),
+                    format!("dur_ns {d} is over the longest allowed, 1e15 ns (1e6 s)"),
+                ));
             }
             for (name, v) in [("bytes", bytes.value(i)), ("recv_bytes", recv_bytes.value(i))] {
                 if v > crate::MAX_BYTES {
@@ -289,9 +343,22 @@ impl ParquetTrace {
                 }
             }
             let mut o = Op::from_row(
-                kind, m, ck, contiguous.is_null(i) || contiguous.value(i), peer.value(i), tag.value(i), comm.value(i),
-                recv_peer.value(i), recv_tag.value(i), root.value(i), stream.value(i), priority.map(|p| p.value(i)).unwrap_or(0),
-                bytes.value(i), recv_bytes.value(i), d as u64, req.value(i),
+                kind,
+                m,
+                ck,
+                contiguous.is_null(i) || contiguous.value(i),
+                peer.value(i),
+                tag.value(i),
+                comm.value(i),
+                recv_peer.value(i),
+                recv_tag.value(i),
+                root.value(i),
+                stream.value(i),
+                priority.map(|p| p.value(i)).unwrap_or(0),
+                bytes.value(i),
+                recv_bytes.value(i),
+                d as u64,
+                req.value(i),
             );
             let needs_lists = !reqs.is_null(i) || !counts.is_null(i) || !rcounts.is_null(i);
             if needs_lists {
@@ -341,9 +408,8 @@ impl<'a> Strings<'a> {
 fn layout(meta: &ArrowReaderMetadata) -> Option<Layout> {
     let schema = meta.schema();
     let pq = meta.parquet_schema();
-    let leaf_of = |root: usize| -> Vec<usize> {
-        (0..pq.num_columns()).filter(|&l| pq.get_column_root_idx(l) == root).collect()
-    };
+    let leaf_of =
+        |root: usize| -> Vec<usize> { (0..pq.num_columns()).filter(|&l| pq.get_column_root_idx(l) == root).collect() };
     // the format's type of each column (vocab::COLUMNS)
     let want = |name: &str| -> Option<(DataType, Phys)> {
         Some(match crate::vocab::column(name)?.ty {
@@ -408,8 +474,9 @@ impl ParquetTrace {
             return false;
         }
         let g = self.meta.metadata().row_group(rg);
-        l.flat.iter().flatten().map(|f| f.0).chain(l.lists.iter().map(|f| f.0))
-            .all(|leaf| supported_encodings(g.column(leaf).encodings()) && supported_codec(g.column(leaf).compression()))
+        l.flat.iter().flatten().map(|f| f.0).chain(l.lists.iter().map(|f| f.0)).all(|leaf| {
+            supported_encodings(g.column(leaf).encodings()) && supported_codec(g.column(leaf).compression())
+        })
     }
 
     /// Decodes row group `rg` with the page decoder.
@@ -418,7 +485,8 @@ impl ParquetTrace {
         let md = self.meta.metadata().clone();
         let g = md.row_group(rg);
         let nrows = g.num_rows() as usize;
-        let col_err = |this: &Self, name: &str, e: String| this.err(None, None, format!("row group {rg}, column `{name}`: {e}"));
+        let col_err =
+            |this: &Self, name: &str, e: String| this.err(None, None, format!("row group {rg}, column `{name}`: {e}"));
         let mut bufs = std::mem::take(&mut self.bufs);
         if bufs.flat.is_empty() {
             bufs.flat = layout.flat.iter().map(|f| f.map(|(_, phys, def)| Column::new(phys, def, 0))).collect();
@@ -441,7 +509,11 @@ impl ParquetTrace {
             while at < nrows {
                 let n = CHUNK.min(nrows - at);
                 let b = &mut bufs.cols[RANK].v[..n];
-                bufs.flat[RANK].as_mut().unwrap().read(&mut bufs.z, b, NULLS[RANK]).map_err(|e| col_err(self, FLAT[RANK], e))?;
+                bufs.flat[RANK]
+                    .as_mut()
+                    .unwrap()
+                    .read(&mut bufs.z, b, NULLS[RANK])
+                    .map_err(|e| col_err(self, FLAT[RANK], e))?;
                 bufs.ranks.extend(b.iter().map(|&r| r as u32));
                 at += n;
             }
@@ -472,7 +544,9 @@ impl ParquetTrace {
                 for (k, c) in bufs.flat.iter_mut().enumerate() {
                     match c {
                         Some(_) if k == RANK => {}
-                        Some(c) => c.read(&mut bufs.z, &mut bufs.cols[k].v[..n], NULLS[k]).map_err(|e| col_err(self, FLAT[k], e))?,
+                        Some(c) => c
+                            .read(&mut bufs.z, &mut bufs.cols[k].v[..n], NULLS[k])
+                            .map_err(|e| col_err(self, FLAT[k], e))?,
                         None => bufs.cols[k].v[..n].fill(NULLS[k].unwrap_or(0)),
                     }
                 }
@@ -535,7 +609,8 @@ impl ParquetTrace {
         // arrays of CHUNK rows, indexed by rows below `j.min(CHUNK)`: no bounds check per row
         let col = |k: usize| &b.cols[k].v;
         let (dur, peer, tag, comm, bytes) = (col(DUR), col(PEER), col(TAG), col(COMM), col(BYTES));
-        let (recv_bytes, recv_peer, recv_tag, root, req) = (col(RECV_BYTES), col(RECV_PEER), col(RECV_TAG), col(ROOT), col(REQ));
+        let (recv_bytes, recv_peer, recv_tag, root, req) =
+            (col(RECV_BYTES), col(RECV_PEER), col(RECV_TAG), col(ROOT), col(REQ));
         let (stream, contig, prio) = (col(STREAM), col(CONTIG), col(PRIO));
         let syms: &[_; CHUNK] = kinds[..CHUNK].try_into().unwrap();
         let mut i = 0;
@@ -546,14 +621,30 @@ impl ParquetTrace {
                 j += 1;
             }
             let q = &mut queues[r as usize];
-            q.extend((i..j.min(CHUNK)).map(#[inline(always)] |i| {
-                let (kind, mem, copy) = syms[i];
-                Op::from_row(
-                    kind, mem, copy, contig[i] != 0, peer[i] as i32, tag[i] as i32, comm[i] as u32,
-                    recv_peer[i] as i32, recv_tag[i] as i32, root[i] as i32, stream[i] as i32, prio[i] as i32,
-                    bytes[i] as u64, recv_bytes[i] as u64, dur[i] as u64, req[i] as u64,
-                )
-            }));
+            q.extend((i..j.min(CHUNK)).map(
+                #[inline(always)]
+                |i| {
+                    let (kind, mem, copy) = syms[i];
+                    Op::from_row(
+                        kind,
+                        mem,
+                        copy,
+                        contig[i] != 0,
+                        peer[i] as i32,
+                        tag[i] as i32,
+                        comm[i] as u32,
+                        recv_peer[i] as i32,
+                        recv_tag[i] as i32,
+                        root[i] as i32,
+                        stream[i] as i32,
+                        prio[i] as i32,
+                        bytes[i] as u64,
+                        recv_bytes[i] as u64,
+                        dur[i] as u64,
+                        req[i] as u64,
+                    )
+                },
+            ));
             // the lists of this run's rows that have any
             while next < j {
                 let mut list = |l: usize| -> Vec<u64> {
@@ -581,9 +672,18 @@ impl ParquetTrace {
     /// The checking pass of [`ParquetTrace::assemble`]: ranks, event order, symbols and
     /// durations of `n` rows, in order; their symbols into `kinds`.  Fails with the first bad
     /// row's index and error.
-    fn check_rows(&mut self, b: &Bufs, kinds: &mut Vec<(OpKind, MemSpace, CopyKind)>, ranks: &[u32], n: usize) -> Result<(), (usize, TraceError)> {
+    fn check_rows(
+        &mut self,
+        b: &Bufs,
+        kinds: &mut Vec<(OpKind, MemSpace, CopyKind)>,
+        ranks: &[u32],
+        n: usize,
+    ) -> Result<(), (usize, TraceError)> {
         let sym = |k: usize, i: i64| -> String {
-            b.flat[k].as_ref().map(|c| String::from_utf8_lossy(&c.syms.names[i as usize]).into_owned()).unwrap_or_default()
+            b.flat[k]
+                .as_ref()
+                .map(|c| String::from_utf8_lossy(&c.syms.names[i as usize]).into_owned())
+                .unwrap_or_default()
         };
         let n = n.min(CHUNK); // (it is): no bounds checks on the CHUNK-row arrays
         let col = |k: usize| &b.cols[k].v;
@@ -653,15 +753,24 @@ impl ParquetTrace {
         let f = self.file.try_clone().map_err(|e| self.err(None, None, e.to_string()))?;
         let b = ParquetRecordBatchReaderBuilder::new_with_metadata(f, self.meta.clone());
         // only the columns the replay reads: timestamps and call sites are for reports
-        let roots: Vec<usize> = b.schema().fields().iter().enumerate()
+        let roots: Vec<usize> = b
+            .schema()
+            .fields()
+            .iter()
+            .enumerate()
             .filter(|(_, f)| crate::vocab::column(f.name()).is_none_or(|c| c.replayed))
             .map(|(i, _)| i)
             .collect();
         let mask = ProjectionMask::roots(b.parquet_schema(), roots);
-        let reader = b.with_row_groups(vec![rg]).with_projection(mask).with_batch_size(8192).build()
+        let reader = b
+            .with_row_groups(vec![rg])
+            .with_projection(mask)
+            .with_batch_size(8192)
+            .build()
             .map_err(|e| self.err(None, None, format!("row group {rg}: {e}")))?;
         for batch in reader {
-            let batch = batch.map_err(|e| self.err(None, None, format!("row group {rg} unreadable (truncated file?): {e}")))?;
+            let batch =
+                batch.map_err(|e| self.err(None, None, format!("row group {rg} unreadable (truncated file?): {e}")))?;
             self.decode_arrow(&batch, queues)?;
         }
         Ok(())
@@ -696,7 +805,9 @@ impl TraceSource for ParquetTrace {
             }
             Ok(())
         })
-        .map_err(|m| self.err(None, None, format!("row group {rg}: corrupt data (the Parquet decoder failed: {m})")))??;
+        .map_err(|m| {
+            self.err(None, None, format!("row group {rg}: corrupt data (the Parquet decoder failed: {m})"))
+        })??;
         self.next_rg += 1;
         Ok(true)
     }

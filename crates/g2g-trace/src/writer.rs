@@ -7,7 +7,9 @@ use std::fs::File;
 use std::path::Path;
 use std::sync::Arc;
 
-use arrow_array::builder::{BooleanBuilder, Int32Builder, Int64Builder, ListBuilder, StringBuilder, UInt32Builder, UInt64Builder};
+use arrow_array::builder::{
+    BooleanBuilder, Int32Builder, Int64Builder, ListBuilder, StringBuilder, UInt32Builder, UInt64Builder,
+};
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
 use parquet::arrow::arrow_writer::ArrowWriterOptions;
@@ -252,7 +254,8 @@ impl NativeWriter {
         // communicators; readers (pyarrow included) take the g2gsim.* keys from the file's
         // key/value metadata written at the end, and the types from the Parquet schema
         let opts = ArrowWriterOptions::new().with_properties(props).with_skip_arrow_metadata(true);
-        let w = ArrowWriter::try_new_with_options(f, schema.clone(), opts).map_err(|e| err(format!("cannot write Parquet: {e}")))?;
+        let w = ArrowWriter::try_new_with_options(f, schema.clone(), opts)
+            .map_err(|e| err(format!("cannot write Parquet: {e}")))?;
         Ok(NativeWriter { path: p, w: Some(w), schema, cols: Cols::new(), rows_in_group: 0, rows: 0 })
     }
 
@@ -304,10 +307,21 @@ impl NativeWriter {
             return Ok(());
         }
         let cols = self.cols.finish();
-        let batch = RecordBatch::try_new(self.schema.clone(), cols).map_err(|e| self.err(format!("cannot build a row group: {e}")))?;
+        let batch = RecordBatch::try_new(self.schema.clone(), cols)
+            .map_err(|e| self.err(format!("cannot build a row group: {e}")))?;
         let w = self.w.as_mut().expect("writer open");
-        w.write(&batch).map_err(|e| TraceError { file: self.path.clone(), rank: None, seq: None, msg: format!("write failed: {e}") })?;
-        w.flush().map_err(|e| TraceError { file: self.path.clone(), rank: None, seq: None, msg: format!("write failed: {e}") })?;
+        w.write(&batch).map_err(|e| TraceError {
+            file: self.path.clone(),
+            rank: None,
+            seq: None,
+            msg: format!("write failed: {e}"),
+        })?;
+        w.flush().map_err(|e| TraceError {
+            file: self.path.clone(),
+            rank: None,
+            seq: None,
+            msg: format!("write failed: {e}"),
+        })?;
         self.rows_in_group = 0;
         Ok(())
     }

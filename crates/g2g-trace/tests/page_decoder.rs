@@ -28,7 +28,18 @@ struct Rows {
 
 /// `nranks` ranks of `per_rank` ops each, in (window, rank, seq) order with windows of `window`.
 fn rows(nranks: u32, per_rank: u32, window: u32) -> Rows {
-    let mut r = Rows { rank: vec![], seq: vec![], op: vec![], dur: vec![], peer: vec![], bytes: vec![], mem: vec![], copy: vec![], contig: vec![], reqs: vec![] };
+    let mut r = Rows {
+        rank: vec![],
+        seq: vec![],
+        op: vec![],
+        dur: vec![],
+        peer: vec![],
+        bytes: vec![],
+        mem: vec![],
+        copy: vec![],
+        contig: vec![],
+        reqs: vec![],
+    };
     let mut w = 0;
     while w * window < per_rank {
         for rank in 0..nranks {
@@ -36,11 +47,37 @@ fn rows(nranks: u32, per_rank: u32, window: u32) -> Rows {
                 let k = (rank * 7 + s * 3) % 11;
                 r.rank.push(rank);
                 r.seq.push(s);
-                r.op.push(Some(["Compute", "Isend", "Irecv", "Waitall", "Memcpy", "Allreduce", "Kernel", "Send", "Recv", "Ibcast", "Barrier"][k as usize]));
+                r.op.push(Some(
+                    [
+                        "Compute",
+                        "Isend",
+                        "Irecv",
+                        "Waitall",
+                        "Memcpy",
+                        "Allreduce",
+                        "Kernel",
+                        "Send",
+                        "Recv",
+                        "Ibcast",
+                        "Barrier",
+                    ][k as usize],
+                ));
                 r.dur.push(if k == 0 { 1000 + s as i64 } else { 0 });
-                r.peer.push(if k == 1 || k == 2 { Some(((rank + s) % nranks) as i32) } else if k == 7 { None } else { Some(-1) });
+                r.peer.push(if k == 1 || k == 2 {
+                    Some(((rank + s) % nranks) as i32)
+                } else if k == 7 {
+                    None
+                } else {
+                    Some(-1)
+                });
                 r.bytes.push(if k == 1 { 1u64 << (s % 40) } else { 0 });
-                r.mem.push(if k % 3 == 0 { None } else if k % 3 == 1 { Some("device") } else { Some("host") });
+                r.mem.push(if k % 3 == 0 {
+                    None
+                } else if k % 3 == 1 {
+                    Some("device")
+                } else {
+                    Some("host")
+                });
                 r.copy.push(if k == 4 { Some(["d2h", "h2d", "d2d", "h2h"][(s % 4) as usize]) } else { None });
                 r.contig.push(if s % 5 == 0 { None } else { Some(s % 13 != 0) });
                 r.reqs.push(if k == 3 { Some((0..(s % 6) as u64).collect()) } else { None });
@@ -54,7 +91,14 @@ fn rows(nranks: u32, per_rank: u32, window: u32) -> Rows {
 /// A list element written as null (reads as 0).
 const NULL_ELEM: u64 = u64::MAX;
 
-fn write(path: &std::path::Path, nranks: u32, r: &Rows, props: WriterProperties, with_priority: bool, batch_rows: usize) {
+fn write(
+    path: &std::path::Path,
+    nranks: u32,
+    r: &Rows,
+    props: WriterProperties,
+    with_priority: bool,
+    batch_rows: usize,
+) {
     // an element `NULL_ELEM` is written as a null element
     let list_u64 = |v: &Vec<Option<Vec<u64>>>| -> ArrayRef {
         let mut b = ListBuilder::new(UInt64Builder::new());
@@ -203,7 +247,13 @@ fn page_decoder_matches_arrow_for_every_layout() {
                             let seq = seq as u32;
                             // the Arrow path leaves a null peer undefined; the page decoder gives -1
                             let mut y = y.clone();
-                            if r.rank.iter().zip(&r.seq).zip(&r.peer).any(|((&rr, &s), p)| rr == rank as u32 && s == seq && p.is_none()) && by_pages > 0 {
+                            if r.rank
+                                .iter()
+                                .zip(&r.seq)
+                                .zip(&r.peer)
+                                .any(|((&rr, &s), p)| rr == rank as u32 && s == seq && p.is_none())
+                                && by_pages > 0
+                            {
                                 assert_eq!(x.peer, -1, "case {case} rank {rank} seq {seq}");
                                 y.peer = -1;
                             }
@@ -266,7 +316,9 @@ fn list_runs_match_arrow() {
             5000..=5299 => Some(vec![g as u64]),
             5300..=5349 => Some(vec![]),
             5350..=5399 => Some(vec![NULL_ELEM, 5, NULL_ELEM]),
-            5400..=5999 => (g % 3 != 0).then(|| (0..(g % 5) as u64).map(|e| if (g + e as usize) % 7 == 0 { NULL_ELEM } else { e * 3 }).collect()),
+            5400..=5999 => (g % 3 != 0).then(|| {
+                (0..(g % 5) as u64).map(|e| if (g + e as usize) % 7 == 0 { NULL_ELEM } else { e * 3 }).collect()
+            }),
             6000..=6099 => Some(vec![7; 70]),
             _ if g % 1500 == 0 => Some(vec![1, 2, 3]),
             _ => None,
@@ -305,7 +357,8 @@ fn list_runs_match_arrow() {
                 // and against the rows written (null elements: 0), where the page decoder read them
                 for (g, want) in r.reqs.iter().enumerate().filter(|_| by_pages > 0) {
                     let op = &fast[r.rank[g] as usize][r.seq[g] as usize];
-                    let want: Option<Vec<u64>> = want.as_ref().map(|v| v.iter().map(|&e| if e == NULL_ELEM { 0 } else { e }).collect());
+                    let want: Option<Vec<u64>> =
+                        want.as_ref().map(|v| v.iter().map(|&e| if e == NULL_ELEM { 0 } else { e }).collect());
                     assert_eq!(op.lists.as_ref().map(|l| l.reqs.clone()), want, "case {case} row {g}");
                 }
                 std::fs::remove_file(&p).ok();
@@ -329,7 +382,14 @@ fn rows_before_a_bad_row_are_queued() {
             let e = tr.fill(&mut qs).unwrap_err();
             assert_eq!((e.rank, e.seq), (Some(r.rank[bad]), Some(r.seq[bad])));
             // the Arrow path leaves a null peer undefined: compare the rest
-            qs.into_iter().map(|q| q.into_iter().enumerate().map(|(seq, o)| (seq, o.kind, o.bytes, o.dur_ns(), o.lists)).collect::<Vec<_>>()).collect::<Vec<_>>()
+            qs.into_iter()
+                .map(|q| {
+                    q.into_iter()
+                        .enumerate()
+                        .map(|(seq, o)| (seq, o.kind, o.bytes, o.dur_ns(), o.lists))
+                        .collect::<Vec<_>>()
+                })
+                .collect::<Vec<_>>()
         };
         let (fast, slow) = (queued(false), queued(true));
         assert_eq!(fast.iter().map(|q| q.len()).sum::<usize>(), bad);

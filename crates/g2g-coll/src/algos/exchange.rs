@@ -16,13 +16,7 @@ pub(crate) fn allgather(algo: Algo, c: &Ctx, args: &CollArgs) -> Vec<Round> {
     let (p, r) = (c.p, c.r);
     let blocks = match (args.kind, args.recv_counts) {
         (CollKind::Allgatherv, Some(cs)) => Blocks::Counts(cs),
-        _ => Blocks::Uniform {
-            size: if args.bytes > 0 {
-                args.bytes
-            } else {
-                args.recv_bytes / p
-            },
-        },
+        _ => Blocks::Uniform { size: if args.bytes > 0 { args.bytes } else { args.recv_bytes / p } },
     };
     if blocks.total(p) == 0 {
         return Vec::new();
@@ -35,13 +29,7 @@ pub(crate) fn allgather(algo: Algo, c: &Ctx, args: &CollArgs) -> Vec<Round> {
                 let cnt = d.min(p - d);
                 let to = sub_mod(r, d, p) as u32;
                 let from = ((r + d) % p) as u32;
-                rounds.push(sendrecv_round(
-                    to,
-                    blocks.sum_circ(r, cnt, p),
-                    from,
-                    blocks.sum_circ(r + d, cnt, p),
-                    0,
-                ));
+                rounds.push(sendrecv_round(to, blocks.sum_circ(r, cnt, p), from, blocks.sum_circ(r + d, cnt, p), 0));
                 d <<= 1;
             }
             rounds
@@ -104,30 +92,17 @@ pub(crate) fn alltoall(algo: Algo, c: &Ctx, args: &CollArgs) -> Vec<Round> {
     let (p, r) = (c.p, c.r);
     let (sends, recvs) = if args.kind == CollKind::Alltoallv {
         let send_default = args.bytes / p;
-        let recv_default = if args.recv_bytes > 0 {
-            args.recv_bytes / p
-        } else {
-            send_default
-        };
+        let recv_default = if args.recv_bytes > 0 { args.recv_bytes / p } else { send_default };
         (
-            args.counts
-                .map_or(Blocks::Uniform { size: send_default }, Blocks::Counts),
-            args.recv_counts
-                .map_or(Blocks::Uniform { size: recv_default }, Blocks::Counts),
+            args.counts.map_or(Blocks::Uniform { size: send_default }, Blocks::Counts),
+            args.recv_counts.map_or(Blocks::Uniform { size: recv_default }, Blocks::Counts),
         )
     } else {
-        let block = if args.bytes > 0 {
-            args.bytes / p
-        } else {
-            args.recv_bytes / p
-        };
+        let block = if args.bytes > 0 { args.bytes / p } else { args.recv_bytes / p };
         if block == 0 {
             return Vec::new();
         }
-        (
-            Blocks::Uniform { size: block },
-            Blocks::Uniform { size: block },
-        )
+        (Blocks::Uniform { size: block }, Blocks::Uniform { size: block })
     };
     match algo {
         Algo::Bruck => {
@@ -136,13 +111,7 @@ pub(crate) fn alltoall(algo: Algo, c: &Ctx, args: &CollArgs) -> Vec<Round> {
             let mut d = 1u64;
             while d < p {
                 let sz = blocks_with_bit(p, d).saturating_mul(block);
-                rounds.push(sendrecv_round(
-                    ((r + d) % p) as u32,
-                    sz,
-                    sub_mod(r, d, p) as u32,
-                    sz,
-                    0,
-                ));
+                rounds.push(sendrecv_round(((r + d) % p) as u32, sz, sub_mod(r, d, p) as u32, sz, 0));
                 d <<= 1;
             }
             rounds
@@ -150,13 +119,8 @@ pub(crate) fn alltoall(algo: Algo, c: &Ctx, args: &CollArgs) -> Vec<Round> {
         Algo::Linear => {
             let others = (1..p).map(|i| ((r + i) % p, sub_mod(r, i, p)));
             vec![Round {
-                sends: others
-                    .clone()
-                    .map(|(to, _)| step(to as u32, sends.get(to)))
-                    .collect(),
-                recvs: others
-                    .map(|(_, from)| step(from as u32, recvs.get(from)))
-                    .collect(),
+                sends: others.clone().map(|(to, _)| step(to as u32, sends.get(to))).collect(),
+                recvs: others.map(|(_, from)| step(from as u32, recvs.get(from))).collect(),
                 reduce_bytes: 0,
             }]
         }

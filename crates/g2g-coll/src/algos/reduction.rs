@@ -16,10 +16,7 @@ struct Fold {
 impl Fold {
     fn new(p: u64) -> Fold {
         let pof2 = prev_pow2(p);
-        Fold {
-            pof2,
-            rem: p - pof2,
-        }
+        Fold { pof2, rem: p - pof2 }
     }
     /// New rank of real rank `r`, or None for the even ranks that sit out.
     fn newrank(&self, r: u64) -> Option<u64> {
@@ -31,11 +28,7 @@ impl Fold {
     }
     /// Real rank of new rank `nr`.
     fn real(&self, nr: u64) -> u32 {
-        (if nr < self.rem {
-            2 * nr + 1
-        } else {
-            nr + self.rem
-        }) as u32
+        (if nr < self.rem { 2 * nr + 1 } else { nr + self.rem }) as u32
     }
     /// First real block index of new rank `nr` (new rank i < rem owns real blocks 2i and 2i+1).
     fn first_block(&self, nr: u64) -> u64 {
@@ -67,11 +60,7 @@ fn halving(fold: &Fold, nr: u64, sum: &dyn Fn(u64, u64) -> u64, rounds: &mut Vec
     while d >= 1 {
         let partner = fold.real(nr ^ d);
         let mid = lo + d;
-        let (keep, give) = if nr & d == 0 {
-            ((lo, mid), (mid, hi))
-        } else {
-            ((mid, hi), (lo, mid))
-        };
+        let (keep, give) = if nr & d == 0 { ((lo, mid), (mid, hi)) } else { ((mid, hi), (lo, mid)) };
         let k = sum(keep.0, keep.1);
         rounds.push(sendrecv_round(partner, sum(give.0, give.1), partner, k, k));
         (lo, hi) = keep;
@@ -122,10 +111,7 @@ pub(crate) fn allreduce(algo: Algo, c: &Ctx, n: u64) -> Vec<Round> {
             let mut rounds = Vec::new();
             fold.pre(r, n, &mut rounds);
             if let Some(nr) = fold.newrank(r) {
-                let blocks = Blocks::Even {
-                    total: n,
-                    n: fold.pof2,
-                };
+                let blocks = Blocks::Even { total: n, n: fold.pof2 };
                 halving(&fold, nr, &|a, b| blocks.sum(a, b), &mut rounds);
                 let mut d = 1u64;
                 while d < fold.pof2 {
@@ -190,11 +176,7 @@ pub(crate) fn reduce_scatter(algo: Algo, c: &Ctx, args: &CollArgs) -> Vec<Round>
     let blocks = match (args.kind, args.recv_counts) {
         (CollKind::ReduceScatter, Some(cs)) => Blocks::Counts(cs),
         _ => {
-            let total = if args.bytes > 0 {
-                args.bytes
-            } else {
-                args.recv_bytes.saturating_mul(p)
-            };
+            let total = if args.bytes > 0 { args.bytes } else { args.recv_bytes.saturating_mul(p) };
             Blocks::Even { total, n: p }
         }
     };
@@ -226,10 +208,8 @@ pub(crate) fn reduce_scatter(algo: Algo, c: &Ctx, args: &CollArgs) -> Vec<Round>
         Algo::ReduceScatterv => {
             let mut rounds = binomial_reduce(&Ctx { p, r, root: 0 }, total);
             if r == 0 {
-                rounds.push(Round {
-                    sends: (1..p).map(|i| step(i as u32, blocks.get(i))).collect(),
-                    ..Round::default()
-                });
+                rounds
+                    .push(Round { sends: (1..p).map(|i| step(i as u32, blocks.get(i))).collect(), ..Round::default() });
             } else {
                 rounds.push(recv_round(0, blocks.get(r), 0));
             }

@@ -2,8 +2,8 @@
 
 use super::{effective_segment, Ctx};
 use crate::util::{
-    bino_children_asc, bino_children_desc, bino_parent, bino_subtree, real, recv_round, send_round,
-    sendrecv_round, step, virt, Blocks,
+    bino_children_asc, bino_children_desc, bino_parent, bino_subtree, real, recv_round, send_round, sendrecv_round,
+    step, virt, Blocks,
 };
 use crate::{Algo, CollArgs, CollError, CollKind, Round};
 
@@ -21,14 +21,8 @@ pub(crate) fn barrier(algo: Algo, c: &Ctx) -> Vec<Round> {
             if r == 0 {
                 let others = 1..p;
                 vec![
-                    Round {
-                        recvs: others.clone().map(|i| step(i as u32, 0)).collect(),
-                        ..Round::default()
-                    },
-                    Round {
-                        sends: others.map(|i| step(i as u32, 0)).collect(),
-                        ..Round::default()
-                    },
+                    Round { recvs: others.clone().map(|i| step(i as u32, 0)).collect(), ..Round::default() },
+                    Round { sends: others.map(|i| step(i as u32, 0)).collect(), ..Round::default() },
                 ]
             } else {
                 vec![send_round(0, 0), recv_round(0, 0, 0)]
@@ -38,13 +32,7 @@ pub(crate) fn barrier(algo: Algo, c: &Ctx) -> Vec<Round> {
             let mut rounds = Vec::with_capacity(crate::util::ceil_log2(p) as usize);
             let mut d = 1u64;
             while d < p {
-                rounds.push(sendrecv_round(
-                    ((r + d) % p) as u32,
-                    0,
-                    ((r + p - d) % p) as u32,
-                    0,
-                    0,
-                ));
+                rounds.push(sendrecv_round(((r + d) % p) as u32, 0, ((r + p - d) % p) as u32, 0, 0));
                 d <<= 1;
             }
             rounds
@@ -67,11 +55,7 @@ fn chain_node(c: &Ctx) -> Node {
     let v = virt(c.r, c.root, c.p);
     Node {
         parent: (v > 0).then(|| real(v - 1, c.root, c.p)),
-        children: if v + 1 < c.p {
-            vec![real(v + 1, c.root, c.p)]
-        } else {
-            Vec::new()
-        },
+        children: if v + 1 < c.p { vec![real(v + 1, c.root, c.p)] } else { Vec::new() },
     }
 }
 
@@ -79,18 +63,11 @@ fn chain_node(c: &Ctx) -> Node {
 fn binomial_node(c: &Ctx, asc: bool) -> Node {
     let v = virt(c.r, c.root, c.p);
     let children = if asc {
-        bino_children_asc(v, c.p)
-            .map(|x| real(x, c.root, c.p))
-            .collect()
+        bino_children_asc(v, c.p).map(|x| real(x, c.root, c.p)).collect()
     } else {
-        bino_children_desc(v, c.p)
-            .map(|x| real(x, c.root, c.p))
-            .collect()
+        bino_children_desc(v, c.p).map(|x| real(x, c.root, c.p)).collect()
     };
-    Node {
-        parent: bino_parent(v).map(|x| real(x, c.root, c.p)),
-        children,
-    }
+    Node { parent: bino_parent(v).map(|x| real(x, c.root, c.p)), children }
 }
 
 fn seg_size(n: u64, seg: u64, s: u64) -> u64 {
@@ -103,20 +80,12 @@ fn seg_size(n: u64, seg: u64, s: u64) -> u64 {
 fn pipelined_bcast(node: &Node, n: u64, segment: u64) -> Vec<Round> {
     let seg = effective_segment(n, segment);
     let nseg = n.div_ceil(seg);
-    let sends = |s: u64| {
-        node.children
-            .iter()
-            .map(|&ch| step(ch, seg_size(n, seg, s)))
-            .collect()
-    };
+    let sends = |s: u64| node.children.iter().map(|&ch| step(ch, seg_size(n, seg, s))).collect();
     let mut rounds = Vec::with_capacity(nseg as usize + 1);
     match node.parent {
         None => {
             for s in 0..nseg {
-                rounds.push(Round {
-                    sends: sends(s),
-                    ..Round::default()
-                });
+                rounds.push(Round { sends: sends(s), ..Round::default() });
             }
         }
         Some(par) => {
@@ -128,10 +97,7 @@ fn pipelined_bcast(node: &Node, n: u64, segment: u64) -> Vec<Round> {
                 rounds.push(round);
             }
             if !node.children.is_empty() {
-                rounds.push(Round {
-                    sends: sends(nseg - 1),
-                    ..Round::default()
-                });
+                rounds.push(Round { sends: sends(nseg - 1), ..Round::default() });
             }
         }
     }
@@ -195,23 +161,15 @@ pub(crate) fn bcast(algo: Algo, c: &Ctx, n: u64) -> Vec<Round> {
     match algo {
         Algo::Linear => {
             if v == 0 {
-                vec![Round {
-                    sends: (1..p).map(|x| step(real(x, root, p), n)).collect(),
-                    ..Round::default()
-                }]
+                vec![Round { sends: (1..p).map(|x| step(real(x, root, p), n)).collect(), ..Round::default() }]
             } else {
                 vec![recv_round(root as u32, n, 0)]
             }
         }
         Algo::PipelinedChain { segment } => pipelined_bcast(&chain_node(c), n, segment),
-        Algo::PipelinedBinomial { segment } => {
-            pipelined_bcast(&binomial_node(c, false), n, segment)
-        }
+        Algo::PipelinedBinomial { segment } => pipelined_bcast(&binomial_node(c, false), n, segment),
         Algo::ScatterAllgather | Algo::ScatterRdAllgather => {
-            let chunks = Blocks::Chunked {
-                total: n,
-                chunk: n.div_ceil(p),
-            };
+            let chunks = Blocks::Chunked { total: n, chunk: n.div_ceil(p) };
             let mut rounds = Vec::new();
             if let Some(par) = bino_parent(v) {
                 let sz = chunks.sum(v, v + bino_subtree(v, p));
@@ -230,13 +188,7 @@ pub(crate) fn bcast(algo: Algo, c: &Ctx, n: u64) -> Vec<Round> {
                 for k in 0..p - 1 {
                     let send_chunk = (v + p - k) % p;
                     let recv_chunk = (v + 2 * p - k - 1) % p;
-                    rounds.push(sendrecv_round(
-                        right,
-                        chunks.get(send_chunk),
-                        left,
-                        chunks.get(recv_chunk),
-                        0,
-                    ));
+                    rounds.push(sendrecv_round(right, chunks.get(send_chunk), left, chunks.get(recv_chunk), 0));
                 }
             } else {
                 let mut d = 1u64;
@@ -245,13 +197,7 @@ pub(crate) fn bcast(algo: Algo, c: &Ctx, n: u64) -> Vec<Round> {
                     let mine = v & !(d - 1);
                     let theirs = partner & !(d - 1);
                     let to = real(partner, root, p);
-                    rounds.push(sendrecv_round(
-                        to,
-                        chunks.sum(mine, mine + d),
-                        to,
-                        chunks.sum(theirs, theirs + d),
-                        0,
-                    ));
+                    rounds.push(sendrecv_round(to, chunks.sum(mine, mine + d), to, chunks.sum(theirs, theirs + d), 0));
                     d <<= 1;
                 }
             }
@@ -300,9 +246,7 @@ pub(crate) fn reduce(algo: Algo, c: &Ctx, n: u64) -> Vec<Round> {
             }
         }
         Algo::PipelinedChain { segment } => pipelined_reduce(&chain_node(c), n, segment),
-        Algo::PipelinedBinomial { segment } => {
-            pipelined_reduce(&binomial_node(c, true), n, segment)
-        }
+        Algo::PipelinedBinomial { segment } => pipelined_reduce(&binomial_node(c, true), n, segment),
         _ => binomial_reduce(c, n),
     }
 }
@@ -351,11 +295,7 @@ fn rooted_blocks<'a>(args: &CollArgs<'a>, c: &Ctx) -> RootedBlocks<'a> {
                 (args.recv_bytes, args.bytes)
             };
             let b = if mine > 0 { mine } else { total / p };
-            RootedBlocks {
-                blocks: Blocks::Uniform { size: b },
-                complete: true,
-                own: b,
-            }
+            RootedBlocks { blocks: Blocks::Uniform { size: b }, complete: true, own: b }
         }
         _ => {
             // Gatherv: recv_counts (root), own = bytes.  Scatterv: counts (root), own = recv_bytes.
@@ -366,35 +306,19 @@ fn rooted_blocks<'a>(args: &CollArgs<'a>, c: &Ctx) -> RootedBlocks<'a> {
             };
             match counts {
                 // Counts win over the own size so that every rank agrees with the root.
-                Some(cs) => RootedBlocks {
-                    blocks: Blocks::Counts(cs),
-                    complete: true,
-                    own: cs[c.r as usize],
-                },
+                Some(cs) => RootedBlocks { blocks: Blocks::Counts(cs), complete: true, own: cs[c.r as usize] },
                 None if is_root => {
                     let blocks = Blocks::Even { total, n: p };
-                    RootedBlocks {
-                        blocks,
-                        complete: true,
-                        own: blocks.get(c.r),
-                    }
+                    RootedBlocks { blocks, complete: true, own: blocks.get(c.r) }
                 }
-                None => RootedBlocks {
-                    blocks: Blocks::Uniform { size: mine },
-                    complete: false,
-                    own: mine,
-                },
+                None => RootedBlocks { blocks: Blocks::Uniform { size: mine }, complete: false, own: mine },
             }
         }
     }
 }
 
 fn needs_counts_error(args: &CollArgs) -> CollError {
-    let field = if args.kind == CollKind::Gatherv {
-        "recv_counts"
-    } else {
-        "counts"
-    };
+    let field = if args.kind == CollKind::Gatherv { "recv_counts" } else { "counts" };
     CollError(format!(
         "binomial {} needs {field} at every rank (rank {} has none; traces carry them only at the \
          root); use linear",

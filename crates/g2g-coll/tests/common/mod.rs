@@ -33,27 +33,11 @@ pub struct Call {
 impl Call {
     pub fn new(kind: CollKind, p: u32, root: u32, n: u64) -> Call {
         let pp = p as u64;
-        let v = matches!(
-            kind,
-            CollKind::Gatherv | CollKind::Scatterv | CollKind::Allgatherv | CollKind::ReduceScatter
-        );
+        let v = matches!(kind, CollKind::Gatherv | CollKind::Scatterv | CollKind::Allgatherv | CollKind::ReduceScatter);
         let blocks = (0..pp).map(|i| if v { vcount(i, n) } else { n }).collect();
-        let a2av_send = (0..pp)
-            .map(|a| (0..pp).map(|b| pair_count(a, b, n)).collect())
-            .collect();
-        let a2av_recv = (0..pp)
-            .map(|b| (0..pp).map(|a| pair_count(a, b, n)).collect())
-            .collect();
-        Call {
-            kind,
-            p,
-            root,
-            n,
-            blocks,
-            a2av_send,
-            a2av_recv,
-            counts_everywhere: false,
-        }
+        let a2av_send = (0..pp).map(|a| (0..pp).map(|b| pair_count(a, b, n)).collect()).collect();
+        let a2av_recv = (0..pp).map(|b| (0..pp).map(|a| pair_count(a, b, n)).collect()).collect();
+        Call { kind, p, root, n, blocks, a2av_send, a2av_recv, counts_everywhere: false }
     }
 
     pub fn total(&self) -> u64 {
@@ -139,14 +123,8 @@ impl Call {
     pub fn schedules(&self, algo: Algo) -> Vec<Vec<Round>> {
         (0..self.p)
             .map(|r| {
-                schedule(algo, &self.args(r)).unwrap_or_else(|e| {
-                    panic!(
-                        "{} {} p={} rank {r}: {e}",
-                        self.kind.name(),
-                        algo.name(),
-                        self.p
-                    )
-                })
+                schedule(algo, &self.args(r))
+                    .unwrap_or_else(|e| panic!("{} {} p={} rank {r}: {e}", self.kind.name(), algo.name(), self.p))
             })
             .collect()
     }
@@ -163,10 +141,7 @@ pub struct Totals {
 }
 
 pub fn totals(rounds: &[Round]) -> Totals {
-    let mut t = Totals {
-        rounds: rounds.len(),
-        ..Totals::default()
-    };
+    let mut t = Totals { rounds: rounds.len(), ..Totals::default() };
     for r in rounds {
         t.sent += r.sends.iter().map(|s| s.bytes).sum::<u64>();
         t.recvd += r.recvs.iter().map(|s| s.bytes).sum::<u64>();
@@ -194,8 +169,7 @@ pub fn knowledge(scheds: &[Vec<Round>]) -> Vec<u128> {
         }
     }
     // incoming[b][j] = list of (a, sender round)
-    let mut incoming: Vec<Vec<Vec<(usize, usize)>>> =
-        scheds.iter().map(|r| vec![Vec::new(); r.len()]).collect();
+    let mut incoming: Vec<Vec<Vec<(usize, usize)>>> = scheds.iter().map(|r| vec![Vec::new(); r.len()]).collect();
     let mut seen: HashMap<(usize, usize), usize> = HashMap::new();
     for (b, rounds) in scheds.iter().enumerate() {
         for (j, round) in rounds.iter().enumerate() {
@@ -209,11 +183,7 @@ pub fn knowledge(scheds: &[Vec<Round>]) -> Vec<u128> {
         }
     }
     // know[r][i] = knowledge at the start of round i (i = len: at the end).
-    let mut know: Vec<Vec<u128>> = scheds
-        .iter()
-        .enumerate()
-        .map(|(r, x)| vec![1u128 << r; x.len() + 1])
-        .collect();
+    let mut know: Vec<Vec<u128>> = scheds.iter().enumerate().map(|(r, x)| vec![1u128 << r; x.len() + 1]).collect();
     loop {
         let mut changed = false;
         for b in 0..p {

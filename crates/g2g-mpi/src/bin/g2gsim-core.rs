@@ -36,17 +36,19 @@ fn main() {
             }
             "--buffers" => {
                 i += 1;
-                opt.buffers = g2g_mpi::Buffers::parse(args.get(i).map(|s| s.as_str()).unwrap_or("")).unwrap_or_else(|| {
-                    eprintln!("--buffers: traced, device or host");
-                    std::process::exit(2)
-                });
+                opt.buffers =
+                    g2g_mpi::Buffers::parse(args.get(i).map(|s| s.as_str()).unwrap_or("")).unwrap_or_else(|| {
+                        eprintln!("--buffers: traced, device or host");
+                        std::process::exit(2)
+                    });
             }
             "--window" => {
                 i += 1;
-                opt.window = g2g_mpi::Window::parse(args.get(i).map(|s| s.as_str()).unwrap_or("")).unwrap_or_else(|| {
-                    eprintln!("--window: traced or all");
-                    std::process::exit(2)
-                });
+                opt.window =
+                    g2g_mpi::Window::parse(args.get(i).map(|s| s.as_str()).unwrap_or("")).unwrap_or_else(|| {
+                        eprintln!("--window: traced or all");
+                        std::process::exit(2)
+                    });
             }
             "--sharing" => {
                 i += 1;
@@ -81,7 +83,12 @@ fn main() {
             } else {
                 println!(
                     "total {:.6} s  comm {:.6} s  events {}  {:.0} events/s  {:.0} ops/s  wall {:.3} s",
-                    rep.total_time_s, rep.comm_time_s, rep.engine.events, rep.engine.events_per_s, rep.engine.ops_per_s, rep.engine.wall_s
+                    rep.total_time_s,
+                    rep.comm_time_s,
+                    rep.engine.events,
+                    rep.engine.events_per_s,
+                    rep.engine.ops_per_s,
+                    rep.engine.wall_s
                 );
             }
         }

@@ -117,8 +117,15 @@ impl State<'_> {
         // the buffer's class, decided once per call (phase 1 follows the staging copy of phase 0)
         let gpu = if phase == 0 {
             let rk = &mut self.ranks[r as usize];
-            let g = hostcopy::send_on_gpu(&self.policy, op.mem, op.bytes, op.bytes > 0, &mut rk.staged_sends,
-                                          &mut self.bufstat, &mut self.traced_device);
+            let g = hostcopy::send_on_gpu(
+                &self.policy,
+                op.mem,
+                op.bytes,
+                op.bytes > 0,
+                &mut rk.staged_sends,
+                &mut self.bufstat,
+                &mut self.traced_device,
+            );
             self.ranks[r as usize].send_gpu = g;
             g
         } else {
@@ -140,13 +147,13 @@ impl State<'_> {
         }
         match phase {
             phase::START => {
-                let src = if op.peer == ANY_SOURCE {
-                    -1
-                } else {
-                    self.world_of(r, op.comm, op.peer)? as i32
-                };
-                let gpu = hostcopy::recv_on_gpu(&self.policy, op.mem, op.recv_bytes().max(op.bytes),
-                                                &self.queues[r as usize]);
+                let src = if op.peer == ANY_SOURCE { -1 } else { self.world_of(r, op.comm, op.peer)? as i32 };
+                let gpu = hostcopy::recv_on_gpu(
+                    &self.policy,
+                    op.mem,
+                    op.recv_bytes().max(op.bytes),
+                    &self.queues[r as usize],
+                );
                 self.checks.pending_cap = op.recv_bytes().max(op.bytes);
                 let req = self.post_recv(r, src, op.comm as u64, op.tag, Owner::Rank(r));
                 // a receive into a GPU buffer that arrives over the host path is staged H2D after

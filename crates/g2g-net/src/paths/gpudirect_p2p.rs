@@ -19,7 +19,17 @@ impl DataPath for GpuP2P {
         "GPUDirect P2P inside a node: NVLink between the two GPUs, else PCIe peer-to-peer; pinning cost once"
     }
     fn params(&self) -> &'static [&'static str] {
-        &["node.nvlink.*", "node.pcie.*", "node.sockets", "node.gpu_socket", "node.inter_socket.*", "gpu.copy_engines", "gpu.copy_engine_bw", "gpu.gpudirect_delay", "mpi.factors (path gpudirect-p2p)"]
+        &[
+            "node.nvlink.*",
+            "node.pcie.*",
+            "node.sockets",
+            "node.gpu_socket",
+            "node.inter_socket.*",
+            "gpu.copy_engines",
+            "gpu.copy_engine_bw",
+            "gpu.gpudirect_delay",
+            "mpi.factors (path gpudirect-p2p)",
+        ]
     }
     fn plan_into(&self, m: &Machine, src: Endpoint, dst: Endpoint, bytes: u64, out: &mut Plan) {
         let s = out.reset_single("gpudirect-p2p", m.cfg.gpudirect_delay_ns as u64, bytes);
@@ -43,4 +53,3 @@ impl DataPath for GpuP2P {
         s.latency_ns = m.path_latency(&s.links);
     }
 }
-

@@ -20,7 +20,14 @@ impl DataPath for GpuRdma {
         "GPUDirect RDMA across nodes: the NIC reads and writes GPU memory over PCIe; pinning cost once"
     }
     fn params(&self) -> &'static [&'static str] {
-        &["node.nic.gpudirect_rdma", "node.pcie.*", "node.nic.*", "network.*", "gpu.gpudirect_delay", "mpi.factors (path gpudirect-rdma)"]
+        &[
+            "node.nic.gpudirect_rdma",
+            "node.pcie.*",
+            "node.nic.*",
+            "network.*",
+            "gpu.gpudirect_delay",
+            "mpi.factors (path gpudirect-rdma)",
+        ]
     }
     fn plan_into(&self, m: &Machine, src: Endpoint, dst: Endpoint, bytes: u64, out: &mut Plan) {
         let s = out.reset_single("gpudirect-rdma", m.cfg.gpudirect_delay_ns as u64, bytes);
@@ -31,4 +38,3 @@ impl DataPath for GpuRdma {
         s.latency_ns = m.latency[up as usize] + host + m.latency[down as usize];
     }
 }
-

@@ -69,11 +69,21 @@ impl DataPath for HostPath {
         "host buffer to host buffer: shared memory inside a node, NIC + network across nodes"
     }
     fn params(&self) -> &'static [&'static str] {
-        &["node.host.shm_bw", "node.host.shm_latency", "node.host.shm_rank_bw", "node.host.shm_rank_out_bw", "node.sockets", "node.gpu_socket", "node.inter_socket.*", "node.nic.*", "network.*", "mpi.factors (path host / hostcopy)"]
+        &[
+            "node.host.shm_bw",
+            "node.host.shm_latency",
+            "node.host.shm_rank_bw",
+            "node.host.shm_rank_out_bw",
+            "node.sockets",
+            "node.gpu_socket",
+            "node.inter_socket.*",
+            "node.nic.*",
+            "network.*",
+            "mpi.factors (path host / hostcopy)",
+        ]
     }
     fn plan_into(&self, m: &Machine, src: Endpoint, dst: Endpoint, bytes: u64, out: &mut Plan) {
         let s = out.reset_single("host", 0, bytes);
         s.latency_ns = HostPath::links_latency(m, src, dst, &mut s.links);
     }
 }
-

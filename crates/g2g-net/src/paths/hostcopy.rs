@@ -1,9 +1,9 @@
 //! Model `hostcopy` (docs/models/hostcopy.md): the application stages GPU data through host memory.
 use smallvec::smallvec;
 
+use super::Endpoint;
 use super::{stage, DataPath, HostPath, Links, PathQuery, Plan, Stage};
 use crate::machine::Machine;
-use super::Endpoint;
 
 /// The application stages through host memory (HostCopy): cudaMemcpy D2H, host MPI, cudaMemcpy H2D.
 pub struct StagedPath;
@@ -11,7 +11,8 @@ impl StagedPath {
     /// One blocking cudaMemcpy between a GPU and host memory over its copy engine and PCIe link.
     pub fn copy_stage(m: &Machine, at: Endpoint, d2h: bool) -> Stage {
         let ce = m.copy_engine(at.node, at.gpu, d2h);
-        let links: Links = if d2h { smallvec![ce, m.pcie_up(at.node, at.gpu)] } else { smallvec![ce, m.pcie_down(at.node, at.gpu)] };
+        let links: Links =
+            if d2h { smallvec![ce, m.pcie_up(at.node, at.gpu)] } else { smallvec![ce, m.pcie_down(at.node, at.gpu)] };
         stage(m, m.cfg.copy_delay_ns as u64, links)
     }
 }
@@ -46,4 +47,3 @@ impl DataPath for StagedPath {
         stages.push(StagedPath::copy_stage(m, dst, false));
     }
 }
-

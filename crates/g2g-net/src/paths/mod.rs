@@ -16,13 +16,13 @@ mod host;
 mod hostcopy;
 mod pipelined;
 
+/// The links of one stage (defined with the link ids: the machine fills them too).
+pub use crate::topology::Links;
 pub use gpudirect_p2p::GpuP2P;
 pub use gpudirect_rdma::GpuRdma;
 pub use host::HostPath;
 pub use hostcopy::StagedPath;
 pub use pipelined::Pipelined;
-/// The links of one stage (defined with the link ids: the machine fills them too).
-pub use crate::topology::Links;
 /// The stages of a plan: at most 3 today (copy, network, copy).  One inline: most messages
 /// (GPUDirect P2P and RDMA, host to host) have one stage, and a plan then fills two cache lines
 /// instead of four (a replay keeps one per message in flight); a plan of three keeps its heap
@@ -67,7 +67,16 @@ pub struct Plan {
 
 impl Plan {
     fn single(model: &'static str, setup_ns: u64, stages: Stages, bytes: u64) -> Plan {
-        Plan { model, setup_ns, stages, chunks: 1, chunk_bytes: bytes, last_chunk_bytes: bytes, depth: 1, bw_factor: 1.0 }
+        Plan {
+            model,
+            setup_ns,
+            stages,
+            chunks: 1,
+            chunk_bytes: bytes,
+            last_chunk_bytes: bytes,
+            depth: 1,
+            bw_factor: 1.0,
+        }
     }
     /// A plan with no stage (filled in place by `DataPath::plan_into`).
     pub fn empty() -> Plan {
@@ -290,7 +299,14 @@ rdma_max_bytes = "4000B"
         Machine::build(cfg, Placement::linear(4, 2)).unwrap()
     }
 
-    fn route(m: &Machine, same_node: bool, src_gpu: bool, dst_gpu: bool, bytes: u64, gpu_aware: bool) -> (&'static str, bool, bool) {
+    fn route(
+        m: &Machine,
+        same_node: bool,
+        src_gpu: bool,
+        dst_gpu: bool,
+        bytes: u64,
+        gpu_aware: bool,
+    ) -> (&'static str, bool, bool) {
         let src = Endpoint { node: 0, gpu: 0 };
         let dst = Endpoint { node: if same_node { 0 } else { 1 }, gpu: 1 };
         let r = choose(m, &PathQuery { src, dst, src_gpu, dst_gpu, bytes, gpu_aware });
@@ -309,8 +325,16 @@ rdma_max_bytes = "4000B"
         assert_eq!(route(&m, false, true, false, 10, true), ("hostcopy", true, false), "one device side");
         assert_eq!(route(&m, false, false, true, 10, false), ("hostcopy", false, true));
         let m = machine(false);
-        assert_eq!(route(&m, false, true, true, 1001, true), ("pipelined", false, false), "no RDMA: pipelined above the threshold");
-        assert_eq!(route(&m, false, true, true, 1000, true), ("hostcopy", true, true), "no RDMA, small: the library stages");
+        assert_eq!(
+            route(&m, false, true, true, 1001, true),
+            ("pipelined", false, false),
+            "no RDMA: pipelined above the threshold"
+        );
+        assert_eq!(
+            route(&m, false, true, true, 1000, true),
+            ("hostcopy", true, true),
+            "no RDMA, small: the library stages"
+        );
     }
 
     #[test]

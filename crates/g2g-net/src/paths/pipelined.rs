@@ -20,8 +20,16 @@ impl DataPath for Pipelined {
         "CUDA-aware MPI without GPUDirect RDMA: chunks staged D2H / network / H2D, several in flight (e.g. MPICH_G2G_PIPELINE 16 x 512 KiB)"
     }
     fn params(&self) -> &'static [&'static str] {
-        &["gpu.pipeline_chunk", "gpu.pipeline_depth", "gpu.pipeline_threshold", "gpu.copy_delay", "node.pcie.*", "+ host path",
-          "mpi.factors (path pipelined)", "mpi.device_collectives, mpi.collective_chunk, mpi.collective_depth (library-staged collectives)"]
+        &[
+            "gpu.pipeline_chunk",
+            "gpu.pipeline_depth",
+            "gpu.pipeline_threshold",
+            "gpu.copy_delay",
+            "node.pcie.*",
+            "+ host path",
+            "mpi.factors (path pipelined)",
+            "mpi.device_collectives, mpi.collective_chunk, mpi.collective_depth (library-staged collectives)",
+        ]
     }
     fn plan_into(&self, m: &Machine, src: Endpoint, dst: Endpoint, bytes: u64, out: &mut Plan) {
         Pipelined::plan_chunked_into(m, src, dst, bytes, m.cfg.pipeline_chunk, m.cfg.pipeline_depth, out);
@@ -37,7 +45,15 @@ impl Pipelined {
     }
 
     /// [`Pipelined::plan_chunked`] into `out` (a pooled plan: its stage buffer is kept).
-    pub fn plan_chunked_into(m: &Machine, src: Endpoint, dst: Endpoint, bytes: u64, chunk: u64, depth: u32, out: &mut Plan) {
+    pub fn plan_chunked_into(
+        m: &Machine,
+        src: Endpoint,
+        dst: Endpoint,
+        bytes: u64,
+        chunk: u64,
+        depth: u32,
+        out: &mut Plan,
+    ) {
         let chunk = chunk.max(1);
         let chunks = bytes.div_ceil(chunk).max(1) as u32;
         let last = bytes - chunk * (chunks as u64 - 1);
@@ -52,4 +68,3 @@ impl Pipelined {
         out.depth = depth.max(1);
     }
 }
-

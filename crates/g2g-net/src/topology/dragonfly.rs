@@ -407,9 +407,10 @@ mod tests {
         let mut rng = Rng(11);
         check_pairs(&t, (0..20000).map(|_| (rng.below(500), rng.below(500))));
         // the parallel cables are both used between two groups
-        let used: HashSet<_> = (0..32).flat_map(|s| (192..224).map(move |d| (s, d))).map(|(s, d)| {
-            route(&t, s, d, 0).into_iter().find(|&l| l >= t.global_base).unwrap()
-        }).collect();
+        let used: HashSet<_> = (0..32)
+            .flat_map(|s| (192..224).map(move |d| (s, d)))
+            .map(|(s, d)| route(&t, s, d, 0).into_iter().find(|&l| l >= t.global_base).unwrap())
+            .collect();
         assert_eq!(used.len(), 2);
         assert!(t.describe().contains("17 groups"), "{}", t.describe());
     }
@@ -424,7 +425,10 @@ mod tests {
         }
         // node 0 (g0.r0) -> node 71 (g8.r3): offset 8 -> port 7 on g0.r3, lands on g8 port 0 (g8.r0)
         let names: Vec<_> = route(&t, 0, 71, 1).iter().map(|&l| t.link_name(l)).collect();
-        assert_eq!(names, ["inj n0 r1", "local g0.r0->g0.r3", "global g0.r3->g8.r0", "local g8.r0->g8.r3", "ej n71 r1"]);
+        assert_eq!(
+            names,
+            ["inj n0 r1", "local g0.r0->g0.r3", "global g0.r3->g8.r0", "local g8.r0->g8.r3", "ej n71 r1"]
+        );
     }
 
     #[test]

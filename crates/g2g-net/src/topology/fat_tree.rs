@@ -98,7 +98,8 @@ impl FatTree {
         let switches_per_plane = leaves as u64 + spines as u64 + cores as u64;
         check_link_count(KIND, nodes as u64 * rails as u64 + switches_per_plane * rails as u64)
             .map_err(|_| TopologyError(format!("{KIND}: too many switches for 32-bit vertex ids")))?;
-        let (plane_links, leaf_base, spine_base) = (plane_links as u32, nic_links as u32, (nic_links + leaf_links) as u32);
+        let (plane_links, leaf_base, spine_base) =
+            (plane_links as u32, nic_links as u32, (nic_links + leaf_links) as u32);
         let switches_per_plane = switches_per_plane as u32;
 
         let mut links = Vec::with_capacity(total as usize);
@@ -377,9 +378,8 @@ mod tests {
         assert_eq!(t.uplinks_per_leaf(), 12);
         // count leaf 0's uplinks from the wiring itself
         let leaf0 = t.nodes * t.rails; // vertex of leaf 0, plane 0
-        let wired_up: HashSet<LinkId> = (0..t.links().len() as u32)
-            .filter(|&l| t.ends(l).0 == leaf0 && t.ends(l).1 >= leaf0 + t.leaves)
-            .collect();
+        let wired_up: HashSet<LinkId> =
+            (0..t.links().len() as u32).filter(|&l| t.ends(l).0 == leaf0 && t.ends(l).1 >= leaf0 + t.leaves).collect();
         assert_eq!(wired_up.len(), 12);
         // the 18 nodes of leaf 0 each send to a node on another leaf (shift by one leaf)
         let mut used = HashSet::new();
@@ -417,7 +417,8 @@ mod tests {
         assert_eq!(count.len(), 12);
         assert!(count.values().all(|&c| c == 66), "{count:?}");
         // at the spine level, destinations in another pod spread over the 9 spine uplinks by leaf
-        let spine_ups: HashSet<_> = (1..5).flat_map(|pod| (0..9).map(move |l| (pod * 9 + l) * 18)).map(|d| route(&t, 0, d, 0)[2]).collect();
+        let spine_ups: HashSet<_> =
+            (1..5).flat_map(|pod| (0..9).map(move |l| (pod * 9 + l) * 18)).map(|d| route(&t, 0, d, 0)[2]).collect();
         assert!(spine_ups.len() >= 9, "{}", spine_ups.len());
         // the uplink depends on the destination only: every node of leaf 3 reaches node d via spine d mod 12
         for s in 54..72 {
@@ -449,7 +450,14 @@ mod tests {
         // 809 = leaf 44 (pod 4, leaf 8 in pod); 809 mod 12 = 5
         assert_eq!(
             names,
-            ["inj n0 r1", "leaf0->spine5 r1", "spine5->core53 r1", "core53->spine53 r1", "spine53->leaf44 r1", "ej n809 r1"]
+            [
+                "inj n0 r1",
+                "leaf0->spine5 r1",
+                "spine5->core53 r1",
+                "core53->spine53 r1",
+                "spine53->leaf44 r1",
+                "ej n809 r1"
+            ]
         );
     }
 
@@ -477,7 +485,9 @@ mod tests {
     fn peak_rss_kib() -> u64 {
         std::fs::read_to_string("/proc/self/status")
             .ok()
-            .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok()))
+            .and_then(|s| {
+                s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+            })
             .unwrap_or(0)
     }
 
@@ -485,7 +495,9 @@ mod tests {
     #[test]
     #[ignore]
     fn fat_tree_262144_nodes_builds_fast() {
-        for (levels, npl, lpp, taper, rails) in [(3, 18, 18, 1.5, 1), (3, 18, 18, 1.5, 2), (3, 32, 32, 1.0, 2), (2, 32, 0, 1.0, 1)] {
+        for (levels, npl, lpp, taper, rails) in
+            [(3, 18, 18, 1.5, 1), (3, 18, 18, 1.5, 2), (3, 32, 32, 1.0, 2), (2, 32, 0, 1.0, 1)]
+        {
             let rss0 = peak_rss_kib();
             let t0 = std::time::Instant::now();
             let t = FatTree::new(&spec(levels, npl, lpp, taper, rails), 262_144).unwrap();

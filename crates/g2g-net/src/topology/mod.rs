@@ -59,11 +59,7 @@ pub trait Topology: Send + Sync {
 #[derive(Clone, Debug, PartialEq)]
 pub enum TopologySpec {
     /// One ideal switch: injection + ejection links only.
-    Crossbar {
-        link_bw_bytes_per_s: f64,
-        hop_latency_ns: u64,
-        rails: u32,
-    },
+    Crossbar { link_bw_bytes_per_s: f64, hop_latency_ns: u64, rails: u32 },
     /// k-ary fat-tree, 2 or 3 levels.  `nodes_per_leaf` hosts under each leaf switch; leaf uplinks are
     /// `nodes_per_leaf / taper` (rounded up, at least 1) so a taper of 1.5 gives a 1.5:1 oversubscribed
     /// leaf level; the upper levels are non-blocking.  Switch count grows with the node count asked for.

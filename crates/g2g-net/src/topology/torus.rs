@@ -211,7 +211,14 @@ mod tests {
     use std::collections::HashMap;
 
     fn spec(dims: [u32; 3], npr: u32, rails: u32) -> TopologySpec {
-        TopologySpec::Torus { dims, nodes_per_router: npr, link_bw_bytes_per_s: 10e9, nic_bw_bytes_per_s: 25e9, hop_latency_ns: 50, rails }
+        TopologySpec::Torus {
+            dims,
+            nodes_per_router: npr,
+            link_bw_bytes_per_s: 10e9,
+            nic_bw_bytes_per_s: 25e9,
+            hop_latency_ns: 50,
+            rails,
+        }
     }
 
     fn route(t: &Torus, s: u32, d: u32, r: u32) -> Vec<LinkId> {
@@ -288,7 +295,10 @@ mod tests {
         assert_eq!(names, ["inj n0 r0", "(0,0,0)->(1,0,0) x+", "(1,0,0)->(2,0,0) x+", "ej n2 r0"]);
         // (0,0,0) -> (3,3,1): wraps negative in x and y, then z+
         let names: Vec<_> = route(&t, 0, 3 + 4 * 3 + 16, 0).iter().map(|&l| t.link_name(l)).collect();
-        assert_eq!(names, ["inj n0 r0", "(0,0,0)->(3,0,0) x-", "(3,0,0)->(3,3,0) y-", "(3,3,0)->(3,3,1) z+", "ej n31 r0"]);
+        assert_eq!(
+            names,
+            ["inj n0 r0", "(0,0,0)->(3,0,0) x-", "(3,0,0)->(3,3,0) y-", "(3,3,0)->(3,3,1) z+", "ej n31 r0"]
+        );
         assert!(t.describe().contains("64 routers"));
     }
 
