@@ -294,7 +294,7 @@ impl Types {
         if dt >= 0 && (dt as usize) < self.table.len() {
             return (Some(self.table[dt as usize]), true);
         }
-        if dt >= 0 && dt < DUMPI_FIRST_USER_DATATYPE {
+        if (0..DUMPI_FIRST_USER_DATATYPE).contains(&dt) {
             return (Some(DEFAULT_TYPE_SIZES[dt as usize]), true);
         }
         (None, true)

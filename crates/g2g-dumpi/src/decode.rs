@@ -422,6 +422,7 @@ impl RankStream {
     }
 
     /// Decodes the next record into `self.args`; `Ok(None)` at END_OF_STREAM.
+    #[allow(clippy::should_implement_trait)] // fallible: Iterator's next cannot return the error
     pub fn next(&mut self) -> Result<Option<Record>, String> {
         if self.done {
             return Ok(None);
@@ -471,10 +472,8 @@ impl RankStream {
                 self.file_size
             )));
         }
-        if pos + 3 > self.buf.len() {
-            if pos + 2 > self.buf.len() {
-                return Err((DErr::Short(pos + 2), pos));
-            }
+        if pos + 3 > self.buf.len() && pos + 2 > self.buf.len() {
+            return Err((DErr::Short(pos + 2), pos));
         }
         let fid = u16::from_be_bytes([self.buf[pos], self.buf[pos + 1]]);
         if fid == END_OF_STREAM {

@@ -358,14 +358,12 @@ mod tests {
             x
         };
         let mut pending: Vec<(u64, u64, u32)> = vec![]; // (time, seq, id)
-        let mut seq = 0u64;
         let mut out = vec![];
         let mut expect = vec![];
-        for id in 0..20_000u32 {
+        for (seq, id) in (0..20_000u32).enumerate() {
             let t = q.now() + rnd() % spread;
             q.push(t, id);
-            pending.push((t, seq, id));
-            seq += 1;
+            pending.push((t, seq as u64, id));
             if rnd() % 3 == 0 {
                 let (tp, v) = q.pop().unwrap();
                 out.push((tp, v));

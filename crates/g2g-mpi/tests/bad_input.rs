@@ -56,7 +56,7 @@ fn allreduce_of_different_sizes_is_a_named_mismatch() {
 fn deadlock_lists_every_rank_and_groups_by_call() {
     // 256 ranks each receive from the next: nobody sends
     let n = 256;
-    let ranks: Vec<Vec<Op>> = (0..n).map(|r| vec![recv(((r + 1) % n) as i32, 1, 8)]).collect();
+    let ranks: Vec<Vec<Op>> = (0..n).map(|r| vec![recv((r + 1) % n, 1, 8)]).collect();
     match run(ranks, SIMPLE, SimOptions::default()).unwrap_err() {
         SimError::Deadlock(v) => {
             assert_eq!(v.len(), 256);

@@ -141,7 +141,7 @@ fn machine_seeds() -> Vec<String> {
     let mut v = vec![common::SIMPLE.to_string()];
     if let Ok(rd) = std::fs::read_dir(root().join("python/g2gsim/presets")) {
         let mut files: Vec<PathBuf> =
-            rd.flatten().map(|e| e.path()).filter(|p| p.extension().map_or(false, |x| x == "toml")).collect();
+            rd.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "toml")).collect();
         files.sort();
         v.extend(files.iter().filter_map(|p| std::fs::read_to_string(p).ok()));
     }
@@ -203,7 +203,7 @@ fn mutate_machine(rng: &mut Rng, text: &str) -> String {
         let i = rng.below(lines.len() as u64) as usize;
         match rng.below(9) {
             // replace a value with an extreme number or unit string
-            0 | 1 | 2 => {
+            0..=2 => {
                 if let Some(eq) = lines[i].find('=') {
                     let v = if rng.chance(50) { *rng.pick(&EXTREME_NUMBERS) } else { *rng.pick(&EXTREME_STRINGS) };
                     let key = lines[i][..eq].to_string();

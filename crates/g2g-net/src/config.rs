@@ -870,7 +870,7 @@ impl MachineConfig {
                     Some(toml::Value::Array(a))
                         if a.len() == 3
                             && a.iter().all(|x| {
-                                x.as_integer().map_or(false, |i| (1..=crate::schema::MAX_TOPO_DIM).contains(&i))
+                                x.as_integer().is_some_and(|i| (1..=crate::schema::MAX_TOPO_DIM).contains(&i))
                             }) =>
                     {
                         let d = |i: usize| a[i].as_integer().and_then(|x| u32::try_from(x).ok()).unwrap_or(1);
@@ -1136,7 +1136,7 @@ impl MachineConfig {
                 }
                 // bins of a group come by increasing max_bytes: the first covering one of a group
                 // is met first, later ones of the same group do not replace it
-                if best.map_or(true, |b| f.active_ranks > b.active_ranks) {
+                if best.is_none_or(|b| f.active_ranks > b.active_ranks) {
                     best = Some(f);
                 }
             }

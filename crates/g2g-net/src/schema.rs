@@ -310,7 +310,7 @@ pub(crate) fn line_of(text: &str, table: &str, key: Option<&str>, idx: Option<us
             if cur == table {
                 let this = if array {
                     seen += 1;
-                    idx.map_or(true, |j| j + 1 == seen)
+                    idx.is_none_or(|j| j + 1 == seen)
                 } else {
                     true
                 };
@@ -343,7 +343,7 @@ pub(crate) fn line_of(text: &str, table: &str, key: Option<&str>, idx: Option<us
 /// Line of the first header of a table under `prefix` (`[a.b.c]` for `a.b`: a table only implied).
 fn first_header_under(text: &str, prefix: &str) -> Option<usize> {
     let p = format!("{prefix}.");
-    text.lines().position(|l| header_name(l).map_or(false, |(n, _)| n.starts_with(&p))).map(|i| i + 1)
+    text.lines().position(|l| header_name(l).is_some_and(|(n, _)| n.starts_with(&p))).map(|i| i + 1)
 }
 
 fn join(a: &str, b: &str) -> String {
@@ -410,7 +410,7 @@ fn walk(tbl: &toml::Table, path: &str, idx: Option<usize>, text: &str, file: &st
             continue;
         }
         if v.is_table()
-            || (v.is_array() && v.as_array().map_or(false, |a| !a.is_empty() && a.iter().all(|x| x.is_table())))
+            || (v.is_array() && v.as_array().is_some_and(|a| !a.is_empty() && a.iter().all(|x| x.is_table())))
         {
             let mut valid: Vec<&str> = TABLES.iter().map(|t| t.path).filter(|p| !p.is_empty()).collect();
             valid.sort();

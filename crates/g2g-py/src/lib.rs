@@ -400,7 +400,7 @@ fn dumpi_convert(
     let mut windows = 0u64;
     let mut cb = |records: u64| -> bool {
         windows += 1;
-        if windows % 64 != 0 {
+        if !windows.is_multiple_of(64) {
             return true;
         }
         if let Err(e) = py.check_signals() {

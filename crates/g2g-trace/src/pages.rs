@@ -83,10 +83,9 @@ impl Hybrid {
             let avail = d.len() - self.pos;
             let nbytes = groups.saturating_mul(self.width).min(avail);
             // a writer may cut the last run short: only whole values that are there count
-            self.bp_left = if self.width == 0 {
-                groups.saturating_mul(8)
-            } else {
-                groups.saturating_mul(8).min(nbytes * 8 / self.width)
+            self.bp_left = match (nbytes * 8).checked_div(self.width) {
+                Some(whole) => groups.saturating_mul(8).min(whole),
+                None => groups.saturating_mul(8), // width 0: values take no bytes
             };
             self.bp_bit = self.pos * 8;
             self.pos += nbytes;

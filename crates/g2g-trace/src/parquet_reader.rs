@@ -309,8 +309,9 @@ impl ParquetTrace {
             }
             self.next_seq[r as usize] = s + 1;
             let os = op.get(i).unwrap_or("");
-            let kind = if os == last_op.0 && last_op.1.is_some() {
-                last_op.1.unwrap()
+            let cached = if os == last_op.0 { last_op.1 } else { None };
+            let kind = if let Some(k) = cached {
+                k
             } else {
                 let k =
                     OpKind::parse(os).ok_or_else(|| self.err(Some(r), Some(s), format!("unknown operation {os:?}")))?;

@@ -317,7 +317,9 @@ fn list_runs_match_arrow() {
             5300..=5349 => Some(vec![]),
             5350..=5399 => Some(vec![NULL_ELEM, 5, NULL_ELEM]),
             5400..=5999 => (g % 3 != 0).then(|| {
-                (0..(g % 5) as u64).map(|e| if (g + e as usize) % 7 == 0 { NULL_ELEM } else { e * 3 }).collect()
+                (0..(g % 5) as u64)
+                    .map(|e| if (g + e as usize).is_multiple_of(7) { NULL_ELEM } else { e * 3 })
+                    .collect()
             }),
             6000..=6099 => Some(vec![7; 70]),
             _ if g % 1500 == 0 => Some(vec![1, 2, 3]),

@@ -89,10 +89,10 @@ pub(crate) fn staged_send_follows(queue: &VecDeque<Op>, bytes: u64) -> bool {
             | OpKind::Issend
             | OpKind::Bsend
             | OpKind::Rsend
-            | OpKind::Sendrecv => {
-                if n.bytes == bytes && !n.mem.on_gpu() {
-                    return true;
-                }
+            | OpKind::Sendrecv
+                if n.bytes == bytes && !n.mem.on_gpu() =>
+            {
+                return true;
             }
             k if k.is_collective() => return n.bytes == bytes && !n.mem.on_gpu(),
             OpKind::Wait | OpKind::Waitall | OpKind::Waitany | OpKind::Waitsome | OpKind::Recv => return false,

@@ -32,10 +32,10 @@ impl World {
             }
             comms.insert(c.id, Comm { def: c.clone(), size });
         }
-        if !comms.contains_key(&0) {
-            comms
-                .insert(0, Comm { def: CommDef { id: 0, name: "MPI_COMM_WORLD".into(), members: None }, size: nranks });
-        }
+        comms.entry(0).or_insert_with(|| Comm {
+            def: CommDef { id: 0, name: "MPI_COMM_WORLD".into(), members: None },
+            size: nranks,
+        });
         let world_is_identity = comms.get(&0).map(|c| c.def.members.is_none() && c.size == nranks).unwrap_or(false);
         Ok(World { nranks, comms, world_is_identity })
     }

@@ -48,7 +48,7 @@ impl State<'_> {
         if let Some(l) = op.lists.as_deref() {
             for (name, v) in [("counts_bytes", &l.counts), ("recv_counts_bytes", &l.recv_counts)] {
                 let sum = v.iter().try_fold(0u64, |a, &b| a.checked_add(b));
-                if sum.map_or(true, |s| s > MAX_BYTES) {
+                if sum.is_none_or(|s| s > MAX_BYTES) {
                     return Err(self.terr(r, format!("{} {name} add up to more than 2^60 B", op.kind.name())));
                 }
             }
