@@ -227,6 +227,15 @@ def print_mapping(m: dict):
 
 
 # ----------------------------------------------------------------------------------------- commands
+def _needs_plot(**options) -> None:
+    """Fail with one line naming the [plot] extra, before any simulation, when one of ``options``
+    (--report, --plot, ...) is set and matplotlib is missing."""
+    used = [k for k, v in options.items() if v]
+    if used:
+        from .._extras import require
+        require("matplotlib", "plot", " and ".join(k if k == "sweep-plot" else f"--{k}" for k in used))
+
+
 def register(group: click.Group) -> None:
     """Adds the analysis commands to the ``g2gsim`` click group."""
 
@@ -257,6 +266,7 @@ def register(group: click.Group) -> None:
         message size and call site, p2p vs collective share, POP metrics, profiles."""
         from .compare import compare as do_compare
         from .metrics import profile_text
+        _needs_plot(report=report)
         try:
             with _Status(not no_progress, "simulating") as st:
                 res = do_compare(trace, machine, mixed=mixed, gpudirect_min_bytes=gpudirect_min_bytes,
@@ -303,6 +313,7 @@ def register(group: click.Group) -> None:
                scale_nic_with_gpus, modes, json_out, report, plot):
         """Communication time of TRACE per GPUs-per-node configuration, HostCopy and GPUDirect."""
         from .whatif import whatif as do_whatif
+        _needs_plot(report=report, plot=plot)
         ms = [m.strip() for m in modes.split(",") if m.strip()]
         for m in ms:
             if m not in ("as-traced", "hostcopy", "gpudirect"):
@@ -416,6 +427,7 @@ def register(group: click.Group) -> None:
     def sweep(sweep_file, output, scheduler, workers, threads, retry_errors, plot_dir, no_progress):
         """Run a parameter sweep (traces x machines x modes x GPUs/node x parameters) on Dask; resumable."""
         from .sweep import SweepError, run_sweep
+        _needs_plot(plot=plot_dir)
         try:
             r = run_sweep(sweep_file, output, scheduler=scheduler, workers=workers, processes=not threads,
                           progress=not no_progress, retry_errors=retry_errors)
@@ -438,6 +450,7 @@ def register(group: click.Group) -> None:
         """Draw a sweep's figures: speedup per configuration (Figs 5/6), computation vs communication
         (Fig 4), time per GPUs-per-node (Fig 7); plus index.html with all of them."""
         from .sweep_plot import sweep_plot
+        _needs_plot(**{"sweep-plot": True})
         try:
             files = sweep_plot(results, outdir, html=not no_html)
         except (ValueError, OSError) as e:

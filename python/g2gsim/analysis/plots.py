@@ -7,8 +7,9 @@ import io
 from pathlib import Path
 from typing import Any, Sequence
 
-import matplotlib
+from .._extras import require
 
+matplotlib = require("matplotlib", "plot", "drawing plots")
 matplotlib.use("Agg", force=False)
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402

@@ -335,6 +335,8 @@ class SweepResult:
 
 @contextlib.contextmanager
 def _client(scheduler: str | None, workers: int | None, processes: bool):
+    from .._extras import require
+    require("dask.distributed", "sweep", "running a parameter sweep")
     from dask.distributed import Client, LocalCluster
     if scheduler:
         c = Client(scheduler)

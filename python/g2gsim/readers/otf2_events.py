@@ -27,8 +27,11 @@ from collections import defaultdict, deque
 from ctypes import c_int, c_int64, c_uint8, c_uint32, c_uint64, c_void_p
 
 import numpy as np
-import _otf2
-from _otf2.Config import conf
+
+from .._extras import require
+
+_otf2 = require("_otf2", "otf2", "reading OTF2 traces")
+from _otf2.Config import conf  # noqa: E402
 
 from ..trace import ALL_OPS, COLLECTIVES, COPY_KINDS, TraceError
 from .otf2_defs import (GPU_API_KINDS, R_CPY_ASYNC, R_CPY_SYNC, R_DEVICE_SYNC, R_EVENT_RECORD,
