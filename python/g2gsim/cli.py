@@ -246,7 +246,7 @@ def machine_show(name_or_file, nodes):
         d = machines.check(name_or_file, nodes=nodes)
     except machines.MachineError as e:
         _fail(str(e))
-    t = Table(title=f"machine {d['name']}")
+    t = Table(title=f"machine {d['name']}" + (f" ({name_or_file})" if isinstance(name_or_file, machines.MachineSpec) else ""))
     t.add_column("parameter")
     t.add_column("value", justify="right")
     for k, v in d.items():
@@ -433,6 +433,12 @@ def _add_calibrate():
 
 
 _add_calibrate()
+
+
+# --set KEY=VALUE on every command that takes a machine (after every command is registered)
+from ._set_option import add_set_options  # noqa: E402
+
+add_set_options(main)
 
 
 if __name__ == "__main__":

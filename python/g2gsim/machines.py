@@ -2,7 +2,13 @@
 from __future__ import annotations
 
 import json
+import re
+import tomllib
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import tomli_w
 
 from . import _core
 
@@ -17,8 +23,11 @@ def presets() -> dict[str, Path]:
     return {p.stem: p for p in sorted(PRESET_DIR.glob("*.toml"))}
 
 
-def resolve(name_or_file: str | Path) -> tuple[str, str]:
-    """Returns (toml_text, file_label) for a preset name or a path."""
+def resolve(name_or_file: "str | Path | MachineSpec") -> tuple[str, str]:
+    """Returns (toml_text, file_label) for a preset name, a path, or a MachineSpec (its settings
+    applied and checked)."""
+    if isinstance(name_or_file, MachineSpec):
+        return apply_sets(*resolve(name_or_file.base), name_or_file.sets)
     p = Path(name_or_file)
     if p.suffix == ".toml" or p.exists():
         if not p.exists():
@@ -32,9 +41,132 @@ def resolve(name_or_file: str | Path) -> tuple[str, str]:
                        f"({', '.join(ps)})")
 
 
-def check(name_or_file: str | Path, nodes: int = 2) -> dict:
+def check(name_or_file: "str | Path | MachineSpec", nodes: int = 2) -> dict:
     text, label = resolve(name_or_file)
     try:
         return json.loads(_core.machine_check(text, label, nodes))
     except _core.MachineError as e:
         raise MachineError(str(e)) from None
+
+
+# ----------------------------------------------------------------------------------- --set KEY=VALUE
+# Any machine-file key from the command line (or Python): the machine's TOML is loaded, each key set,
+# and the result goes through the core's machine-file parser, so units, ranges and unknown keys are
+# checked exactly as in a file and an error names the --set that caused it.
+
+@dataclass(frozen=True)
+class MachineSpec:
+    """A preset name or machine file plus ``KEY=VALUE`` settings applied on top of it.
+
+    Everything that takes a machine (``g2gsim.simulate``, compare, whatif, ...) accepts one;
+    ``str(spec)`` says what was assumed, e.g. ``lassen --set node.nic.bw=50GB/s``."""
+    base: str
+    sets: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        return " ".join([self.base, *(f"--set {s}" for s in self.sets)])
+
+
+def with_sets(machine: "str | Path | MachineSpec", sets: Iterable[str] | Mapping[str, Any] = ()) -> "str | Path | MachineSpec":
+    """``machine`` with ``sets`` applied (``["node.nic.bw=50GB/s"]`` or ``{"node.nic.bw": "50GB/s"}``);
+    the machine itself when there are none.  Raises MachineError when a setting is invalid."""
+    if isinstance(sets, Mapping):
+        sets = [f"{k}={_format_value(v)}" for k, v in sets.items()]
+    sets = tuple(str(s) for s in sets)
+    if not sets:
+        return machine
+    if isinstance(machine, MachineSpec):
+        spec = MachineSpec(machine.base, machine.sets + sets)
+    else:
+        spec = MachineSpec(str(machine), sets)
+    resolve(spec)                      # fail now, with the --set named, not deep inside a command
+    return spec
+
+
+def parse_set(item: str) -> tuple[str, Any]:
+    """``"node.nic.bw=50GB/s"`` -> ``("node.nic.bw", "50GB/s")``.  The value is read as a TOML value
+    when it is one (``4``, ``true``, ``1.5``, ``"text"``, ``[1, 2]``), else taken as a string, so
+    ``64KiB`` and ``max-min`` need no quotes."""
+    key, eq, value = item.partition("=")
+    key, value = key.strip(), value.strip()
+    if not eq or not key:
+        raise MachineError(f"--set {item!r}: expected KEY=VALUE, e.g. node.nic.bw=50GB/s")
+    if not _KEY.fullmatch(key):
+        raise MachineError(f"--set {item}: {key!r} is not a machine-file key (dotted names such as "
+                           f"node.nic.bw or mpi.eager_limit)")
+    if value == "":
+        raise MachineError(f"--set {item}: no value")
+    try:
+        return key, tomllib.loads(f"v = {value}")["v"]
+    except tomllib.TOMLDecodeError:
+        return key, value
+
+
+def _format_value(v: Any) -> str:
+    if isinstance(v, str):
+        return v
+    return tomli_w.dumps({"v": v})[4:].strip()
+
+
+_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*(\.([A-Za-z_][A-Za-z0-9_-]*|\d+))*")
+
+
+def _assign(doc: dict, key: str, value: Any, item: str) -> None:
+    parts = key.split(".")
+    node: Any = doc
+    for i, part in enumerate(parts[:-1]):
+        where = ".".join(parts[:i + 1])
+        if isinstance(node, list):
+            if not part.isdigit() or int(part) >= len(node):
+                raise MachineError(f"--set {item}: {'.'.join(parts[:i])} has {len(node)} entries "
+                                   f"(index them 0..{len(node) - 1})")
+            node = node[int(part)]
+            continue
+        nxt = node.setdefault(part, {})
+        if not isinstance(nxt, (dict, list)):
+            raise MachineError(f"--set {item}: {where} is a value ({_format_value(nxt)}), not a table")
+        node = nxt
+    last = parts[-1]
+    if isinstance(node, list):
+        if not last.isdigit() or int(last) >= len(node):
+            raise MachineError(f"--set {item}: {'.'.join(parts[:-1])} has {len(node)} entries")
+        node[int(last)] = value
+    else:
+        if isinstance(node.get(last), dict) and not isinstance(value, dict):
+            raise MachineError(f"--set {item}: {key} is a table; set one of its keys "
+                               f"({', '.join(f'{key}.{k}' for k in node[last])})")
+        node[last] = value
+
+
+_TOKEN = "\x00set\x00"
+_CORE_ERR = re.compile(re.escape(_TOKEN) + r"(?::\d+)?: (?:(?P<key>[A-Za-z0-9_.\[\]-]+): )?(?P<msg>.*)", re.S)
+
+
+def apply_sets(text: str, label: str, sets: Iterable[str]) -> tuple[str, str]:
+    """The machine TOML ``text`` (from ``label``) with ``sets`` applied, checked by the core's parser.
+    Returns (new text, new label)."""
+    sets = tuple(sets)
+    try:                                # the file's own errors name its own lines
+        _core.machine_check(text, label, 1)
+    except _core.MachineError as e:
+        raise MachineError(str(e)) from None
+    doc = tomllib.loads(text)
+    keys = []
+    for item in sets:
+        key, value = parse_set(item)
+        _assign(doc, key, value, item)
+        keys.append((key, item))
+    new = tomli_w.dumps(doc)
+    new_label = " ".join([label, *(f"--set {s}" for s in sets)])
+    try:
+        _core.machine_check(new, _TOKEN, 1)
+    except _core.MachineError as e:
+        m = _CORE_ERR.search(str(e))
+        if not m:
+            raise MachineError(str(e).replace(_TOKEN, new_label)) from None
+        bad = m["key"] or ""
+        for key, item in reversed(keys):
+            if bad == key or bad.startswith(key + ".") or key.startswith(bad + ".") and bad:
+                raise MachineError(f"--set {item}: {m['msg']}") from None
+        raise MachineError(f"{new_label}: {bad + ': ' if bad else ''}{m['msg']}") from None
+    return new, new_label

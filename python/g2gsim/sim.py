@@ -78,10 +78,11 @@ def import_trace(p: Path, assume_buffers: str | None = None, progress: bool = Fa
     return Trace.read(p)
 
 
-def simulate(trace: str | Path, machine: str | Path = "lassen", mode: str = "as-traced",
+def simulate(trace: str | Path, machine: "str | Path | machines.MachineSpec" = "lassen", mode: str = "as-traced",
              progress: Callable[[int, int], None] | None = None, assume_buffers: str | None = None,
              **options: Any) -> dict:
-    """Simulates ``trace`` on ``machine`` (preset name or TOML path); returns the report dict.
+    """Simulates ``trace`` on ``machine`` (preset name, TOML path, or a ``machines.MachineSpec`` from
+    ``machines.with_sets(name, {"node.nic.bw": "50GB/s"})``); returns the report dict.
 
     options: staged_as_device, gpus_per_node, mapping ("linear", "round-robin" or a list of node
     indices), coll_algos ("allreduce=ring,..."), gpudirect_min_bytes, gpudirect_collectives_only,
@@ -98,4 +99,7 @@ def simulate(trace: str | Path, machine: str | Path = "lassen", mode: str = "as-
         raise machines.MachineError(str(e)) from None
     except _core.DeadlockError as e:
         raise SimulationError(str(e)) from None
-    return json.loads(out)
+    rep = json.loads(out)
+    if isinstance(machine, machines.MachineSpec):     # the report says what it assumed
+        rep["machine_set"] = list(machine.sets)
+    return rep
