@@ -148,14 +148,19 @@ def _kw(gpus_per_node, mapping, coll_algos, staged_buffers_are_device, gpudirect
 @click.argument("trace", type=click.Path(exists=True))
 @click.option("--mode", type=click.Choice(MODES), default="as-traced", show_default=True)
 @click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None, help="write the full report as JSON")
+@click.option("--csv", "csv_dir", type=click.Path(file_okay=False), default=None,
+              help="write the report's tables as CSV into this directory (summary, per_op, by_size, paths, per_rank)")
 @sim_options
-def simulate(trace, mode, json_out, machine, no_progress, **kw):
+def simulate(trace, mode, json_out, csv_dir, machine, no_progress, **kw):
     """Simulate TRACE on a machine and print a summary."""
     rep = _sim(trace, machine, mode, progress=not no_progress, **_kw(**kw))
     print_summary(rep)
     if json_out:
         Path(json_out).write_text(json.dumps(rep, indent=2))
         console.print(f"report written to {json_out}")
+    if csv_dir:
+        files = rep.to_csv(csv_dir)
+        console.print(f"tables written to {csv_dir}: {', '.join(f.name for f in files)}")
 
 
 @main.command()

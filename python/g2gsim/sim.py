@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from . import _core, machines
+from .report import Report
 from .trace import TraceError
 
 CACHE_DIR = Path(os.environ.get("G2GSIM_CACHE", Path.home() / ".cache" / "g2gsim"))
@@ -80,9 +81,9 @@ def import_trace(p: Path, assume_buffers: str | None = None, progress: bool = Fa
 
 def simulate(trace: str | Path, machine: "str | Path | machines.MachineSpec" = "lassen", mode: str = "as-traced",
              progress: Callable[[int, int], None] | None = None, assume_buffers: str | None = None,
-             **options: Any) -> dict:
+             **options: Any) -> Report:
     """Simulates ``trace`` on ``machine`` (preset name, TOML path, or a ``machines.MachineSpec`` from
-    ``machines.with_sets(name, {"node.nic.bw": "50GB/s"})``); returns the report dict.
+    ``machines.with_sets(name, {"node.nic.bw": "50GB/s"})``); returns the :class:`Report` (a dict).
 
     options: staged_as_device, gpus_per_node, mapping ("linear", "round-robin" or a list of node
     indices), coll_algos ("allreduce=ring,..."), gpudirect_min_bytes, gpudirect_collectives_only,
@@ -99,7 +100,7 @@ def simulate(trace: str | Path, machine: "str | Path | machines.MachineSpec" = "
         raise machines.MachineError(str(e)) from None
     except _core.DeadlockError as e:
         raise SimulationError(str(e)) from None
-    rep = json.loads(out)
+    rep = Report(json.loads(out))
     if isinstance(machine, machines.MachineSpec):     # the report says what it assumed
         rep["machine_set"] = list(machine.sets)
     return rep

@@ -195,10 +195,19 @@ class Trace:
         return path
 
     @classmethod
-    def read(cls, path: str | Path) -> "Trace":
+    def read(cls, path: str | Path, assume_buffers: str | None = None, progress: bool = False) -> "Trace":
+        """Reads a trace in any format ``g2gsim.simulate`` accepts: native ``.g2g.parquet``, a Score-P
+        or g2gsim-tracer OTF2 archive (its ``traces.otf2`` anchor or directory), an SST DUMPI
+        ``.meta``.  Imported formats are converted in memory (nothing is cached);
+        ``assume_buffers`` (``traced``, ``host``, ``device``, ``infer``) is the buffer memory space
+        for imports that do not record it, as ``g2gsim import --assume-buffers``."""
         path = Path(path)
         if not path.exists():
             raise TraceError(f"{path}: no such trace file")
+        if not (path.is_file() and path.suffix == ".parquet"):
+            from .sim import detect_format, import_trace
+            if detect_format(path) != "native":
+                return import_trace(path, assume_buffers=assume_buffers, progress=progress)
         try:
             pf = pq.ParquetFile(path)
         except Exception as e:  # noqa: BLE001 - pyarrow raises several kinds
