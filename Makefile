@@ -31,11 +31,11 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 APT_PKGS_TEST := openmpi-bin libopenmpi-dev libopen-trace-format2-dev pkg-config gfortran chromium libsimgrid-dev
 PY_PKGS := maturin numpy pyarrow pandas click rich tomli-w matplotlib dask distributed otf2
-PY_PKGS_TEST := pytest mpi4py
+PY_PKGS_TEST := pytest mpi4py jsonschema
 # install stamps live with the environment they describe
 STAMP := $(if $(OWN_VENV),$(VENV)/.make-stamps,.make-stamps)
 
-.PHONY: demo test build venv deps deps-test cargo-test pytest bench pgo clean tracer
+.PHONY: demo test build venv deps deps-test cargo-test pytest bench pgo clean tracer api-docs
 
 demo: build
 	$(PY) -m g2gsim demo --workload jacobi2d --ranks 16 --machine lassen
@@ -95,6 +95,10 @@ bench: build
 # module rebuilt with the profile (bench/speed/pgo.py; needs `rustup component add llvm-tools`)
 pgo: build
 	$(PY) bench/speed/pgo.py --python
+
+# docs/api.md from the docstrings of the public API (docs/gen_api.py; tests/test_api_docs.py checks it)
+api-docs: build
+	$(PY) docs/gen_api.py
 
 clean:
 	rm -rf target .make-stamps $(VENV)/.make-stamps python/g2gsim/_core*.so tracer/build

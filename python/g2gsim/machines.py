@@ -16,10 +16,11 @@ PRESET_DIR = Path(__file__).parent / "presets"
 
 
 class MachineError(ValueError):
-    pass
+    """A machine that does not exist or is invalid; the message names the file and key (and line)."""
 
 
 def presets() -> dict[str, Path]:
+    """The shipped machine presets: name -> TOML file."""
     return {p.stem: p for p in sorted(PRESET_DIR.glob("*.toml"))}
 
 
@@ -42,6 +43,8 @@ def resolve(name_or_file: "str | Path | MachineSpec") -> tuple[str, str]:
 
 
 def check(name_or_file: "str | Path | MachineSpec", nodes: int = 2) -> dict:
+    """Validates a machine and returns its parameters as the core understands them (what
+    ``g2gsim machine show`` prints), with the network built for ``nodes`` nodes."""
     text, label = resolve(name_or_file)
     try:
         return json.loads(_core.machine_check(text, label, nodes))

@@ -15,7 +15,7 @@ CACHE_DIR = Path(os.environ.get("G2GSIM_CACHE", Path.home() / ".cache" / "g2gsim
 
 
 class SimulationError(RuntimeError):
-    pass
+    """The replay could not finish (e.g. a deadlock in the trace); the message says where."""
 
 
 def _cache_key(path: Path, extra: str) -> str:

@@ -95,11 +95,14 @@ class TraceError(ValueError):
 
 @dataclass
 class Comm:
+    """An MPI communicator of a trace: ``id`` (the ``comm`` column's value), ``name`` and its
+    ``members`` (world ranks in communicator-rank order; ``None`` means all ranks)."""
     id: int
     name: str
     members: list[int] | None  # world ranks in comm-rank order; None = all world ranks
 
     def to_json(self) -> dict:
+        """The communicator as stored in the trace's metadata."""
         return {"id": self.id, "name": self.name, "members": self.members}
 
 
@@ -238,6 +241,7 @@ class Trace:
         return read_dumpi(meta, **kw)
 
     def to_pandas(self):
+        """The operations as a pandas DataFrame, one row per operation (columns: docs/trace-format.md)."""
         return self.table.to_pandas()
 
     # ----------------------------------------------------------------- checks and summaries
@@ -264,6 +268,7 @@ class Trace:
                              f"is not defined")
 
     def op_counts(self) -> dict[str, int]:
+        """Number of rows per operation name (``{"Send": 12, "Compute": 40, ...}``)."""
         vc = self.table.column("op").value_counts()
         return {str(d["values"]): int(d["counts"]) for d in vc.to_pylist()}
 
@@ -292,11 +297,16 @@ class TraceBuilder:
         self._seq: list[int] = []
 
     def add_comm(self, comm_id: int, name: str, members: Sequence[int] | None) -> None:
+        """Defines communicator ``comm_id`` (``members``: world ranks in communicator-rank order,
+        ``None`` for all ranks); MPI_COMM_WORLD is id 0 and predefined."""
         if any(c.id == comm_id for c in self.comms):
             raise TraceError(f"communicator id {comm_id} defined twice")
         self.comms.append(Comm(comm_id, name, list(members) if members is not None else None))
 
     def add(self, rank: int, op: str, **kw: Any) -> None:
+        """Appends operation ``op`` (``Send``, ``Irecv``, ``Compute``, ...) to ``rank``'s program; the
+        keywords are trace columns (``peer``, ``tag``, ``bytes``, ``recv_bytes``, ``mem_space``,
+        ``dur_ns``, ...; docs/trace-format.md)."""
         if op not in ALL_OPS:
             raise TraceError(f"rank {rank}, event {self._next_seq[rank]}: unknown operation {op!r}")
         unknown = set(kw) - set(DEFAULTS)
@@ -314,6 +324,7 @@ class TraceBuilder:
         return len(self._seq)
 
     def build(self) -> Trace:
+        """The Trace of everything added so far (validated)."""
         cols: dict[str, Any] = dict(self._cols)
         cols["seq"] = self._seq
         t = Trace.from_columns(self.nranks, cols, comms=self.comms, source=self.source,
