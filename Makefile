@@ -35,7 +35,7 @@ PY_PKGS_TEST := pytest mpi4py jsonschema
 # install stamps live with the environment they describe
 STAMP := $(if $(OWN_VENV),$(VENV)/.make-stamps,.make-stamps)
 
-.PHONY: demo test build venv deps deps-test cargo-test pytest bench pgo clean tracer api-docs
+.PHONY: demo test build venv deps deps-test cargo-test pytest bench pgo clean tracer api-docs wheel sdist wheel-check package-tracer
 
 demo: build
 	$(PY) -m g2gsim demo --workload jacobi2d --ranks 16 --machine lassen
@@ -95,6 +95,34 @@ bench: build
 # module rebuilt with the profile (bench/speed/pgo.py; needs `rustup component add llvm-tools`)
 pgo: build
 	$(PY) bench/speed/pgo.py --python
+
+# Wheels users install without Rust: manylinux (glibc 2.17) abi3 wheel of the stripped `dist` profile,
+# built with zig as the linker (no container), and the sdist; both in dist/. `auditwheel show` checks
+# the platform tag; the _core module must stay under 15 MB.
+WHEEL_COMPAT ?= manylinux2014
+CORE_MAX_BYTES := 15000000
+wheel: deps package-tracer | $(STAMP)
+	@[ -f $(STAMP)/wheel ] || { $(PIP) install -q ziglang auditwheel && touch $(STAMP)/wheel; }
+	rm -f dist/g2gsim-*.whl
+	$(PY) -m maturin build --profile dist --zig --compatibility $(WHEEL_COMPAT) --out dist
+	$(PY) -m auditwheel show dist/g2gsim-*.whl
+	@$(PY) -c 'import sys, zipfile, glob; w = glob.glob("dist/g2gsim-*.whl")[0]; z = zipfile.ZipFile(w); \
+	  n = sum(i.file_size for i in z.infolist() if "/_core" in i.filename); \
+	  print(f"{w}: _core {n / 1e6:.1f} MB, wheel {__import__(\"os\").path.getsize(w) / 1e6:.1f} MB"); \
+	  sys.exit(n > $(CORE_MAX_BYTES) and f"_core is over {$(CORE_MAX_BYTES) / 1e6:.0f} MB")'
+
+sdist: deps package-tracer
+	rm -f dist/g2gsim-*.tar.gz
+	$(PY) -m maturin sdist --out dist
+
+# the tracer's C sources as package data (python/g2gsim/_tracer, ignored by git)
+package-tracer:
+	rm -rf python/g2gsim/_tracer && mkdir -p python/g2gsim/_tracer
+	cp -r tracer/Makefile tracer/README.md tracer/src python/g2gsim/_tracer/
+
+# the CI check of the wheel: a new venv outside the tree, then the README commands (.ci/wheel-check)
+wheel-check: wheel
+	.ci/wheel-check dist/g2gsim-*.whl
 
 # docs/api.md from the docstrings of the public API (docs/gen_api.py; tests/test_api_docs.py checks it)
 api-docs: build
