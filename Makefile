@@ -104,7 +104,10 @@ CORE_MAX_BYTES := 15000000
 wheel: deps package-tracer | $(STAMP)
 	@[ -f $(STAMP)/wheel ] || { $(PIP) install -q ziglang auditwheel && touch $(STAMP)/wheel; }
 	rm -f dist/g2gsim-*.whl
-	$(PY) -m maturin build --profile dist --zig --compatibility $(WHEEL_COMPAT) --out dist
+	# zig from the ziglang package and the environment's maturin first on PATH
+	bin=$$(dirname "$$($(PY) -c 'import sys; print(sys.executable)')"); \
+	  zig=$$($(PY) -c 'import os, ziglang; print(os.path.dirname(ziglang.__file__))'); \
+	  PATH="$$zig:$$bin:$$PATH" maturin build --profile dist --zig --compatibility $(WHEEL_COMPAT) --out dist
 	$(PY) -m auditwheel show dist/g2gsim-*.whl
 	@$(PY) -c 'import sys, zipfile, glob; w = glob.glob("dist/g2gsim-*.whl")[0]; z = zipfile.ZipFile(w); \
 	  n = sum(i.file_size for i in z.infolist() if "/_core" in i.filename); \
@@ -113,7 +116,7 @@ wheel: deps package-tracer | $(STAMP)
 
 sdist: deps package-tracer
 	rm -f dist/g2gsim-*.tar.gz
-	$(PY) -m maturin sdist --out dist
+	bin=$$(dirname "$$($(PY) -c 'import sys; print(sys.executable)')"); PATH="$$bin:$$PATH" maturin sdist --out dist
 
 # the tracer's C sources as package data (python/g2gsim/_tracer, ignored by git)
 package-tracer:
