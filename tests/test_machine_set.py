@@ -130,3 +130,17 @@ def test_sweep_bad_set_names_file_and_key(tmp_path, internode):
     from g2gsim.analysis.sweep import SweepError
     with pytest.raises(SweepError, match=r"s\.toml: set: machine lassen: --set node\.nic\.bw=fast"):
         load_sweep(f)
+
+
+def test_presets_are_named_by_what_they_are_and_old_names_still_work():
+    for name, path in machines.presets().items():
+        assert not name.startswith("seed-"), name
+        assert "seed" not in machines.check(name, nodes=1)["description"].lower(), name
+    for old, new in machines.RENAMED.items():
+        assert new in machines.presets()
+        with pytest.warns(machines.PresetRenamed, match=f"'{old}' is now called '{new}'"):
+            text, label = machines.resolve(old)
+        assert label == f"preset:{new}.toml" and text == machines.presets()[new].read_text()
+    p = cli("machine", "show", "seed-juwels")
+    assert "juwels-booster-cited" in p.stdout
+    assert p.stderr.count("\n") == 1 and "now called 'juwels-booster-cited'" in p.stderr

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import re
 import tomllib
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -17,6 +18,21 @@ PRESET_DIR = Path(__file__).parent / "presets"
 
 class MachineError(ValueError):
     """A machine that does not exist or is invalid; the message names the file and key (and line)."""
+
+
+# Presets renamed by what they are (issue 29); the old names keep working with a notice.
+RENAMED = {
+    "seed-a100-8gpu": "a100x8-nvswitch",
+    "seed-a40-8gpu": "a40x8-pcie",
+    "seed-h100-4gpu": "h100x4-nvlink",
+    "seed-juwels": "juwels-booster-cited",
+    "seed-leonardo": "leonardo-cited",
+    "seed-p100-daint": "piz-daint-cited",
+}
+
+
+class PresetRenamed(FutureWarning):
+    """A machine preset was asked for by its old name."""
 
 
 def presets() -> dict[str, Path]:
@@ -35,6 +51,11 @@ def resolve(name_or_file: "str | Path | MachineSpec") -> tuple[str, str]:
             raise MachineError(f"machine file {p} does not exist")
         return p.read_text(), str(p)
     ps = presets()
+    if str(name_or_file) in RENAMED and str(name_or_file) not in ps:
+        new = RENAMED[str(name_or_file)]
+        warnings.warn_explicit(f"machine preset {name_or_file!r} is now called {new!r}; the old name "
+                               f"will be removed", PresetRenamed, "g2gsim", 0)
+        name_or_file = new
     if str(name_or_file) in ps:
         f = ps[str(name_or_file)]
         return f.read_text(), f"preset:{f.name}"
