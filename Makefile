@@ -35,7 +35,7 @@ PY_PKGS_TEST := pytest mpi4py jsonschema
 # install stamps live with the environment they describe
 STAMP := $(if $(OWN_VENV),$(VENV)/.make-stamps,.make-stamps)
 
-.PHONY: demo test build venv deps deps-test cargo-test pytest bench pgo clean tracer api-docs wheel sdist wheel-check package-tracer
+.PHONY: demo test build venv deps deps-test cargo-test pytest bench pgo clean tracer api-docs wheel sdist wheel-check package-tracer golden-update
 
 demo: build
 	$(PY) -m g2gsim demo --workload jacobi2d --ranks 16 --machine lassen
@@ -87,6 +87,10 @@ cargo-test:
 
 pytest:
 	$(PY) -m pytest -q tests
+
+# rewrite tests/golden/*/expected.*.json from the current build; review the diff (tests/golden/README.md)
+golden-update:
+	$(PY) tests/golden/golden.py --update
 
 bench: build
 	$(PY) bench/speed/run.py

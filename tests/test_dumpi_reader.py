@@ -8,6 +8,7 @@ every collective, PROC_NULL, 16-bit time wrap-around).
 """
 from __future__ import annotations
 
+import os
 import shutil
 import struct
 from collections import Counter
@@ -324,6 +325,7 @@ class Writer:
         self.version = version
         self.body = bytearray(i32(0, wall_offset))
         self.counts = [0] * 291
+        self.ignored = [0] * 291       # calls made while tracing was off (counted, not written)
         self.t = wall_offset * 10**9 + 500_000_000   # next call start (ns since the epoch)
 
     def status(self, *sts):
@@ -367,7 +369,7 @@ class Writer:
         out += h16(4) + b"node" + h16(4) + b"user" + i32(0) + i32(0)
         footer = len(out)
         out += struct.pack(">Q", 0xF007FEE7) + struct.pack(">291I", *self.counts)
-        out += struct.pack(">291I", *([0] * 291))
+        out += struct.pack(">291I", *self.ignored)
         out += i32(0)                      # key/value record (not indexed, as libdumpi does)
         perflbl = len(out)
         out += i32(0)
@@ -380,12 +382,16 @@ class Writer:
         path.write_bytes(bytes(out))
 
 
-def write_trace(tmp_path: Path, writers: list[Writer], prefix="synth") -> Path:
+def write_trace(tmp_path: Path, writers: list[Writer], prefix="synth", meta_prefix=None,
+                bin_prefix=None) -> Path:
+    """meta_prefix: the .meta's fileprefix= line; bin_prefix: the .bin files' prefix (both
+    default to prefix; they differ for renamed traces)."""
     meta = tmp_path / f"{prefix}.meta"
     meta.write_text(f"hostname=node\nnumprocs={len(writers)}\nusername=user\nstartime=1\n"
-                    f"fileprefix={prefix}\nversion=1\nsubversion=1\nsubsubversion=0\n")
+                    f"fileprefix={meta_prefix or prefix}\nversion=1\nsubversion=1\n"
+                    f"subsubversion=0\n")
     for r, w in enumerate(writers):
-        w.save(tmp_path / f"{prefix}-{r:04d}.bin")
+        w.save(tmp_path / f"{bin_prefix or prefix}-{r:04d}.bin")
     return meta
 
 
@@ -748,3 +754,99 @@ def test_split_with_undefined_color(tmp_path):
     tr = read_dumpi(write_trace(tmp_path, ws))
     assert sorted(c.members for c in tr.comms if c.id != 0) == [[0, 2]]
     assert tr.op_counts()["Barrier"] == 2
+
+
+# ============================================================================ renamed files
+def test_renamed_bin_files_are_found_with_a_notice(tmp_path):
+    """The .meta names dumpi-<date> but the .bin files were renamed after the .meta's stem."""
+    from g2gsim.readers.dumpi_reader import DumpiImportNotice
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    ref = read_dumpi(write_trace(tmp_path / "a", [_synthetic_program(r) for r in range(4)]))
+    meta = write_trace(tmp_path / "b", [_synthetic_program(r) for r in range(4)], prefix="n4",
+                       meta_prefix="dumpi-2019.10.12.21.29.19")
+    with pytest.warns(DumpiImportNotice) as rec:
+        tr = read_dumpi(meta)
+    notes = [str(w.message) for w in rec if w.category is DumpiImportNotice]
+    assert len(notes) == 1 and "\n" not in notes[0]
+    assert "fileprefix=dumpi-2019.10.12.21.29.19" in notes[0] and "n4-NNNN.bin" in notes[0]
+    assert tr.op_counts() == ref.op_counts()
+    assert tr.table.equals(ref.table)
+    assert "n4-NNNN.bin" in tr.source
+
+
+def test_renamed_bin_files_not_used_when_the_prefix_finds_files(tmp_path):
+    # both sets exist: the .meta's prefix wins, no notice
+    import warnings as w_
+    meta = write_trace(tmp_path, [_synthetic_program(r) for r in range(4)], prefix="n4",
+                       meta_prefix="run", bin_prefix="run")
+    for r in range(4):
+        (tmp_path / f"n4-{r:04d}.bin").write_bytes(b"not dumpi")
+    with w_.catch_warnings():
+        w_.simplefilter("error")
+        tr = read_dumpi(meta)
+    assert _ops(tr) == SYNTH_OPS
+
+
+def test_missing_bin_names_both_prefixes(tmp_path):
+    meta = write_trace(tmp_path, [_synthetic_program(r) for r in range(4)], prefix="n4",
+                       meta_prefix="dumpi-x", bin_prefix="other")
+    with pytest.raises(TraceError) as ei:
+        read_dumpi(meta)
+    msg = str(ei.value)
+    assert "dumpi-x-0000.bin" in msg and "rank 0" in msg and "missing" in msg
+    assert "n4-NNNN.bin" in msg
+
+
+def test_footer_ignored_calls_are_not_a_mismatch(tmp_path):
+    """Calls made while tracing was off are in the footer's call and ignored counts only."""
+    ws = [_synthetic_program(r) for r in range(4)]
+    for w in ws:
+        for name, n in (("Send", 3), ("Finalize", 1)):
+            w.counts[F[name]] += n
+            w.ignored[F[name]] += n
+    import warnings as w_
+    with w_.catch_warnings(record=True) as rec:
+        w_.simplefilter("always")
+        tr = read_dumpi(write_trace(tmp_path, ws))
+    msgs = [str(m.message) for m in rec]
+    assert not any("differ" in m for m in msgs), msgs
+    assert any("16 MPI calls on 4 ranks were made while DUMPI tracing was off" in m for m in msgs)
+    assert "tracing was off" in tr.source
+    assert _ops(tr) == SYNTH_OPS
+
+
+MINIFE = "minife/cuda/src/dumpi/lassen"
+_CORPUS = Path(os.environ.get("G2GSIM_CORPUS", Path(__file__).resolve().parents[2] / "shared" / "corpus"))
+
+
+@pytest.mark.skipif(not (_CORPUS / MINIFE).is_dir(),
+                    reason=f"MiniFE corpus traces ({_CORPUS / MINIFE}) not present")
+def test_minife_corpus_renamed_traces(corpus):
+    """The corpus MiniFE traces: renamed files, tracing off during setup.  Rank 1 of the 16-rank
+    run against its dumpi2ascii counts in the corpus PROVENANCE.md (Isend 2200, Irecv 2200,
+    Allreduce 399, Waitall 200)."""
+    from g2gsim.readers.dumpi_reader import DumpiImportNotice
+    with pytest.warns(DumpiImportNotice, match="n16-NNNN.bin"):
+        tr = read_dumpi(corpus / MINIFE / "n16.meta")
+    tr.validate()
+    assert tr.nranks == 16
+    df = tr.to_pandas()
+    got = Counter(df[(df["rank"] == 1) & (df.op != "Compute")].op)
+    assert got == {"Isend": 2200, "Irecv": 2200, "Allreduce": 399, "Waitall": 200, "Init": 1}
+
+
+def test_cli_import_says_renamed_files_in_one_line(tmp_path):
+    import subprocess
+    import sys
+    meta = write_trace(tmp_path, [_synthetic_program(r) for r in range(4)], prefix="n4",
+                       meta_prefix="dumpi-2019.10.12.21.29.19")
+    out = tmp_path / "n4.g2g.parquet"
+    p = subprocess.run([sys.executable, "-m", "g2gsim.cli", "import", str(meta), "-o", str(out)],
+                       capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "COLUMNS": "400"})
+    assert p.returncode == 0, p.stderr
+    lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
+    assert lines == [f"note: {meta}: fileprefix=dumpi-2019.10.12.21.29.19 matches no .bin file; "
+                     f"reading the renamed files n4-NNNN.bin beside it"], p.stderr
+    assert Trace.read(out).nranks == 4

@@ -515,11 +515,13 @@ def check_gpu_ping(a: "Archive") -> None:
             assert done[1] <= a.of(0, "MpiSend")[0].time
 
 
-def test_h200_recording_of_gpu_ping(tmp_path):
-    """The archive recorded on the 4 x H200 machine (tests/data/gpu-ping-h200-otf2/run_device.sh):
-    device, managed and host buffers classified by the real libcuda, copies from the real CUPTI."""
+@pytest.mark.parametrize("machine", ["h200", "h100"])
+def test_recording_of_gpu_ping(tmp_path, machine):
+    """Archives recorded on real GPUs (tests/data/gpu-ping-<machine>-otf2/run_device.sh: 2 ranks on
+    2 GPUs of the 4 x H200 machine; 2 ranks sharing the one GPU of an H100 machine): device, managed
+    and host buffers classified by the real libcuda, copies from the real CUPTI."""
     import tarfile
-    with tarfile.open(ROOT / "tests/data/gpu-ping-h200-otf2/gpu-ping-h200-otf2.tar.gz") as t:
+    with tarfile.open(ROOT / f"tests/data/gpu-ping-{machine}-otf2/gpu-ping-{machine}-otf2.tar.gz") as t:
         t.extractall(tmp_path, filter="data")
     check_gpu_ping(Archive(tmp_path / "trace" / "traces.otf2"))
     # and the importer turns it into native operations with those memory spaces

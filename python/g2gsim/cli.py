@@ -21,6 +21,12 @@ err_console = Console(stderr=True)
 MODES = ["as-traced", "hostcopy", "gpudirect"]
 
 
+def _one_line_warning(message, category, filename, lineno, line=None):
+    """Readers' warnings and notices on the command line: one line each, no source excerpt."""
+    kind = "note" if category.__name__.endswith("Notice") else "warning"
+    return f"{kind}: {message}\n"
+
+
 def _fail(msg: str, code: int = 1):
     err_console.print(f"[bold red]error:[/] {msg}", highlight=False, markup=True, soft_wrap=True)
     sys.exit(code)
@@ -114,6 +120,8 @@ def main():
     Replays a trace (native .g2g.parquet, Score-P OTF2 or DUMPI) on a simulated multi-GPU cluster
     under HostCopy or GPUDirect, any node configuration and rank mapping.
     """
+    import warnings
+    warnings.formatwarning = _one_line_warning
 
 
 def sim_options(f):

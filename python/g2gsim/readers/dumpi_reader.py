@@ -60,7 +60,7 @@ from ..trace import ANY_SOURCE, ANY_TAG, PROC_NULL, Trace, TraceBuilder, TraceEr
 
 __all__ = [
     "read_dumpi", "read_dumpi_meta", "read_dumpi_footer_counts", "DumpiMeta", "DumpiFile",
-    "DUMPI_FUNCTIONS", "SUPPORTED_VERSIONS",
+    "DUMPI_FUNCTIONS", "SUPPORTED_VERSIONS", "DumpiImportNotice",
 ]
 
 # --------------------------------------------------------------------------------------------
@@ -630,9 +630,40 @@ class DumpiMeta:
     starttime: int = 0
     version: tuple[int, int, int] | None = None
     fields: dict[str, str] = field(default_factory=dict)
+    # the prefix the .bin files really have: ``fileprefix`` or, for renamed files, the .meta's stem
+    bin_prefix: str = ""
+    # one line saying the .bin files were found under another prefix than the .meta names ("" if not)
+    prefix_note: str = ""
 
     def bin_path(self, rank: int) -> Path:
-        return self.path.parent / f"{self.fileprefix}-{rank:04d}.bin"
+        return self.path.parent / f"{self.bin_prefix or self.fileprefix}-{rank:04d}.bin"
+
+
+class DumpiImportNotice(UserWarning):
+    """A one-line notice about how a DUMPI trace was read (e.g. renamed .bin files)."""
+
+
+def _resolve_bin_prefix(meta: DumpiMeta) -> None:
+    """Find the prefix of the .bin files.  libdumpi names them ``<fileprefix>-NNNN.bin``; traces
+    whose files were renamed after the .meta's stem (``n16.meta`` + ``n16-0000.bin``, as in the
+    MiniFE traces of the corpus) are found when the .meta's prefix finds no file at all."""
+    d = meta.path.parent
+    meta.bin_prefix = meta.fileprefix
+
+    def any_bin(prefix: str) -> bool:
+        return any((d / f"{prefix}-{r:04d}.bin").is_file() for r in range(min(meta.numprocs, 8))) \
+            or any(d.glob(f"{_glob_escape(prefix)}-[0-9][0-9][0-9][0-9]*.bin"))
+
+    stem = meta.path.stem
+    if any_bin(meta.fileprefix) or stem == meta.fileprefix or not any_bin(stem):
+        return
+    meta.bin_prefix = stem
+    meta.prefix_note = (f"{meta.path}: fileprefix={meta.fileprefix} matches no .bin file; "
+                        f"reading the renamed files {stem}-NNNN.bin beside it")
+
+
+def _glob_escape(s: str) -> str:
+    return "".join(f"[{c}]" if c in "*?[" else c for c in s)
 
 
 def read_dumpi_meta(meta_path: str | Path) -> DumpiMeta:
@@ -672,9 +703,11 @@ def read_dumpi_meta(meta_path: str | Path) -> DumpiMeta:
         starttime = int(fields.get("startime", fields.get("starttime", "0")))
     except ValueError:
         starttime = 0
-    return DumpiMeta(path=path, hostname=fields.get("hostname", ""), numprocs=numprocs,
+    meta = DumpiMeta(path=path, hostname=fields.get("hostname", ""), numprocs=numprocs,
                      fileprefix=fields["fileprefix"], username=fields.get("username", ""),
                      starttime=starttime, version=version, fields=fields)
+    _resolve_bin_prefix(meta)
+    return meta
 
 
 @dataclass
@@ -1009,8 +1042,11 @@ def _call(fid: int) -> str:
 def _open_rank(meta: DumpiMeta, rank: int) -> DumpiFile:
     path = meta.bin_path(rank)
     if not path.is_file():
+        also = ""
+        if meta.bin_prefix == meta.fileprefix and meta.path.stem != meta.fileprefix:
+            also = f"; no {meta.path.stem}-NNNN.bin either"
         raise TraceError(f"{path}: rank {rank}: DUMPI trace file is missing (meta file {meta.path} "
-                         f"lists {meta.numprocs} ranks) (before record 0)")
+                         f"lists {meta.numprocs} ranks{also}) (before record 0)")
     f = DumpiFile.__new__(DumpiFile)
     f.meta_version = meta.version  # used only to diagnose truncated files
     f.__init__(path, rank)
@@ -1498,6 +1534,8 @@ def read_dumpi(meta_path: str | Path, assume_buffers: str = "host", progress: bo
         raise ValueError(f"assume_buffers must be 'host' or 'device', not {assume_buffers!r}")
     t_begin = time.perf_counter()
     meta = read_dumpi_meta(meta_path)
+    if meta.prefix_note:
+        warnings.warn(meta.prefix_note, DumpiImportNotice, stacklevel=2)
     nranks = meta.numprocs
     files: list[DumpiFile] = []
     recs: list[DumpiRecords] = []
@@ -1508,7 +1546,7 @@ def read_dumpi(meta_path: str | Path, assume_buffers: str = "host", progress: bo
         if progress:
             print(f"dumpi: rank {r + 1}/{nranks}: {len(recs[-1].fids)} records from {f.path.name}",
                   file=sys.stderr)
-    _check_footers(files, recs)
+    ignored_note = _check_footers(files, recs)
     comms = _Comms(nranks)
     created = _resolve_comms(files, recs, comms)
 
@@ -1535,6 +1573,10 @@ def read_dumpi(meta_path: str | Path, assume_buffers: str = "host", progress: bo
         if gid in used or not comms.names[gid].startswith("MPI_COMM_SELF"):
             b.add_comm(gid, comms.names[gid], comms.members[gid])
     notes = []
+    if meta.prefix_note:
+        b.source += f" [.bin files {meta.bin_prefix}-NNNN.bin, not fileprefix={meta.fileprefix}]"
+    if ignored_note:
+        notes.append(ignored_note)
     if stats["unknown_type_uses"]:
         notes.append(f"{stats['unknown_type_uses']} message sizes used a datatype of unknown size "
                      f"(counted as 0 bytes)")
@@ -1553,8 +1595,12 @@ def read_dumpi(meta_path: str | Path, assume_buffers: str = "host", progress: bo
     return trace
 
 
-def _check_footers(files: list[DumpiFile], recs: list[DumpiRecords]) -> None:
-    """The footer's call counts must match the records (when the footer counts recorded calls)."""
+def _check_footers(files: list[DumpiFile], recs: list[DumpiRecords]) -> str:
+    """The footer's call counts minus its ignored counts (calls made while tracing was off, e.g.
+    after ``MPI_Pcontrol(0)``) must match the records.  Returns a one-line note on the ignored
+    calls ("" when there are none)."""
+    ignored_total = 0
+    ignored_ranks = 0
     for f, rr in zip(files, recs):
         if not f.has_footer:
             continue
@@ -1562,11 +1608,20 @@ def _check_footers(files: list[DumpiFile], recs: list[DumpiRecords]) -> None:
         for fid in rr.fids:
             if fid < ALL_FUNCTIONS:
                 counts[fid] += 1
-        diff = {DUMPI_FUNCTIONS[i]: (f.call_counts[i], counts[i]) for i in range(ALL_FUNCTIONS)
-                if f.call_counts[i] != counts[i]}
+        diff = {DUMPI_FUNCTIONS[i]: (f.call_counts[i] - f.ignored_counts[i], counts[i])
+                for i in range(ALL_FUNCTIONS)
+                if f.call_counts[i] - f.ignored_counts[i] != counts[i]}
         if diff:
-            warnings.warn(f"{f.where()}: footer call counts differ from the records "
-                          f"(function: footer, records): {diff}", stacklevel=3)
+            warnings.warn(f"{f.where()}: footer call counts (less ignored calls) differ from the "
+                          f"records (function: footer, records): {diff}", stacklevel=3)
+        ign = sum(f.ignored_counts[:ALL_FUNCTIONS])
+        if ign:
+            ignored_total += ign
+            ignored_ranks += 1
+    if not ignored_total:
+        return ""
+    return (f"{ignored_total} MPI calls on {ignored_ranks} ranks were made while DUMPI tracing was "
+            f"off (footers' ignored counts) and are not in the trace")
 
 
 _REQ_CREATE = {FID[n]: op for n, op in (("Isend", "Isend"), ("Ibsend", "Isend"),
