@@ -89,7 +89,7 @@ pytest:
 	$(PY) -m pytest -q tests
 
 # rewrite tests/golden/*/expected.*.json from the current build; review the diff (tests/golden/README.md)
-golden-update:
+golden-update: build
 	$(PY) tests/golden/golden.py --update
 
 bench: build
