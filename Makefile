@@ -113,10 +113,10 @@ wheel: deps package-tracer | $(STAMP)
 	  zig=$$($(PY) -c 'import os, ziglang; print(os.path.dirname(ziglang.__file__))'); \
 	  PATH="$$zig:$$bin:$$PATH" maturin build --profile dist --zig --compatibility $(WHEEL_COMPAT) --out dist
 	$(PY) -m auditwheel show dist/g2gsim-*.whl
-	@$(PY) -c 'import sys, zipfile, glob; w = glob.glob("dist/g2gsim-*.whl")[0]; z = zipfile.ZipFile(w); \
-	  n = sum(i.file_size for i in z.infolist() if "/_core" in i.filename); \
-	  print(f"{w}: _core {n / 1e6:.1f} MB, wheel {__import__(\"os\").path.getsize(w) / 1e6:.1f} MB"); \
-	  sys.exit(n > $(CORE_MAX_BYTES) and f"_core is over {$(CORE_MAX_BYTES) / 1e6:.0f} MB")'
+	@$(PY) -c 'import sys, zipfile, glob, os; w = glob.glob("dist/g2gsim-*.whl")[0]; \
+	  n = sum(i.file_size for i in zipfile.ZipFile(w).infolist() if "/_core." in i.filename and i.filename.endswith(".so")); \
+	  print(w, ": _core", round(n / 1e6, 2), "MB, wheel", round(os.path.getsize(w) / 1e6, 2), "MB"); \
+	  sys.exit("_core is over $(CORE_MAX_BYTES) bytes" if n > $(CORE_MAX_BYTES) else 0)'
 
 sdist: deps package-tracer
 	rm -f dist/g2gsim-*.tar.gz
