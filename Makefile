@@ -31,11 +31,12 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 APT_PKGS_TEST := openmpi-bin libopenmpi-dev libopen-trace-format2-dev pkg-config gfortran chromium libsimgrid-dev
 PY_PKGS := maturin numpy pyarrow pandas click rich tomli-w matplotlib dask distributed otf2
-PY_PKGS_TEST := pytest mpi4py jsonschema
+PY_PKGS_TEST := pytest mpi4py jsonschema hypothesis
+PY_PKGS_LINT := ruff mypy
 # install stamps live with the environment they describe
 STAMP := $(if $(OWN_VENV),$(VENV)/.make-stamps,.make-stamps)
 
-.PHONY: demo test build venv deps deps-test cargo-test pytest bench pgo clean tracer api-docs wheel sdist wheel-check package-tracer golden-update
+.PHONY: demo test build venv deps deps-test cargo-test pytest bench pgo clean tracer api-docs wheel sdist wheel-check package-tracer golden-update lint deps-lint
 
 demo: build
 	$(PY) -m g2gsim demo --workload jacobi2d --ranks 16 --machine lassen
@@ -87,6 +88,17 @@ cargo-test:
 
 pytest:
 	$(PY) -m pytest -q tests
+
+# the gates: ruff and mypy on the Python package (pyproject.toml), rustfmt (rustfmt.toml) and
+# clippy (Cargo.toml [workspace.lints]) on the crates
+lint: deps-lint
+	$(PY) -m ruff check python/g2gsim tests/golden
+	$(PY) -m mypy
+	cargo fmt --all -- --check
+	cargo clippy --workspace --all-targets -- -D warnings
+
+deps-lint: | $(STAMP)
+	@[ -f $(STAMP)/deps-lint ] || { $(PIP) install -q $(PY_PKGS_LINT) && touch $(STAMP)/deps-lint; }
 
 # rewrite tests/golden/*/expected.*.json from the current build; review the diff (tests/golden/README.md)
 golden-update: build

@@ -334,3 +334,16 @@ def test_cli_register(tmp_path):
     assert len(json.loads((tmp_path / "v.json").read_text())["rows"]) == 10
     res = r.invoke(main, ["calibrate", "script", "-o", str(tmp_path / "measure.py")])
     assert res.exit_code == 0 and (tmp_path / "measure.py").read_text().startswith("#!/usr/bin/env python3")
+
+
+def test_measure_script_sizes_follow_the_core_rule():
+    """measure.py runs without g2gsim, so it restates the size rule; it must agree with the core's."""
+    from g2gsim import units
+    from g2gsim.calibrate import measure
+    for s in ["4096", "64KiB", "64KB", "64K", "1MiB", "1.5MiB", "512MB", "2GiB", "1e3", "8B", "0"]:
+        assert measure.parse_size(s) == units.parse_size(s), s
+    for bad in ["64 bogus", "KiB", "-1KiB"]:
+        with pytest.raises(ValueError):
+            measure.parse_size(bad)
+        with pytest.raises(ValueError):
+            units.parse_size(bad)

@@ -459,3 +459,25 @@ def test_two_gpu_slice_of_an_nvswitch_node(fabric, kind, tmp_path):
     assert close(det.nvlink_bw, 18 * H100_LINK)
     assert det.pcie_gen is None and not det.tables["node.pcie"]["bw"].detected
     core_check(render(det), tmp_path)
+
+
+# ================================================================ sockets (issue 25: the node as a graph)
+@pytest.mark.parametrize("name,sockets,gpu_socket,nic_socket", [
+    ("dgx-h100", 2, [0, 0, 0, 0, 1, 1, 1, 1], [0, 0, 0, 0, 1, 1, 1, 1]),
+    ("pcie-nvbridge", 2, [0, 0, 1, 1], [0, 1]),
+    ("h200x4", 1, None, None),
+    ("pcie-only", 1, None, None),
+])
+def test_detect_writes_the_sockets_it_sees(name, sockets, gpu_socket, nic_socket, tmp_path):
+    det = fixture(name)
+    assert det.tables["node"]["sockets"].value == sockets
+    got = det.tables["node"].get("gpu_socket")
+    assert (got.value if got else None) == gpu_socket
+    got = det.tables["node.nic"].get("socket")
+    assert (got.value if got else None) == nic_socket
+    text = render(det)
+    if sockets > 1:
+        # the link between sockets cannot be seen from the node: a placeholder, marked
+        assert "[node.inter_socket]" in text and "NOT DETECTED: placeholder; the link between sockets" in text
+    c = core_check(text, tmp_path)
+    assert c["gpus_per_node"] == len(det.gpus)

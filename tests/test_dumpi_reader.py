@@ -756,6 +756,33 @@ def test_split_with_undefined_color(tmp_path):
     assert tr.op_counts()["Barrier"] == 2
 
 
+def test_imports_are_matching_checked(tmp_path):
+    """DUMPI imports go through the readers' shared matching check (readers/rules.py), as OTF2's do:
+    a send nobody receives is a warning naming the rank, and an error with strict=True."""
+    ws = []
+    for r in range(2):
+        w = Writer()
+        w.call("Init", i32(1) + chars("./app"))
+        if r == 0:   # rank 0 sends twice with tag 9, rank 1 receives once
+            for _ in range(2):
+                w.call("Send", i32(4) + h16(INT) + i32(1, 9) + h16(WORLD))
+        else:
+            w.call("Recv", i32(4) + h16(INT) + i32(0, 9) + h16(WORLD) + w.status((16, 0, 9)))
+        w.call("Finalize")
+        ws.append(w)
+    meta = write_trace(tmp_path, ws, prefix="unmatched")
+    with pytest.warns(UserWarning, match=r"1 point-to-point matching problem.*rank 0"):
+        t = read_dumpi(meta)
+    assert _ops(t)["Send"] == 2
+    with pytest.raises(TraceError, match="matching problem"):
+        read_dumpi(meta, strict=True)
+
+
+def test_synthetic_trace_matches(synthetic, recwarn):
+    read_dumpi(synthetic)
+    assert not [w for w in recwarn if "matching" in str(w.message)]
+
+
 # ============================================================================ renamed files
 def test_renamed_bin_files_are_found_with_a_notice(tmp_path):
     """The .meta names dumpi-<date> but the .bin files were renamed after the .meta's stem."""

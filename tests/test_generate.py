@@ -82,12 +82,17 @@ def test_unknown_workload_and_parameter_errors():
 
 
 def test_cli_strings_are_coerced():
-    a = generate("pingpong", 2, sizes="8,1K,1M", iterations="2", barrier="false")
+    a = generate("pingpong", 2, sizes="8,1KiB,1MiB", iterations="2", barrier="false")
     b = generate("pingpong", 2, sizes=[8, 1024, 1 << 20], iterations=2, barrier=False)
     assert a.table.equals(b.table)
     df = frame(a)
     assert sorted(set(df[df.op == "Send"]["bytes"])) == [8, 1024, 1 << 20]
     assert "Barrier" not in set(df.op)
+    # one rule for units everywhere (g2gsim.units, the core's): K/KB = 1000, KiB = 1024
+    c = frame(generate("pingpong", 2, sizes="1K,2KB,1KiB,1.5MiB", iterations=1))
+    assert sorted(set(c[c.op == "Send"]["bytes"])) == [1000, 1024, 2000, 1572864]
+    with pytest.raises(ValueError, match="sizes"):
+        generate("pingpong", 2, sizes="8,1Kb0")
 
 
 def test_dims_create_is_most_square():
@@ -256,7 +261,7 @@ def test_staged_collectives_copy_around_the_call():
 
 # ============================================================================ ping-pong / ping-ping
 def test_pingpong_pattern():
-    df = frame(generate("pingpong", 2, sizes="8,4K", iterations=5))
+    df = frame(generate("pingpong", 2, sizes="8,4KiB", iterations=5))
     a, b = df[df["rank"] == 0], df[df["rank"] == 1]
     assert ops_of(df, 0) == ["Init"] + (["Barrier"] + ["Send", "Recv"] * 5) * 2 + ["Finalize"]
     assert ops_of(df, 1) == ["Init"] + (["Barrier"] + ["Recv", "Send"] * 5) * 2 + ["Finalize"]
@@ -273,7 +278,7 @@ def test_pingpong_pairs_and_odd_ranks():
 
 
 def test_pingping_pattern():
-    df = frame(generate("pingping", 2, sizes="1M", iterations=2))
+    df = frame(generate("pingping", 2, sizes="1MiB", iterations=2))
     for r, stag, rtag in ((0, 1, 2), (1, 2, 1)):
         g = df[df["rank"] == r]
         assert ops_of(df, r) == ["Init", "Barrier"] + ["Isend", "Irecv", "Waitall"] * 2 + ["Finalize"]

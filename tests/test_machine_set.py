@@ -45,8 +45,9 @@ def test_values_use_machine_file_units():
 @pytest.mark.parametrize("item, words", [
     ("node.nic.bw=50 furlongs", ["--set node.nic.bw=50 furlongs", "unit"]),
     ("node.nic.bogus=3", ["--set node.nic.bogus=3", "unknown key", "bw"]),
-    ("node.nic.bw=3", ["--set node.nic.bw=3", "string"]),
-    ("node.gpus=0", ["--set node.gpus=0", "at least 1"]),
+    ("node.nic.bw=3", ["--set node.nic.bw=3", "expected a bandwidth"]),
+    ("node.nic.bw=1e30GB/s", ["--set node.nic.bw=1e30GB/s", "above the largest allowed"]),
+    ("node.gpus=0", ["--set node.gpus=0", "1..=1024"]),
     ("node.nic=3", ["--set node.nic=3", "table", "node.nic.bw"]),
     ("node.nic.bw", ["KEY=VALUE"]),
     ("name.x=1", ["name is a value"]),
@@ -144,3 +145,13 @@ def test_presets_are_named_by_what_they_are_and_old_names_still_work():
     p = cli("machine", "show", "seed-juwels")
     assert "juwels-booster-cited" in p.stdout
     assert p.stderr.count("\n") == 1 and "now called 'juwels-booster-cited'" in p.stderr
+
+
+def test_set_of_an_overridden_key_is_a_notice():
+    """node.nic.bw on a fat-tree with network.link_bw reaches no link: a one-line notice, not silence."""
+    p = cli("machine", "show", "lassen", "--set", "node.nic.bw=51GB/s")
+    assert p.returncode == 0
+    lines = [x for x in p.stderr.splitlines() if "changes nothing" in x]
+    assert len(lines) == 1 and "--set node.nic.bw=51GB/s" in lines[0] and "network.link_bw" in lines[0]
+    q = cli("machine", "show", "lassen", "--set", "network.link_bw=51GB/s")
+    assert "changes nothing" not in q.stderr

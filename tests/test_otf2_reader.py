@@ -21,7 +21,7 @@ otf2 = pytest.importorskip("otf2")
 from g2gsim.readers import otf2_reader  # noqa: E402
 from g2gsim.readers.otf2_events import coll_sizes  # noqa: E402
 from g2gsim.readers.otf2_reader import check_matching, read_otf2  # noqa: E402
-from g2gsim.readers.otf2_synth import SynthArchive, write_synthetic  # noqa: E402
+from g2gsim.testing.otf2_synth import SynthArchive, write_synthetic  # noqa: E402
 from g2gsim.trace import Trace, TraceBuilder, TraceError  # noqa: E402
 
 TRACES = {

@@ -8,7 +8,7 @@ otf2 = pytest.importorskip("otf2")
 
 import g2gsim  # noqa: E402
 from g2gsim.readers.otf2_reader import read_otf2  # noqa: E402
-from g2gsim.readers.otf2_synth import SynthArchive  # noqa: E402
+from g2gsim.testing.otf2_synth import SynthArchive  # noqa: E402
 
 
 def _archive(path, contiguous: int, nbytes: int):

@@ -55,6 +55,18 @@ def test_set_and_no_per_rank_match_the_schema(traces):
     assert rep["per_rank"] == [] and rep["machine_set"] == ["mpi.eager_limit=1KiB"]
 
 
+def test_warnings_match_the_schema(tmp_path):
+    """A trace with a message never received: the report carries `warnings`, which the schema describes."""
+    b = TraceBuilder(2, source="test")
+    b.add(0, "Send", peer=1, tag=1, bytes=8)
+    b.add(1, "Compute", dur_ns=10)
+    t = tmp_path / "unreceived.g2g.parquet"
+    b.build().write(t)
+    rep = g2gsim.simulate(t, "lassen")
+    assert rep.get("warnings"), rep.get("warnings")
+    jsonschema.validate(dict(rep), SCHEMA)
+
+
 def test_every_schema_key_is_described_in_the_docs():
     doc = (ROOT / "docs" / "report-schema.md").read_text()
     keys = set(SCHEMA["properties"])

@@ -9,7 +9,7 @@ out) and the matching warnings.
     python3 bench/speed/import_equal.py --compare /tmp/import_ref --big /tmp/g2gsim-otf2-bench/halo2d-64r-10000000ev/traces.otf2
 
 Archives: every ``*.otf2`` of the corpus (``$G2GSIM_CORPUS``, default ../shared/corpus) and of the
-tarballs in tests/data, synthetic archives from ``otf2_synth.write_synthetic`` (one of ~1 M events
+tarballs in tests/data, synthetic archives from ``g2gsim.testing.otf2_synth.write_synthetic`` (one of ~1 M events
 read by worker processes), each in the four ``assume_buffers`` modes (the big ones: traced only),
 and optionally ``--big`` archives (traced, 1 and 2 processes).
 """
@@ -30,7 +30,7 @@ sys.path.insert(0, str(REPO / "python"))
 import pyarrow.parquet as pq  # noqa: E402
 
 from g2gsim.readers.otf2_reader import read_otf2  # noqa: E402
-from g2gsim.readers.otf2_synth import write_synthetic  # noqa: E402
+from g2gsim.testing.otf2_synth import write_synthetic  # noqa: E402
 
 CORPUS = Path(os.environ.get("G2GSIM_CORPUS", REPO.parent / "shared" / "corpus"))
 MODES = ("traced", "host", "device", "infer")

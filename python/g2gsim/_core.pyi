@@ -1,13 +1,32 @@
-"""Typed stubs of the compiled core (crates/g2g-py). Private: use g2gsim.simulate and the CLI."""
-from typing import Callable, Optional
+"""Typed stubs of the compiled core (crates/g2g-py/src/lib.rs).  Private: use g2gsim.simulate, the
+CLI, g2gsim.units (sizes, durations, bandwidths) and g2gsim.vocab (names the core defines)."""
+from typing import Any, Callable, Optional
 
 class TraceError(ValueError): ...
 class MachineError(ValueError): ...
 class DeadlockError(RuntimeError): ...
 
-def simulate(trace_path: str, machine_toml: str, machine_file: str, options: Optional[dict] = None,
-             progress: Optional[Callable[[int, int], None]] = None) -> str: ...
-def machine_check(machine_toml: str, machine_file: str, nodes: int = 2) -> str: ...
-def models() -> list[tuple[str, str, list[str]]]: ...
-def coll_algorithms() -> list[tuple[str, list[str]]]: ...
-def trace_meta(path: str) -> tuple[int, int, str, str]: ...
+def simulate(trace_path: str, machine_toml: str, machine_file: str, options: Optional[dict[str, Any]] = None,
+             progress: Optional[Callable[[int, int], None]] = None) -> str:
+    """The JSON report; raises TraceError, MachineError, DeadlockError, ValueError (options) or
+    KeyboardInterrupt."""
+def machine_check(machine_toml: str, machine_file: str, nodes: int = 2) -> str:
+    """JSON summary of the parsed and built machine."""
+def machine_validate(machine_toml: str, machine_file: str) -> list[str]:
+    """Every error of the machine file (key and line each); empty when valid."""
+def models() -> list[tuple[str, str, list[str]]]:
+    """(name, summary, parameters) of each data-path model."""
+def coll_algorithms() -> list[tuple[str, list[str]]]:
+    """(collective, algorithm names) of each collective."""
+def trace_meta(path: str) -> tuple[int, int, str, str]:
+    """(ranks, rows, source, buffers) of a native trace."""
+def parse_size(text: str) -> int:
+    """Bytes: "64KiB" = 65536, "64KB" = "64K" = 64000, "4096"; ValueError naming the text."""
+def parse_duration_ns(text: str) -> float:
+    """Nanoseconds: "1.2us" = 1200.0; a unit (ns, us, ms, s) is required."""
+def parse_bandwidth(text: str) -> float:
+    """Bytes per second: "25GB/s", "100Gb/s" (bits), "1GiB/s"."""
+def vocabulary() -> str:
+    """JSON: ops [[name, [classes]]], op_classes, collectives, modes, sharing, mem_spaces,
+    copy_kinds, size_classes [[key, max_bytes | null]], columns [{name, type, required, default,
+    replayed, doc}], any_source, proc_null, any_tag (read by g2gsim/vocab.py)."""

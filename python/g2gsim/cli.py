@@ -12,13 +12,15 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 from rich.table import Table
 
 from . import __version__, machines
+from ._errors import SafeGroup, error_line, fail as _fail_line, notice as _notice
+from ._io import atomic_output, write_text_atomic
 from .sim import SimulationError, as_native, simulate as run_simulation
 from .trace import Trace, TraceError
+from .vocab import MODES, SEND_OPS, SHARING
 
 console = Console(soft_wrap=True)
 err_console = Console(stderr=True)
 
-MODES = ["as-traced", "hostcopy", "gpudirect"]
 
 
 def _one_line_warning(message, category, filename, lineno, line=None):
@@ -28,8 +30,7 @@ def _one_line_warning(message, category, filename, lineno, line=None):
 
 
 def _fail(msg: str, code: int = 1):
-    err_console.print(f"[bold red]error:[/] {msg}", highlight=False, markup=True, soft_wrap=True)
-    sys.exit(code)
+    _fail_line(msg, code)
 
 
 class _Bar:
@@ -63,17 +64,22 @@ def _parse_mapping(m: str | None):
     p = Path(m)
     if not p.exists():
         _fail(f"--mapping {m!r}: use linear, round-robin or a file with one node index per rank")
+    from .analysis.mapping import read_mapping
     try:
-        return [int(x) for x in p.read_text().split()]
-    except ValueError:
-        _fail(f"{p}: a mapping file holds one integer node index per rank, whitespace separated")
+        return read_mapping(p)
+    except ValueError as e:
+        _fail(str(e))
 
 
-def _sim(trace, machine, mode, progress=True, **kw):
+def _sim(trace, machine, mode, progress=True, json_out=None, **kw):
     try:
         with _Bar(f"simulating ({mode})", progress) as bar:
             return run_simulation(trace, machine, mode=mode, progress=bar, **kw)
-    except (TraceError, machines.MachineError, SimulationError, ValueError) as e:
+    except SimulationError as e:
+        if json_out and e.blocked:  # every blocked rank, for tools
+            write_text_atomic(json_out, json.dumps({"error": "deadlock", "blocked": e.blocked}, indent=2))
+        _fail(str(e))
+    except (TraceError, machines.MachineError, ValueError) as e:
         _fail(str(e))
     except KeyboardInterrupt:
         _fail("interrupted", 130)
@@ -112,7 +118,7 @@ def print_summary(rep: dict):
     console.print(ops)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=SafeGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="g2gsim")
 def main():
     """g2gsim: what would GPU-aware MPI save this MPI+GPU application?
@@ -135,9 +141,11 @@ def sim_options(f):
         click.option("--gpudirect-collectives-only", is_flag=True, help="mixed what-if: GPU-direct for collectives only"),
         click.option("--network-scale", type=float, default=1.0, help="multiply NIC and network bandwidth"),
         click.option("--no-overlap", is_flag=True, help="what-if: GPU work waits for completion (no compute/communication overlap)"),
-        click.option("--sharing", type=click.Choice(["max-min", "max-min-full", "bottleneck"]), default=None, help="link sharing model (default: the machine file's, max-min)"),
+        click.option("--sharing", type=click.Choice(SHARING), default=None, help="link sharing model (default: the machine file's, max-min)"),
         click.option("--assume-buffers", type=click.Choice(["traced", "host", "device", "infer"]), default=None, help="buffer spaces for imported traces that lack them"),
         click.option("--no-progress", is_flag=True, help="no progress bar"),
+        click.option("--no-cache", is_flag=True, help="import OTF2 / DUMPI afresh, not from the import cache"),
+        click.option("--strict", is_flag=True, help="end-of-trace warnings (unreceived messages, requests never waited for) are errors"),
     ]
     for o in reversed(opts):
         f = o(f)
@@ -145,8 +153,9 @@ def sim_options(f):
 
 
 def _kw(gpus_per_node, mapping, coll_algos, staged_buffers_are_device, gpudirect_min_bytes,
-        gpudirect_collectives_only, network_scale, assume_buffers, sharing=None, no_overlap=False):
-    return dict(sharing=sharing, no_overlap=no_overlap or None, gpus_per_node=gpus_per_node, mapping=_parse_mapping(mapping), coll_algos=coll_algos,
+        gpudirect_collectives_only, network_scale, assume_buffers, sharing=None, no_overlap=False, no_cache=False,
+        strict=False):
+    return dict(cache=False if no_cache else None, strict=strict or None, sharing=sharing, no_overlap=no_overlap or None, gpus_per_node=gpus_per_node, mapping=_parse_mapping(mapping), coll_algos=coll_algos,
                 staged_as_device=staged_buffers_are_device, gpudirect_min_bytes=gpudirect_min_bytes,
                 gpudirect_collectives_only=gpudirect_collectives_only, network_scale=network_scale,
                 assume_buffers=assume_buffers)
@@ -161,10 +170,12 @@ def _kw(gpus_per_node, mapping, coll_algos, staged_buffers_are_device, gpudirect
 @sim_options
 def simulate(trace, mode, json_out, csv_dir, machine, no_progress, **kw):
     """Simulate TRACE on a machine and print a summary."""
-    rep = _sim(trace, machine, mode, progress=not no_progress, **_kw(**kw))
+    rep = _sim(trace, machine, mode, progress=not no_progress, json_out=json_out, **_kw(**kw))
     print_summary(rep)
+    for w in rep.get("warnings", []):
+        _notice(w)
     if json_out:
-        Path(json_out).write_text(json.dumps(rep, indent=2))
+        write_text_atomic(json_out, json.dumps(rep, indent=2))
         console.print(f"report written to {json_out}")
     if csv_dir:
         files = rep.to_csv(csv_dir)
@@ -174,10 +185,11 @@ def simulate(trace, mode, json_out, csv_dir, machine, no_progress, **kw):
 @main.command()
 @click.argument("trace", type=click.Path(exists=True))
 @click.option("--assume-buffers", type=click.Choice(["traced", "host", "device", "infer"]), default=None)
-def info(trace, assume_buffers):
+@click.option("--no-cache", is_flag=True, help="import OTF2 / DUMPI afresh, not from the import cache")
+def info(trace, assume_buffers, no_cache):
     """Ranks, operation counts, bytes by operation and a message-size histogram of TRACE."""
     try:
-        t = Trace.read(as_native(trace, assume_buffers=assume_buffers))
+        t = Trace.read(as_native(trace, assume_buffers=assume_buffers, cache=False if no_cache else None))
     except (TraceError, ValueError) as e:
         _fail(str(e))
     df = t.table.select(["rank", "op", "bytes", "recv_bytes", "mem_space", "t_start_ns", "t_end_ns",
@@ -196,12 +208,14 @@ def info(trace, assume_buffers):
         tab.add_row(op, f"{len(sub):,}", f"{int(sub['bytes'].sum()):,}", f"{int(sub['recv_bytes'].sum()):,}",
                     f"{dev:.0%}", "-" if tt != tt else _fmt_s(float(tt)))
     console.print(tab)
-    sends = df[df["op"].isin(["Send", "Isend", "Ssend", "Issend", "Bsend", "Rsend", "Sendrecv"])]
+    sends = df[df["op"].isin(list(SEND_OPS))]
     if len(sends):
         import numpy as np
-        edges = [0, 1024, 8192, 65536, 524288, 4 << 20, 1 << 62]
-        labels = ["<=1KiB", "1-8KiB", "8-64KiB", "64-512KiB", "512KiB-4MiB", ">4MiB"]
-        counts, _ = np.histogram(sends["bytes"].to_numpy(), bins=edges)
+
+        from .vocab import SIZE_CLASSES          # the report's classes
+        edges = [c.max_bytes for c in SIZE_CLASSES if c.max_bytes is not None]
+        labels = [c.label for c in SIZE_CLASSES]
+        counts = np.bincount(np.searchsorted(edges, sends["bytes"].to_numpy(), side="left"), minlength=len(labels))
         h = Table(title="point-to-point message sizes")
         h.add_column("size")
         h.add_column("messages", justify="right")
@@ -270,11 +284,15 @@ def machine_show(name_or_file, nodes):
 @machine.command("validate")
 @click.argument("name_or_file")
 def machine_validate(name_or_file):
-    """Check a machine file; errors name the key and line."""
+    """Check a machine file; lists every error, each naming the key and line."""
     try:
-        machines.check(name_or_file)
+        errs = machines.validate(name_or_file)
     except machines.MachineError as e:
         _fail(str(e))
+    if errs:
+        for e in errs[:-1]:
+            error_line(e)
+        _fail(errs[-1] + (f" ({len(errs)} errors)" if len(errs) > 1 else ""))
     console.print(f"{name_or_file}: valid")
 
 
@@ -291,6 +309,29 @@ def machine_detect(output, capture):
         console.print(f"wrote {output}; values that could not be detected are marked NOT DETECTED")
 
 
+@main.group()
+def cache():
+    """The import cache of OTF2 / DUMPI traces (~/.cache/g2gsim, or G2GSIM_CACHE)."""
+
+
+@cache.command("list")
+def cache_list():
+    """List the cached imports."""
+    from . import sim
+    entries = sim.cache_entries()
+    for f in entries:
+        console.print(f"{f.name}  {f.stat().st_size:,} B")
+    console.print(f"{len(entries)} cached import(s) in {sim.CACHE_DIR}")
+
+
+@cache.command("clear")
+def cache_clear():
+    """Remove every cached import."""
+    from . import sim
+    n, b = sim.clear_cache()
+    console.print(f"removed {n} file(s), {b:,} B from {sim.CACHE_DIR}")
+
+
 @main.command("import")
 @click.argument("trace", type=click.Path(exists=True))
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="native trace to write (.g2g.parquet)")
@@ -301,7 +342,7 @@ def import_(trace, output, assume_buffers):
     from .sim import import_trace
     try:
         t = import_trace(Path(trace), assume_buffers=assume_buffers, progress=sys.stderr.isatty())
-        t.write(output)
+        t.write(output)  # Trace.write: a temporary file renamed into place
     except (TraceError, ValueError) as e:
         _fail(str(e))
     counts = t.op_counts()
@@ -355,7 +396,8 @@ def _add_generate():
                 _fail(f"--param {k}: cannot read {v!r} as {getattr(typ, '__name__', typ)}")
         try:
             if hasattr(gen, "generate_to_file"):
-                gen.generate_to_file(workload, ranks, output, **kw)
+                with atomic_output(output) as tmp:  # killed mid-way: no corrupt file at OUTPUT
+                    gen.generate_to_file(workload, ranks, tmp, **kw)
                 n = None
             else:
                 t = gen.generate(workload, ranks, **kw)
@@ -374,7 +416,7 @@ _add_generate()
 
 def compare_modes(trace, machine, **kw) -> dict:
     """HostCopy vs GPUDirect (vs as-traced) on one trace: the reports, keyed by mode."""
-    return {m: run_simulation(trace, machine, mode=m, **kw) for m in ("as-traced", "hostcopy", "gpudirect")}
+    return {m: run_simulation(trace, machine, mode=m, **kw) for m in MODES}
 
 
 def print_comparison(reps: dict):

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from . import __version__
+from .machines import toml_value as _toml_value
 from .detect_parse import (PATH_RANK, QUERY_FIELDS, encoding_name, gen_from_gts, gen_from_link_gbs, norm_bus_id,
                            parse_cpuinfo_model, parse_hwloc, parse_ib_rate, parse_modules, parse_mpi_version,
                            parse_nvlink_remote, parse_nvlink_status, parse_query_csv, parse_smi_q, parse_topo, pcie_bw, smi_q_attached)
@@ -253,6 +254,8 @@ class Detection:
     comments: dict[str, list[str]] = field(default_factory=dict)  # extra comment lines per table
     nv_matrix: list[list[int]] | None = None
     description: str = ""
+    gpu_socket: list[int] = field(default_factory=list)      # socket (NUMA domain) index of each GPU
+    socket_of_numa: dict[int, int] = field(default_factory=dict)
 
     # ---- convenience accessors (bytes/s for bandwidths)
     def _v(self, table: str, key: str):
@@ -549,8 +552,9 @@ def inspect(runner: Runner | None = None, root: str | Path = "/", files: Files |
     if q_t is not None and q_gpus and smi_q_attached(q_t) not in (None, len(q_gpus)):
         ctx.note(f"nvidia-smi -q says {smi_q_attached(q_t)} GPUs attached but shows {len(q_gpus)}")
 
-    tables: dict[str, dict[str, V]] = {"node": {}, "node.pcie": {}, "node.nvlink": {}, "node.host": {},
-                                       "node.nic": {}, "network": {}, "mpi": {}, "gpu": {}, "cpu": {}}
+    tables: dict[str, dict[str, V]] = {"node": {}, "node.inter_socket": {}, "node.pcie": {}, "node.nvlink": {},
+                                       "node.host": {}, "node.nic": {}, "network": {}, "mpi": {}, "gpu": {},
+                                       "cpu": {}}
     comments: dict[str, list[str]] = {k: [] for k in tables}
     det = Detection(host=host, gpus=gpus, gpu_source=gpu_src, nics=[], tables=tables, comments=comments)
 
@@ -572,6 +576,9 @@ def inspect(runner: Runner | None = None, root: str | Path = "/", files: Files |
         tables["node"]["gpus"] = V(1, f"{NOT}: no NVIDIA GPU found (no nvidia-smi, no NVIDIA GPU in hwloc "
                                       f"or /sys/bus/pci); placeholder of one GPU", detected=False)
         ctx.note("no NVIDIA GPU found: the [node] values are placeholders")
+
+    cpuinfo = ctx.read("/proc/cpuinfo", record=False) or ""
+    _sockets(ctx, det, topo, gpus, parse_cpuinfo_model(cpuinfo))
 
     # ------------------------------------------------------------------ [node.pcie]
     _pcie(ctx, det, gpus)
@@ -642,6 +649,51 @@ def inspect(runner: Runner | None = None, root: str | Path = "/", files: Files |
     det.notes, det.sources = ctx.notes, ctx.sources
     det.description = _description(det, model)
     return det
+
+
+def _sockets(ctx: _Ctx, det: Detection, topo, gpus: list[Gpu], cpu_model: str | None) -> None:
+    """`node.sockets` and `node.gpu_socket`: the NUMA domains the GPUs attach to (the CPU sockets,
+    or a socket's NUMA partitions where the BIOS splits it), from each GPU's NUMA affinity
+    (nvidia-smi topo -m, hwloc or sysfs), else from the topology matrix (GPUs joined by a ``SYS``
+    path are on different domains).  With more than one, ``[node.inter_socket]`` gets a
+    placeholder: its rate cannot be seen from here."""
+    t = det.tables["node"]
+    n = len(gpus)
+    det.socket_of_numa = {}
+    det.gpu_socket = [0] * n
+    if not n:
+        return
+    how = ""
+    if all(g.numa is not None for g in gpus):
+        doms = sorted({g.numa for g in gpus})
+        det.socket_of_numa = {d: i for i, d in enumerate(doms)}
+        det.gpu_socket = [det.socket_of_numa[g.numa] for g in gpus]
+        how = "the GPUs' NUMA nodes (nvidia-smi topo -m NUMA Affinity, hwloc or sysfs numa_node)"
+    elif topo is not None and len(topo.gpus) == n and n > 1:
+        group = list(range(n))
+        for a in range(n):
+            for b in range(a + 1, n):
+                p = topo.gpu_path(a, b)
+                if p and p not in ("SYS", "SOC"):
+                    ga, gb = group[a], group[b]
+                    group = [ga if x == gb else x for x in group]
+        order = sorted(set(group))
+        det.gpu_socket = [order.index(x) for x in group]
+        how = "nvidia-smi topo -m (GPUs joined by a SYS path are on different NUMA nodes)"
+    else:
+        t["sockets"] = V(1, f"{NOT}: no NUMA affinity and no topology matrix; one socket assumed", False)
+        return
+    k = max(det.gpu_socket) + 1
+    t["sockets"] = V(k, f"NUMA domains holding GPUs, from {how}")
+    if k > 1:
+        t["gpu_socket"] = V(det.gpu_socket, f"domain of each GPU, from {how}")
+        vendor = (cpu_model or "").lower()
+        kind = ("x-bus" if "power" in vendor else "upi" if "intel" in vendor or "xeon" in vendor
+                else "xgmi" if "amd" in vendor or "epyc" in vendor else "inter-socket")
+        xs = det.tables["node.inter_socket"]
+        xs["kind"] = V(kind, f"from the CPU model ({cpu_model or 'unknown'}), /proc/cpuinfo")
+        xs["bw"] = V("32GB/s", f"{NOT}: placeholder; the link between sockets (UPI, xGMI, X-Bus) per direction: "
+                               f"take the CPU vendor's figure or measure host copies across sockets", False)
 
 
 def _pcie(ctx: _Ctx, det: Detection, gpus: list[Gpu]) -> None:
@@ -877,6 +929,24 @@ def _nics(ctx: _Ctx, det: Detection, topo, hw, ib: dict[str, Nic], gpus: list[Gp
         t["affinity"] = V("per-gpu", f"GPU g uses NIC g % {count}; {how}", NOT not in how)
     else:
         t["affinity"] = V(aff, how, NOT not in how)
+    socks = max(det.gpu_socket or [0]) + 1
+    if socks > 1:
+        # the NIC's domain: that of a GPU it reaches without crossing sockets (topo -m path not
+        # SYS), else its NUMA node
+        nsock = []
+        for i in used:
+            s_i, src_i = None, ""
+            if topo is not None and topo.nics and len(topo.gpus) == n:
+                near = [g for g in range(n) if topo.path(g, i) not in ("", "SYS", "SOC")]
+                if near:
+                    s_i, src_i = det.gpu_socket[near[0]], f"nvidia-smi topo -m (reaches GPU{near[0]} without SYS)"
+            if s_i is None and nics[i].numa is not None:
+                s_i, src_i = det.socket_of_numa.get(nics[i].numa), "its NUMA node"
+            if s_i is None:
+                s_i, src_i = 0, "unknown, socket 0 assumed"
+            nsock.append(s_i)
+            det.comments["node.nic"].append(f"NIC{renum[i]} ({nics[i].name}) on socket {s_i}: {src_i}")
+        t["socket"] = V(nsock, "socket (NUMA domain) of each NIC, see the lines above")
     t["latency"] = V("1us", f"{NOT}: schema default; measure between two nodes", False)
     t["gpudirect_rdma"] = gdr_mods
 
@@ -926,20 +996,6 @@ def _description(det: Detection, model: str | None) -> str:
 
 
 # ================================================================================ rendering
-def _toml_value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, float):
-        return repr(v)
-    if isinstance(v, str):
-        return json.dumps(v, ensure_ascii=False)
-    if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
-    raise TypeError(f"cannot write {v!r} to TOML")
-
-
 def _comment(s: str) -> str:
     return re.sub(r"\s+", " ", s).strip()
 

@@ -35,9 +35,28 @@ class PresetRenamed(FutureWarning):
     """A machine preset was asked for by its old name."""
 
 
+class SetOverridden(UserWarning):
+    """A ``--set`` of a key that the machine's other settings override: it changes nothing."""
+
+
 def presets() -> dict[str, Path]:
     """The shipped machine presets: name -> TOML file."""
     return {p.stem: p for p in sorted(PRESET_DIR.glob("*.toml"))}
+
+
+def _read(p: Path) -> str:
+    """The text of a machine file; every way reading it can fail is a MachineError naming it."""
+    if p.is_dir():
+        raise MachineError(f"{p}: is a directory, not a machine file")
+    try:
+        data = p.read_bytes()
+    except OSError as e:
+        raise MachineError(f"{p}: cannot read the machine file ({e.strerror or e})") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[:e.start].count(b"\n") + 1
+        raise MachineError(f"{p}:{line}: not UTF-8 text (byte {e.start}); a machine file is TOML") from None
 
 
 def resolve(name_or_file: "str | Path | MachineSpec") -> tuple[str, str]:
@@ -49,7 +68,7 @@ def resolve(name_or_file: "str | Path | MachineSpec") -> tuple[str, str]:
     if p.suffix == ".toml" or p.exists():
         if not p.exists():
             raise MachineError(f"machine file {p} does not exist")
-        return p.read_text(), str(p)
+        return _read(p), str(p)
     ps = presets()
     if str(name_or_file) in RENAMED and str(name_or_file) not in ps:
         new = RENAMED[str(name_or_file)]
@@ -58,9 +77,20 @@ def resolve(name_or_file: "str | Path | MachineSpec") -> tuple[str, str]:
         name_or_file = new
     if str(name_or_file) in ps:
         f = ps[str(name_or_file)]
-        return f.read_text(), f"preset:{f.name}"
+        return _read(f), f"preset:{f.name}"
     raise MachineError(f"unknown machine {name_or_file!r}: not a file, and not a preset "
                        f"({', '.join(ps)})")
+
+
+def toml_value(v: Any) -> str:
+    """``v`` as one TOML value on one line, quoted and escaped by tomli-w: for the machine-file
+    writers (``g2gsim machine detect``, ``g2gsim calibrate fit``) that put a comment after each
+    value, which tomli-w itself cannot."""
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(toml_value(x) for x in v) + "]"
+    if isinstance(v, dict):
+        raise TypeError(f"cannot write the table {v!r} as one TOML value")
+    return tomli_w.dumps({"v": v}).removeprefix("v = ").rstrip("\n")
 
 
 def check(name_or_file: "str | Path | MachineSpec", nodes: int = 2) -> dict:
@@ -193,4 +223,36 @@ def apply_sets(text: str, label: str, sets: Iterable[str]) -> tuple[str, str]:
             if bad == key or bad.startswith(key + ".") or key.startswith(bad + ".") and bad:
                 raise MachineError(f"--set {item}: {m['msg']}") from None
         raise MachineError(f"{new_label}: {bad + ': ' if bad else ''}{m['msg']}") from None
+    for key, item in keys:
+        why = _overridden_by(doc, key)
+        if why and (label, item) not in _NOTICED:        # once per process, not on every resolve
+            _NOTICED.add((label, item))
+            warnings.warn_explicit(f"--set {item} changes nothing on {label}: {why}", SetOverridden, "g2gsim", 0)
     return new, new_label
+
+
+_NOTICED: set[tuple[str, str]] = set()
+
+
+def _overridden_by(doc: dict, key: str) -> str | None:
+    """Why setting ``key`` has no effect on the machine ``doc`` (after all settings), or None.
+    node.nic.bw reaches the network only as the default of network.link_bw (fat-tree) or as a cap on
+    it (crossbar); torus and dragonfly give the NIC its own link."""
+    net = doc.get("network") if isinstance(doc.get("network"), dict) else {}
+    if key == "node.nic.bw" and net.get("topology") == "fat-tree" and "link_bw" in net:
+        return ("network.link_bw is set, and a fat-tree's links take their bandwidth from it "
+                "(set network.link_bw instead)")
+    return None
+
+
+def validate(name_or_file: "str | Path | MachineSpec") -> list[str]:
+    """Every error of a machine file (each "file:line: key: message"); empty when it is valid. A file
+    whose schema is valid is also built (2 nodes), so topology errors show too."""
+    text, label = resolve(name_or_file)
+    errs = list(_core.machine_validate(text, label))
+    if not errs:
+        try:
+            _core.machine_check(text, label, 2)
+        except _core.MachineError as e:
+            errs.append(str(e))
+    return errs

@@ -15,22 +15,132 @@ CACHE_DIR = Path(os.environ.get("G2GSIM_CACHE", Path.home() / ".cache" / "g2gsim
 
 
 class SimulationError(RuntimeError):
-    """The replay could not finish (e.g. a deadlock in the trace); the message says where."""
+    """The replay cannot go on (e.g. a deadlock in the trace): the message says where; ``blocked`` lists
+    every blocked rank's line."""
+
+    def __init__(self, msg: str, blocked: list[str] | None = None):
+        super().__init__(msg)
+        self.blocked = blocked or []
 
 
-def _cache_key(path: Path, extra: str) -> str:
+# what the fingerprint of a file reads: its first and last bytes (a changed header, a truncated or
+# appended file, a rewritten record near either end all change it; with the size and mtime too)
+_FP_BYTES = 64 * 1024
+
+
+def _fingerprint(f: Path) -> list:
+    """[size, mtime_ns, blake2b of the head and tail] of one file."""
+    st = f.stat()
+    h = hashlib.blake2b(digest_size=16)
+    with open(f, "rb") as fh:
+        h.update(fh.read(_FP_BYTES))
+        if st.st_size > _FP_BYTES:
+            fh.seek(max(_FP_BYTES, st.st_size - _FP_BYTES))
+            h.update(fh.read(_FP_BYTES))
+    return [st.st_size, st.st_mtime_ns, h.hexdigest()]
+
+
+def archive_files(p: Path, kind: str) -> list[Path]:
+    """Every file an import of ``p`` reads: an OTF2 anchor's definitions and event folder, a DUMPI
+    .meta's per-rank .bin files, or every file of a folder."""
+    if p.is_dir():
+        return sorted(f for f in p.rglob("*") if f.is_file())
+    files = [p]
+    if kind == "otf2":
+        files += [f for f in [p.with_suffix(".def")] if f.is_file()]
+        d = p.parent / p.stem
+        if d.is_dir():
+            files += sorted(f for f in d.rglob("*") if f.is_file())
+    elif kind == "dumpi":
+        prefix = None
+        try:
+            for line in p.read_text(errors="replace").splitlines():
+                if line.startswith("fileprefix="):
+                    prefix = line.split("=", 1)[1].strip()
+        except OSError:
+            pass
+        bins = sorted(f for f in p.parent.glob(f"{glob_escape(prefix)}-*.bin") if f.is_file()) if prefix else []
+        if not bins:  # renamed files: the reader then takes <meta stem>-NNNN.bin
+            bins = sorted(f for f in p.parent.glob(f"{glob_escape(p.stem)}-*.bin") if f.is_file())
+        files += bins
+    return files
+
+
+def glob_escape(s: str) -> str:
+    import glob
+    return glob.escape(s)
+
+
+def manifest(p: Path, kind: str) -> dict:
+    """The content that an import of ``p`` depends on: every file's name, size, mtime and head/tail hash."""
+    base = p if p.is_dir() else p.parent
+    return {str(f.relative_to(base)) if f.is_relative_to(base) else str(f): _fingerprint(f)
+            for f in archive_files(p, kind)}
+
+
+def _cache_key(path: Path, extra: str, kind: str = "") -> str:
+    from . import __version__
     h = hashlib.sha256()
-    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
-    for f in files:
-        st = f.stat()
-        h.update(f"{f}:{st.st_size}:{st.st_mtime_ns}".encode())
-    h.update(extra.encode())
+    h.update(json.dumps(manifest(path, kind or detect_format(path)), sort_keys=True).encode())
+    h.update(f"{extra}:{__version__}".encode())
     return h.hexdigest()[:20]
 
 
-def as_native(trace: str | Path, assume_buffers: str | None = None, progress: bool = False) -> Path:
+def _source_tag(p: Path) -> str:
+    return hashlib.sha256(str(p.resolve()).encode()).hexdigest()[:8]
+
+
+def _cache_valid(out: Path, meta: Path) -> bool:
+    """A cached trace is used only when its sidecar records exactly the file that is there."""
+    try:
+        side = json.loads(meta.read_text())
+        return side.get("trace") == _fingerprint(out)
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def cache_entries(cache_dir: Path | None = None) -> list[Path]:
+    d = cache_dir or CACHE_DIR
+    return sorted(d.glob("*.g2g.parquet")) if d.is_dir() else []
+
+
+def clear_cache(cache_dir: Path | None = None) -> tuple[int, int]:
+    """Removes every cached import; returns (files, bytes) removed."""
+    d = cache_dir or CACHE_DIR
+    n = b = 0
+    if d.is_dir():
+        for f in list(d.glob("*.g2g.parquet")) + list(d.glob("*.g2g.parquet.json")) + list(d.glob(".*.part-*")):
+            try:
+                b += f.stat().st_size
+                f.unlink()
+                n += 1
+            except OSError:
+                pass
+    return n, b
+
+
+_TEMP_DIRS: list = []
+
+
+def _no_cache_dir() -> Path:
+    import atexit
+    import shutil
+    import tempfile
+    d = Path(tempfile.mkdtemp(prefix="g2gsim-import-"))
+    if not _TEMP_DIRS:
+        atexit.register(lambda: [shutil.rmtree(x, ignore_errors=True) for x in _TEMP_DIRS])
+    _TEMP_DIRS.append(d)
+    return d
+
+
+def as_native(trace: str | Path, assume_buffers: str | None = None, progress: bool = False,
+              cache: bool | None = None) -> Path:
     """Returns a native .g2g.parquet for ``trace``: itself, or an OTF2 / DUMPI trace imported once
-    and cached under ~/.cache/g2gsim (G2GSIM_CACHE)."""
+    and cached under ~/.cache/g2gsim (G2GSIM_CACHE).
+
+    The cache is keyed by the content of every file of the archive (names, sizes, mtimes and a hash
+    of each file's head and tail) and the import options; an entry is used only if it is exactly the
+    file its sidecar records. ``cache=False`` (or G2GSIM_NO_CACHE=1) imports into a temporary folder."""
     p = Path(trace)
     if not p.exists():
         raise TraceError(f"{p}: no such trace")
@@ -39,14 +149,33 @@ def as_native(trace: str | Path, assume_buffers: str | None = None, progress: bo
     kind = detect_format(p)
     if kind == "native":
         return p
-    key = _cache_key(p, f"{kind}:{assume_buffers}")
+    if cache is None:
+        cache = os.environ.get("G2GSIM_NO_CACHE", "") in ("", "0")
+    if not cache:
+        out = _no_cache_dir() / f"{p.stem}.g2g.parquet"
+        import_trace(p, assume_buffers=assume_buffers, progress=progress).write(out)
+        return out
+    try:
+        key = _cache_key(p, f"{kind}:{assume_buffers}", kind)
+    except OSError as e:
+        raise TraceError(f"{e.filename or p}: cannot read the trace ({e.strerror or e})") from None
+    tag = _source_tag(p)
     CACHE_DIR.mkdir(parents=True, exist_ok=True)
-    out = CACHE_DIR / f"{p.stem}-{key}.g2g.parquet"
-    if not out.exists():
-        t = import_trace(p, assume_buffers=assume_buffers, progress=progress)
-        tmp = out.with_suffix(".tmp")
-        t.write(tmp)
-        tmp.replace(out)
+    out = CACHE_DIR / f"{p.stem}-{tag}-{key}.g2g.parquet"
+    meta = out.with_name(out.name + ".json")
+    if out.exists() and _cache_valid(out, meta):
+        return out
+    t = import_trace(p, assume_buffers=assume_buffers, progress=progress)
+    # entries of this source with another key are stale: the archive changed since
+    for old in CACHE_DIR.glob(f"{glob_escape(p.stem)}-{tag}-*.g2g.parquet*"):
+        try:
+            old.unlink()
+        except OSError:
+            pass
+    t.write(out)  # a temporary file renamed into place
+    from ._io import write_text_atomic
+    write_text_atomic(meta, json.dumps({"source": str(p.resolve()), "kind": kind, "assume_buffers": assume_buffers,
+                                        "key": key, "trace": _fingerprint(out)}))
     return out
 
 
@@ -81,15 +210,15 @@ def import_trace(p: Path, assume_buffers: str | None = None, progress: bool = Fa
 
 def simulate(trace: str | Path, machine: "str | Path | machines.MachineSpec" = "lassen", mode: str = "as-traced",
              progress: Callable[[int, int], None] | None = None, assume_buffers: str | None = None,
-             **options: Any) -> Report:
+             cache: bool | None = None, **options: Any) -> Report:
     """Simulates ``trace`` on ``machine`` (preset name, TOML path, or a ``machines.MachineSpec`` from
     ``machines.with_sets(name, {"node.nic.bw": "50GB/s"})``); returns the :class:`Report` (a dict).
 
     options: staged_as_device, gpus_per_node, mapping ("linear", "round-robin" or a list of node
     indices), coll_algos ("allreduce=ring,..."), gpudirect_min_bytes, gpudirect_collectives_only,
-    network_scale, per_rank.
+    network_scale, per_rank. ``cache=False``: import OTF2 / DUMPI afresh (no import cache).
     """
-    native = as_native(trace, assume_buffers=assume_buffers)
+    native = as_native(trace, assume_buffers=assume_buffers, cache=cache)
     text, label = machines.resolve(machine)
     opts = {"mode": mode, **{k: v for k, v in options.items() if v is not None}}
     try:
@@ -99,7 +228,9 @@ def simulate(trace: str | Path, machine: "str | Path | machines.MachineSpec" = "
     except _core.MachineError as e:
         raise machines.MachineError(str(e)) from None
     except _core.DeadlockError as e:
-        raise SimulationError(str(e)) from None
+        msg = e.args[0] if e.args else str(e)
+        blocked = json.loads(e.args[1]) if len(e.args) > 1 and e.args[1] else []
+        raise SimulationError(msg, blocked) from None
     rep = Report(json.loads(out))
     if isinstance(machine, machines.MachineSpec):     # the report says what it assumed
         rep["machine_set"] = list(machine.sets)

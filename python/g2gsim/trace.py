@@ -6,7 +6,9 @@ generators of millions of rows); writers and the core read the file written by `
 """
 from __future__ import annotations
 
+
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -33,60 +35,87 @@ def auto_window_ops(nranks: int) -> int:
     w = max(1, WINDOW_ROWS // max(nranks, 1))
     return 1 << (int(w).bit_length() - 1)
 
-ANY_SOURCE = -1
-PROC_NULL = -2
-ANY_TAG = -1
+# the vocabulary and the columns come from the core (g2gsim/vocab.py); re-exported here
+from .vocab import (ALL_OPS, ANY_SOURCE, ANY_TAG, BLOCKING_COLLECTIVES, COLLECTIVES,  # noqa: E402,F401
+                    COLUMNS, COPY_KINDS, GPU_OPS, MEM_SPACES, NONBLOCKING_COLLECTIVES, P2P_OPS,
+                    PROC_NULL, TEST_OPS, WAIT_OPS)
 
-P2P_OPS = {"Send", "Ssend", "Bsend", "Rsend", "Isend", "Issend", "Recv", "Irecv", "Sendrecv"}
-WAIT_OPS = {"Wait", "Waitall", "Waitany", "Waitsome"}
-TEST_OPS = {"Test", "Testall", "Testany", "Testsome"}
-BLOCKING_COLLECTIVES = [
-    "Barrier", "Bcast", "Reduce", "Allreduce", "Gather", "Gatherv", "Scatter", "Scatterv",
-    "Allgather", "Allgatherv", "Alltoall", "Alltoallv", "Reduce_scatter", "Reduce_scatter_block",
-    "Scan", "Exscan",
-]
-NONBLOCKING_COLLECTIVES = ["I" + c[0].lower() + c[1:] for c in BLOCKING_COLLECTIVES]  # Ibcast, ...
-COLLECTIVES = set(BLOCKING_COLLECTIVES) | set(NONBLOCKING_COLLECTIVES)
-GPU_OPS = {"Kernel", "EventRecord", "StreamWaitEvent", "StreamSynchronize", "DeviceSynchronize",
-           "EventSynchronize"}
-OTHER_OPS = {"Compute", "Memcpy", "Init", "Finalize"} | GPU_OPS
-ALL_OPS = P2P_OPS | WAIT_OPS | TEST_OPS | COLLECTIVES | OTHER_OPS
-MEM_SPACES = ("host", "device", "managed", "unknown")
-COPY_KINDS = ("d2h", "h2d", "d2d", "h2h")
 
-SCHEMA = pa.schema([
-    ("rank", pa.uint32()),
-    ("seq", pa.uint32()),
-    ("op", pa.string()),
-    ("t_start_ns", pa.int64()),
-    ("t_end_ns", pa.int64()),
-    ("dur_ns", pa.int64()),
-    ("peer", pa.int32()),
-    ("tag", pa.int32()),
-    ("comm_id", pa.uint32()),
-    ("bytes", pa.uint64()),
-    ("recv_bytes", pa.uint64()),
-    ("recv_peer", pa.int32()),
-    ("recv_tag", pa.int32()),
-    ("root", pa.int32()),
-    ("req", pa.uint64()),
-    ("reqs", pa.list_(pa.uint64())),
-    ("counts_bytes", pa.list_(pa.uint64())),
-    ("recv_counts_bytes", pa.list_(pa.uint64())),
-    ("mem_space", pa.string()),
-    ("copy_kind", pa.string()),
-    ("stream", pa.int32()),
-    ("contiguous", pa.bool_()),
-    ("callsite", pa.string()),
-    ("priority", pa.int32()),
-])
+def _arrow_type(name: str) -> pa.DataType:
+    if name.startswith("list<") and name.endswith(">"):
+        return pa.list_(_arrow_type(name[5:-1]))
+    return pa.type_for_alias(name)
 
-DEFAULTS: dict[str, Any] = {
-    "t_start_ns": None, "t_end_ns": None, "dur_ns": 0, "peer": -1, "tag": -1, "comm_id": 0,
-    "bytes": 0, "recv_bytes": 0, "recv_peer": -1, "recv_tag": -1, "root": -1, "req": 0,
-    "reqs": None, "counts_bytes": None, "recv_counts_bytes": None, "mem_space": "host",
-    "copy_kind": None, "stream": -1, "contiguous": True, "callsite": None, "priority": 0,
-}
+
+SCHEMA = pa.schema([(c.name, _arrow_type(c.type)) for c in COLUMNS])
+
+# every column but rank, seq and op: what a row that does not give it holds
+DEFAULTS: dict[str, Any] = {c.name: c.default for c in COLUMNS if not c.required}
+
+
+def file_metadata(nranks: int, window_ops: int, comms: list["Comm"], source: str,
+                  buffers: str) -> dict[str, str]:
+    """The Parquet key/value metadata of a native trace (docs/trace-format.md)."""
+    return {
+        "g2gsim.format_version": str(FORMAT_VERSION),
+        "g2gsim.nranks": str(nranks),
+        "g2gsim.window_ops": str(window_ops),
+        "g2gsim.comms": json.dumps([c.to_json() for c in comms]),
+        "g2gsim.source": source,
+        "g2gsim.buffers": buffers,
+    }
+
+
+class NativeWriter:
+    """The one writer of the native format (``Trace.write`` and the generators' streamed writer):
+    the format's schema, metadata and encoding, and row groups that hold whole windows.
+
+    ``append(table, window)`` takes rows sorted by (window, rank, seq) with each row's window
+    (``seq // window_ops``) and writes them in row groups cut at window boundaries, each of at
+    least ``row_group_rows`` rows except the last of the batch; a batch must hold whole windows.
+    """
+
+    def __init__(self, path: str | Path, meta: dict[str, str], row_group_rows: int = 0,
+                 schema: pa.Schema | None = None):
+        self.path = Path(path)
+        self.row_group_rows = row_group_rows or ROW_GROUP_ROWS
+        # ``schema``: a table read from an older file may lack an optional column (priority)
+        self.schema = (schema or SCHEMA).remove_metadata()
+        # written next to the final path and renamed into place by close(): a run killed mid-way
+        # never leaves a corrupt file at the final path (abort() removes the partial file)
+        self._tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        # dictionary encoding on every column: the core decodes such files ~10 % faster
+        self._w = pq.ParquetWriter(self._tmp, self.schema.with_metadata(meta), compression="zstd",
+                                   use_dictionary=True)
+        self.rows_written = 0
+        self.row_groups = 0
+
+    def append(self, table: pa.Table, window: np.ndarray) -> None:
+        if len(table) == 0:
+            return
+        lo, hi = int(window[0]), int(window[-1]) + 1
+        bounds = np.searchsorted(window, np.arange(lo, hi + 1, dtype=window.dtype), side="left")
+        start = 0
+        for k in range(1, len(bounds)):
+            size = int(bounds[k]) - start
+            if size and (size >= self.row_group_rows or k == len(bounds) - 1):
+                self._w.write_table(table.slice(start, size), row_group_size=size)
+                self.rows_written += size
+                self.row_groups += 1
+                start = int(bounds[k])
+
+    def close(self) -> None:
+        if self.rows_written == 0:
+            self._w.write_table(self.schema.empty_table())
+        self._w.close()
+        os.replace(self._tmp, self.path)
+
+    def abort(self) -> None:
+        """Closes and removes the partial file; the final path is left as it was."""
+        try:
+            self._w.close()
+        finally:
+            self._tmp.unlink(missing_ok=True)
 
 
 class TraceError(ValueError):
@@ -169,31 +198,14 @@ class Trace:
         order = np.lexsort((seq, rank, window))
         if not np.all(order[1:] > order[:-1]):
             t = t.take(pa.array(order))
-        meta = {
-            "g2gsim.format_version": str(FORMAT_VERSION),
-            "g2gsim.nranks": str(self.nranks),
-            "g2gsim.window_ops": str(window_ops),
-            "g2gsim.comms": json.dumps([c.to_json() for c in self.comms]),
-            "g2gsim.source": self.source,
-            "g2gsim.buffers": self.buffers,
-        }
-        t = t.replace_schema_metadata(meta)
-        # row groups hold whole windows: cut at window boundaries, at least ROW_GROUP_ROWS each
-        wsorted = window[order]
-        nwin = int(wsorted[-1]) + 1 if len(wsorted) else 0
-        bounds = np.searchsorted(wsorted, np.arange(nwin + 1), side="left") if nwin else np.array([0, 0])
-        # dictionary encoding on every column: the core decodes such files ~10 % faster
-        with pq.ParquetWriter(path, t.schema, compression="zstd", use_dictionary=True) as w:
-            start = 0
-            rows = 0
-            for k in range(1, len(bounds)):
-                rows = int(bounds[k]) - start
-                if rows >= ROW_GROUP_ROWS or k == len(bounds) - 1:
-                    if rows:
-                        w.write_table(t.slice(start, rows), row_group_size=max(rows, 1))
-                    start = int(bounds[k])
-            if len(t) == 0:
-                w.write_table(t)
+        meta = file_metadata(self.nranks, window_ops, self.comms, self.source, self.buffers)
+        w = NativeWriter(path, meta, schema=t.schema)
+        try:
+            w.append(t, window[order])
+        except BaseException:
+            w.abort()
+            raise
+        w.close()
         self.path = path
         return path
 
@@ -215,15 +227,30 @@ class Trace:
             pf = pq.ParquetFile(path)
         except Exception as e:  # noqa: BLE001 - pyarrow raises several kinds
             raise TraceError(f"{path}: not a readable Parquet trace ({e})") from None
-        md = {k.decode(): v.decode() for k, v in (pf.schema_arrow.metadata or {}).items()}
+        try:
+            md = {k.decode(): v.decode() for k, v in (pf.schema_arrow.metadata or {}).items()}
+        except UnicodeDecodeError:
+            raise TraceError(f"{path}: corrupt metadata (not UTF-8)") from None
         if "g2gsim.format_version" not in md:
             raise TraceError(f"{path}: Parquet file has no g2gsim metadata (not a g2gsim trace)")
-        if int(md["g2gsim.format_version"]) > FORMAT_VERSION:
+        try:
+            version = int(md["g2gsim.format_version"])
+            json.loads(md.get("g2gsim.comms", "[]"))
+            int(md.get("g2gsim.nranks", "x"))
+        except ValueError:
+            raise TraceError(f"{path}: corrupt g2gsim metadata (format_version, nranks or comms)") from None
+        if version > FORMAT_VERSION:
             raise TraceError(f"{path}: trace format version {md['g2gsim.format_version']} is newer "
                              f"than this g2gsim understands ({FORMAT_VERSION})")
-        table = pf.read()
-        comms = [Comm(c["id"], c.get("name", ""), c.get("members"))
-                 for c in json.loads(md.get("g2gsim.comms", "[]"))]
+        try:
+            table = pf.read()
+        except Exception as e:  # noqa: BLE001 - pyarrow raises several kinds on a corrupt page
+            raise TraceError(f"{path}: corrupt Parquet data ({e})") from None
+        try:
+            comms = [Comm(int(c["id"]), str(c.get("name", "")), c.get("members"))
+                     for c in json.loads(md.get("g2gsim.comms", "[]"))]
+        except (TypeError, KeyError, ValueError, AttributeError):
+            raise TraceError(f"{path}: corrupt g2gsim.comms metadata (a list of {{id, name, members}})") from None
         return cls(table=table, nranks=int(md["g2gsim.nranks"]), comms=comms,
                    source=md.get("g2gsim.source", ""), buffers=md.get("g2gsim.buffers", "traced"),
                    path=path)

@@ -15,6 +15,11 @@ use std::hash::{BuildHasherDefault, Hasher};
 /// Simulated time in nanoseconds.
 pub type Time = u64;
 
+/// The latest time an event may be scheduled at: 2^62 ns (about 146 years). A time past it, or in
+/// the past (a wrapped addition), is recorded ([`EventQueue::overflow`]) for the replay to report
+/// as an error naming rank and event: never a wrapped or saturated result (issue 24).
+pub const MAX_TIME: Time = 1 << 62;
+
 /// A fast, deterministic hasher for integer keys (the multiply-rotate scheme of rustc's FxHasher):
 /// the simulator's maps are keyed by ids and times, never by untrusted input, so SipHash's
 /// flooding resistance buys nothing and costs a third of a lookup.
@@ -103,6 +108,8 @@ pub struct EventQueue<E> {
     /// that every rank of a bulk-synchronous step schedules at grows to thousands of events, and
     /// each doubling reallocates and copies)
     spare: Vec<Vec<E>>,
+    /// the first out-of-range time asked for (past `MAX_TIME`, or before `now`)
+    overflow: Option<Time>,
 }
 
 impl<E> Default for EventQueue<E> {
@@ -125,14 +132,17 @@ impl<E> EventQueue<E> {
             len: 0,
             last: (0, 0),
             spare: Vec::new(),
+            overflow: None,
         }
     }
 
-    /// Schedules `ev` at absolute time `t`.  Scheduling in the past is a model bug: it is clamped to
-    /// `now` in release builds and asserted in debug builds.
+    /// Schedules `ev` at absolute time `t`.  A time in the past (a wrapped addition) or past
+    /// [`MAX_TIME`] is recorded in [`overflow`](Self::overflow) (the event is kept at `now`).
     #[inline]
     pub fn push(&mut self, t: Time, ev: E) {
-        debug_assert!(t >= self.now, "event scheduled in the past: {t} < {}", self.now);
+        if t < self.now || t > MAX_TIME {
+            self.out_of_range(t);
+        }
         let t = t.max(self.now);
         self.seq += 1;
         self.len += 1;
@@ -187,6 +197,20 @@ impl<E> EventQueue<E> {
             }
         }
         b.push(ev);
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn out_of_range(&mut self, t: Time) {
+        if self.overflow.is_none() {
+            self.overflow = Some(t);
+        }
+    }
+
+    /// The first out-of-range time an event was asked for, if any.
+    #[inline]
+    pub fn overflow(&self) -> Option<Time> {
+        self.overflow
     }
 
     /// Schedules `ev` `dt` ns from now.

@@ -1,8 +1,23 @@
 //! MPI replay: matching, eager/rendezvous protocols, collectives as point-to-point schedules, GPU
-//! data paths per mode, and the report.  The driver is [`simulate`].
+//! data paths per mode, and the report.  The entry point is [`simulate`].
+//!
+//! Layers, each using only those below it: `setup.rs` (a run's set-up and report) and `sim.rs`
+//! (the driver: event loop and rank executor) over `ops/` (what each trace operation does) over
+//! `model/` (matching, protocols, requests, transfers, GPU streams, routes, factors, HostCopy
+//! staging, communicators), with `state.rs` (the replay's data) and the leaves `event.rs`,
+//! `options.rs`, `stats.rs`, `report.rs`, `timeline.rs`, `vocab.rs`.  See ARCHITECTURE.md.
+mod event;
+mod model;
+mod ops;
+mod options;
 mod report;
+mod setup;
 mod sim;
+mod state;
+mod stats;
 mod timeline;
+mod vocab;
 
-pub use report::{OpStat, PathStat, RankStat, Report};
-pub use sim::{simulate, Mapping, Mode, Progress, SimError, SimOptions};
+pub use options::{Mapping, Mode, Progress, SimError, SimOptions};
+pub use report::{OpStat, PathStat, RankStat, Report, SIZE_CLASSES, SIZE_CLASS_MAX_BYTES};
+pub use setup::simulate;

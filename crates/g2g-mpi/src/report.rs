@@ -1,5 +1,6 @@
 //! What a simulation returns; serialised as the JSON report (`--json`).
 use serde::Serialize;
+use std::collections::BTreeMap;
 
 #[derive(Clone, Debug, Default, Serialize, PartialEq)]
 pub struct RankStat {
@@ -70,6 +71,10 @@ pub struct Report {
     pub collective_messages: u64,
     pub p2p_messages: u64,
     pub engine: EngineStat,
+    /// what the replay noticed and could not hold against the trace (unreceived messages, requests
+    /// never waited for); `strict` makes the first an error
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 impl Report {
@@ -84,16 +89,90 @@ pub fn size_class(bytes: u64) -> &'static str {
     SIZE_CLASSES[size_class_index(bytes)]
 }
 
-/// The point-to-point size classes of the report, in order.
+/// The point-to-point size classes of the report, in order (`_core.size_classes()`).
 pub const SIZE_CLASSES: [&str; 5] = ["a: <=1KiB", "b: 1KiB-64KiB", "c: 64KiB-1MiB", "d: 1MiB-16MiB", "e: >16MiB"];
+/// The largest message of each class but the last (which has no bound).
+pub const SIZE_CLASS_MAX_BYTES: [u64; 4] = [1 << 10, 1 << 16, 1 << 20, 1 << 24];
 
 /// Index of `bytes`' class in [`SIZE_CLASSES`].
 pub fn size_class_index(bytes: u64) -> usize {
-    match bytes {
-        0..=1024 => 0,
-        1025..=65536 => 1,
-        65537..=1048576 => 2,
-        1048577..=16777216 => 3,
-        _ => 4,
+    SIZE_CLASS_MAX_BYTES.iter().position(|&m| bytes <= m).unwrap_or(SIZE_CLASS_MAX_BYTES.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn size_classes_cut_at_their_bounds() {
+        assert_eq!(SIZE_CLASSES.len(), SIZE_CLASS_MAX_BYTES.len() + 1);
+        for (i, &m) in SIZE_CLASS_MAX_BYTES.iter().enumerate() {
+            assert_eq!(size_class_index(m), i);
+            assert_eq!(size_class_index(m + 1), i + 1);
+        }
+        assert_eq!(size_class(0), "a: <=1KiB");
+        assert_eq!(size_class(u64::MAX), "e: >16MiB");
+    }
+}
+
+/// "0-3, 7, 9-12": a sorted rank list, compressed into ranges.
+pub fn list_ranks(v: &[u32]) -> String {
+    let mut out: Vec<String> = vec![];
+    let mut i = 0;
+    while i < v.len() {
+        let mut j = i;
+        while j + 1 < v.len() && v[j + 1] == v[j] + 1 {
+            j += 1;
+        }
+        out.push(if j > i { format!("{}-{}", v[i], v[j]) } else { v[i].to_string() });
+        i = j + 1;
+    }
+    if out.len() > 24 {
+        let n = out.len();
+        out.truncate(24);
+        out.push(format!("... ({n} ranges)"));
+    }
+    out.join(", ")
+}
+
+/// A deadlock's summary: the blocked ranks grouped by the call they are in (the rank's own line
+/// without its rank), largest group first.
+pub fn group_blocked(lines: &[String]) -> Vec<String> {
+    let mut groups: BTreeMap<String, Vec<u32>> = BTreeMap::new();
+    for l in lines {
+        let (rank, rest) = match l.strip_prefix("rank ").and_then(|x| x.split_once(": ")) {
+            Some((r, rest)) => (r.parse::<u32>().unwrap_or(u32::MAX), rest),
+            None => (u32::MAX, l.as_str()),
+        };
+        // the call without its event number, so that ranks in the same call group together
+        let call = match (rest.find(" (event "), rest.find(')')) {
+            (Some(a), Some(b)) if b > a => format!("{}{}", &rest[..a], &rest[b + 1..]),
+            _ => rest.to_string(),
+        };
+        groups.entry(call).or_default().push(rank);
+    }
+    let mut v: Vec<(String, Vec<u32>)> = groups.into_iter().collect();
+    v.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.0.cmp(&b.0)));
+    v.into_iter().map(|(call, ranks)| format!("{} rank(s) {}: {call}", ranks.len(), list_ranks(&ranks))).collect()
+}
+
+
+#[cfg(test)]
+mod checks_tests {
+    use super::*;
+
+    #[test]
+    fn ranks_compress_into_ranges() {
+        assert_eq!(list_ranks(&[0, 1, 2, 3, 7, 9, 10]), "0-3, 7, 9-10");
+        assert_eq!(list_ranks(&[]), "");
+    }
+
+    #[test]
+    fn blocked_ranks_group_by_call() {
+        let lines: Vec<String> = (0..256)
+            .map(|r| if r < 192 { format!("rank {r}: in Recv (event {}) peer 5 tag 1 comm 0", r % 7) } else { format!("rank {r}: in Barrier (event 3) on comm 0 root -1") })
+            .collect();
+        let g = group_blocked(&lines);
+        assert_eq!(g, ["192 rank(s) 0-191: in Recv peer 5 tag 1 comm 0", "64 rank(s) 192-255: in Barrier on comm 0 root -1"]);
     }
 }

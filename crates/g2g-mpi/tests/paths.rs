@@ -603,7 +603,8 @@ fn blocking_send_overhead_parse_errors_name_key_and_line() {
     let t = with_factors("[[mpi.factors]]\npath = \"host\"\nblocking_send_overhead = \"3 parsecs\"\n");
     let e = g2g_net::MachineConfig::from_toml(&t, "m.toml").unwrap_err();
     assert_eq!(e.key, "mpi.factors[0].blocking_send_overhead");
-    let line = t.lines().enumerate().find(|(_, l)| l.starts_with("[[mpi.factors]]")).unwrap().0 + 1;
+    // the key's own line (the schema check, issue 24; it was the [[mpi.factors]] header's)
+    let line = t.lines().enumerate().find(|(_, l)| l.starts_with("blocking_send_overhead")).unwrap().0 + 1;
     assert_eq!(e.line, Some(line));
     let t = with_factors("[[mpi.factors]]\npath = \"host\"\nblocking_send_overhead = 3\n");
     let e = g2g_net::MachineConfig::from_toml(&t, "m.toml").unwrap_err();

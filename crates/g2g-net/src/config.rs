@@ -61,11 +61,23 @@ pub struct MachineConfig {
     pub name: String,
     pub description: String,
     pub gpus_per_node: u32,
+    /// CPU sockets (NUMA domains with their own memory) per node, `node.sockets`
+    pub sockets: u32,
+    /// socket each GPU attaches to (`node.gpu_socket`); None: GPUs split evenly in order
+    pub gpu_socket: Option<Vec<u32>>,
+    /// the link between sockets (`[node.inter_socket]`: IBM X-Bus, Intel UPI, AMD xGMI)
+    pub inter_socket: Option<InterSocket>,
+    /// what joins a GPU to its CPU (`node.pcie.kind`): "pcie" or "nvlink" (POWER9); the model
+    /// is the same link, the name is reported
+    pub cpu_link_kind: String,
     pub pcie_bw: f64,
     pub pcie_latency_ns: f64,
     pub nvlink: NvlinkKind,
     pub nvlink_bw: f64,
     pub nvlink_latency_ns: f64,
+    /// each GPU's aggregate NVLink rate per direction (`node.nvlink.gpu_bw`): every NVLink
+    /// transfer also crosses its GPU's out and the peer's in port of this rate
+    pub nvlink_gpu_bw: Option<f64>,
     pub shm_bw: f64,
     pub shm_latency_ns: f64,
     /// per-rank shared-memory ports (receive side; `node.host.shm_rank_bw`): when set, an intra-node
@@ -78,6 +90,8 @@ pub struct MachineConfig {
     pub nic_bw: f64,
     pub nic_latency_ns: f64,
     pub nic_affinity: NicAffinity,
+    /// socket each NIC attaches to (`node.nic.socket`); None: NIC i on socket i x sockets / count
+    pub nic_socket: Option<Vec<u32>>,
     pub gpudirect_rdma: bool,
     /// GPUDirect RDMA only up to this size; larger device messages across nodes are pipelined
     pub rdma_max_bytes: u64,
@@ -88,6 +102,16 @@ pub struct MachineConfig {
     pub recv_overhead_ns: f64,
     /// CPU time of every MPI call (the rank is busy before the call acts), `mpi.call_overhead`
     pub call_overhead_ns: f64,
+    /// extra CPU time of an MPI call on a device buffer (`mpi.device_call_overhead`: the
+    /// library's memory-type query, IPC handle cache), on top of `call_overhead`
+    pub device_call_overhead_ns: f64,
+    /// LogGP g (`mpi.gap`): the least time between two messages one rank injects; a message
+    /// leaves no earlier than the previous one of the rank plus this
+    pub gap_ns: f64,
+    /// extra sender time of every blocking send (MPI_Send / Ssend / Bsend / Rsend and the send
+    /// half of MPI_Sendrecv) before its data leaves (`mpi.blocking_send_overhead`); size bins add
+    /// their own on top
+    pub blocking_send_overhead_ns: f64,
     /// piecewise factors by message size and data path (`[[mpi.factors]]`)
     pub factors: Vec<SizeFactor>,
     pub gpudirect_eager: bool,
@@ -99,6 +123,13 @@ pub struct MachineConfig {
     pub copy_delay_ns: f64,
     /// if set, cudaMemcpy moves at most 1/copy_per_byte bytes per ns
     pub copy_per_byte_ns: Option<f64>,
+    /// copy engines per GPU (`gpu.copy_engines`): when set, every copy (cudaMemcpy, the staging
+    /// copies of pipelined messages) and every GPUDirect P2P transfer (pulled by the receiving
+    /// GPU, as CUDA IPC does) takes one of them, round robin per GPU; None: one engine per
+    /// direction for cudaMemcpy and none for P2P (the model before issue 25)
+    pub copy_engines: Option<u32>,
+    /// rate of one copy engine (`gpu.copy_engine_bw`), default the copy rate (`copy_bw`)
+    pub copy_engine_bw: Option<f64>,
     pub gpudirect_delay_ns: f64,
     pub pipeline_chunk: u64,
     pub pipeline_depth: u32,
@@ -108,6 +139,15 @@ pub struct MachineConfig {
     pub gpu_pack_bw: f64,
     pub pack_kernel_latency_ns: f64,
     pub coll: CollConfig,
+}
+
+/// The link between two CPU sockets of a node, per direction.
+#[derive(Clone, Debug, PartialEq)]
+pub struct InterSocket {
+    /// "x-bus", "upi", "xgmi", ... (reported only)
+    pub kind: String,
+    pub bw_bytes_per_s: f64,
+    pub latency_ns: f64,
 }
 
 /// One size bin of `[[mpi.factors]]` (SimGrid SMPI's bw-factor / lat-factor / os / or, per data
@@ -178,31 +218,16 @@ struct Ctx<'a> {
 }
 
 impl<'a> Ctx<'a> {
-    /// Line (1-based) where `key` of `table` is set, found by scanning the text.
+    /// Line (1-based) where `key` of `table` is set (else the table's header), found by scanning the text.
     fn line_of(&self, path: &str) -> Option<usize> {
         let (table, key) = match path.rfind('.') {
             Some(i) => (&path[..i], &path[i + 1..]),
             None => ("", path),
         };
-        let mut cur = String::new();
-        for (i, line) in self.text.lines().enumerate() {
-            let t = line.trim();
-            if t.starts_with('[') {
-                cur = t.trim_matches(|c| c == '[' || c == ']').trim().to_string();
-                if key.is_empty() && cur == table {
-                    return Some(i + 1);
-                }
-                continue;
-            }
-            if cur == table {
-                if let Some(eq) = t.find('=') {
-                    if t[..eq].trim().trim_matches('"') == key {
-                        return Some(i + 1);
-                    }
-                }
-            }
-        }
-        None
+        // the key's line, else its table's header (a required key that is missing), else the table it names
+        crate::schema::line_of(self.text, table, Some(key), None)
+            .or_else(|| crate::schema::line_of(self.text, path, None, None))
+            .or_else(|| if table.is_empty() { None } else { crate::schema::line_of(self.text, table, None, None) })
     }
     fn err(&self, key: &str, msg: impl Into<String>) -> ConfigError {
         ConfigError { file: self.file.into(), key: key.into(), line: self.line_of(key), msg: msg.into() }
@@ -259,6 +284,18 @@ impl<'a, 'b> T<'a, 'b> {
         match self.get(k) {
             Some(toml::Value::Integer(i)) if *i >= min => Ok(*i),
             Some(toml::Value::Integer(i)) => Err(self.ctx.err(&self.key(k), format!("must be at least {min}, found {i}"))),
+            Some(v) => Err(self.ctx.err(&self.key(k), format!("expected an integer, found {}", v.type_str()))),
+            None => default.ok_or_else(|| self.ctx.err(&self.key(k), "required (an integer)")),
+        }
+    }
+    /// An integer key as u32, within the bounds the schema declares for it (never truncated).
+    fn u32_(&mut self, k: &'static str, default: Option<u32>) -> Result<u32, ConfigError> {
+        let (min, max) = crate::schema::int_bounds(&self.path, k).unwrap_or((0, u32::MAX as i64));
+        match self.get(k) {
+            Some(toml::Value::Integer(i)) if *i >= min && *i <= max => {
+                u32::try_from(*i).map_err(|_| self.ctx.err(&self.key(k), format!("must be an integer in {min}..={max}, found {i}")))
+            }
+            Some(toml::Value::Integer(i)) => Err(self.ctx.err(&self.key(k), format!("must be an integer in {min}..={max}, found {i}"))),
             Some(v) => Err(self.ctx.err(&self.key(k), format!("expected an integer, found {}", v.type_str()))),
             None => default.ok_or_else(|| self.ctx.err(&self.key(k), "required (an integer)")),
         }
@@ -402,18 +439,32 @@ fn parse_factors(ctx: &Ctx, a: &[toml::Value]) -> Result<Vec<SizeFactor>, Config
 }
 
 impl MachineConfig {
+    /// Every error of a machine file's text, not only the first (`g2gsim machine validate`): all
+    /// schema errors (unknown tables and keys, types, bounds), or else the parser's first error.
+    pub fn validate_all(text: &str, file: &str) -> Vec<ConfigError> {
+        let root: toml::Table = match text.parse() {
+            Ok(r) => r,
+            Err(_) => return MachineConfig::from_toml(text, file).err().into_iter().collect(),
+        };
+        let errs = crate::schema::check(&root, text, file);
+        if !errs.is_empty() {
+            return errs;
+        }
+        MachineConfig::from_toml(text, file).err().into_iter().collect()
+    }
+
     /// Parses a machine file's text; `file` names it in errors.
     pub fn from_toml(text: &str, file: &str) -> Result<MachineConfig, ConfigError> {
         let ctx = Ctx { file, text };
         let root: toml::Table = text.parse().map_err(|e: toml::de::Error| {
             let line = e.span().map(|s| text[..s.start.min(text.len())].lines().count().max(1));
-            ConfigError { file: file.into(), key: "<syntax>".into(), line, msg: e.message().to_string() }
+            // one line: the TOML parser's message may span several
+            let msg = e.message().lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join("; ");
+            ConfigError { file: file.into(), key: "<syntax>".into(), line, msg }
         })?;
-        for k in root.keys() {
-            const TOP: [&str; 10] = ["schema_version", "name", "description", "sources", "node", "network", "mpi", "gpu", "cpu", "collectives"];
-            if !TOP.contains(&k.as_str()) {
-                return Err(ctx.err(k, format!("unknown top-level key (valid: {})", TOP.join(", "))));
-            }
+        // every table, key, type and bound first (crate::schema): nothing below can wrap or truncate
+        if let Some(e) = crate::schema::check(&root, text, file).into_iter().next() {
+            return Err(e);
         }
         let mut top = T { ctx: &ctx, path: String::new(), t: Some(&root), used: vec![] };
         let ver = top.int("schema_version", None, 1)?;
@@ -429,11 +480,56 @@ impl MachineConfig {
         if node.t.is_none() {
             return Err(ctx.err("node", "the [node] table is required"));
         }
-        let gpus = node.int("gpus", None, 1)? as u32;
+        let gpus = node.u32_("gpus", None)?;
         let _ = node.get("cpu");
+        let sockets = node.int("sockets", Some(1), 1)?;
+        if sockets > 64 {
+            return Err(ctx.err("node.sockets", format!("must be at most 64, found {sockets}")));
+        }
+        let sockets = sockets as u32;
+        let gpu_socket = match node.get("gpu_socket") {
+            None => None,
+            Some(toml::Value::Array(a)) => {
+                let mut v = vec![];
+                for x in a {
+                    match x.as_integer() {
+                        Some(i) if i >= 0 && (i as u32) < sockets => v.push(i as u32),
+                        _ => return Err(ctx.err("node.gpu_socket", format!("each entry must be a socket index in 0..{} (node.sockets = {sockets}), found {x}", sockets - 1))),
+                    }
+                }
+                if v.len() != gpus as usize {
+                    return Err(ctx.err("node.gpu_socket", format!("lists {} sockets but the node has {gpus} GPUs", v.len())));
+                }
+                Some(v)
+            }
+            Some(v) => return Err(ctx.err("node.gpu_socket", format!("expected a list of socket indices, one per GPU, found {}", v.type_str()))),
+        };
         node.finish()?;
 
+        let mut xs = sub(&ctx, &root, "node.inter_socket")?;
+        let inter_socket = if xs.t.is_some() {
+            if sockets < 2 {
+                return Err(ctx.err("node.inter_socket", "needs node.sockets >= 2 (a link between sockets)"));
+            }
+            let kind = xs.str_("kind")?.unwrap_or_else(|| "inter-socket".into());
+            let eff = xs.efficiency()?;
+            let bw = xs.bw("bw", None)? * eff;
+            let latency_ns = xs.dur("latency", Some(0.0))?;
+            Some(InterSocket { kind, bw_bytes_per_s: bw, latency_ns })
+        } else {
+            if sockets > 1 {
+                return Err(ctx.err("node.sockets", format!("{sockets} sockets need a [node.inter_socket] table (bw, latency of the link between them)")));
+            }
+            None
+        };
+        xs.finish()?;
+
         let mut pcie = sub(&ctx, &root, "node.pcie")?;
+        let cpu_link_kind = match pcie.str_("kind")? {
+            None => "pcie".to_string(),
+            Some(k) if k == "pcie" || k == "nvlink" => k,
+            Some(k) => return Err(ctx.err("node.pcie.kind", format!("unknown GPU-CPU link {k:?} (pcie, nvlink)"))),
+        };
         let pcie_bw = pcie.bw("bw", None)? * pcie.efficiency()?;
         let pcie_latency_ns = pcie.dur("latency", Some(500.0))?;
         let _ = pcie.get("generation");
@@ -447,6 +543,14 @@ impl MachineConfig {
         let nv_eff = nv.efficiency()?;
         let nvlink_bw = nvlink_bw * nv_eff;
         let _ = nv.get("links_per_pair");
+        let brick_bw = match nv.str_("brick_bw")? {
+            Some(_) => Some(nv.bw("brick_bw", None)?),
+            None => None,
+        };
+        let nvlink_gpu_bw = match nv.str_("gpu_bw")? {
+            Some(_) => Some(nv.bw("gpu_bw", None)? * nv_eff),
+            None => None,
+        };
         let nvlink = match kind.as_str() {
             "none" => NvlinkKind::None,
             "all-to-all" => NvlinkKind::AllToAll,
@@ -456,16 +560,22 @@ impl MachineConfig {
                 match nv.get("pairs") {
                     Some(toml::Value::Array(a)) => {
                         for p in a {
-                            let bad = || ctx.err("node.nvlink.pairs", "each pair is [gpu_a, gpu_b, \"bandwidth\"]");
+                            let bad = || ctx.err("node.nvlink.pairs", "each pair is [gpu_a, gpu_b, \"bandwidth\"] or [gpu_a, gpu_b, bricks] (with node.nvlink.brick_bw)");
                             let arr = p.as_array().ok_or_else(bad)?;
                             if arr.len() != 3 {
                                 return Err(bad());
                             }
                             let a = arr[0].as_integer().ok_or_else(bad)?;
                             let b = arr[1].as_integer().ok_or_else(bad)?;
-                            let bw = parse_bandwidth(arr[2].as_str().ok_or_else(bad)?)
-                                .map_err(|e| ctx.err("node.nvlink.pairs", e))?;
-                            if a < 0 || b < 0 || a as u32 >= gpus || b as u32 >= gpus || a == b {
+                            let bw = match &arr[2] {
+                                toml::Value::String(s) => parse_bandwidth(s).map_err(|e| ctx.err("node.nvlink.pairs", e))?,
+                                toml::Value::Integer(n) if *n >= 1 && *n <= 64 => match brick_bw {
+                                    Some(bb) => bb * *n as f64,
+                                    None => return Err(ctx.err("node.nvlink.pairs", format!("pair [{a}, {b}, {n}] counts bricks: set node.nvlink.brick_bw (the rate of one brick per direction)"))),
+                                },
+                                _ => return Err(bad()),
+                            };
+                            if a < 0 || b < 0 || a >= gpus as i64 || b >= gpus as i64 || a == b {
                                 return Err(ctx.err("node.nvlink.pairs", format!("pair [{a}, {b}] names a GPU outside 0..{}", gpus - 1)));
                             }
                             v.push((a as u32, b as u32, bw * nv_eff));
@@ -499,7 +609,7 @@ impl MachineConfig {
         host.finish()?;
 
         let mut nic = sub(&ctx, &root, "node.nic")?;
-        let nic_count = nic.int("count", Some(1), 1)? as u32;
+        let nic_count = nic.u32_("count", Some(1))?;
         let nic_eff = nic.efficiency()?;
         let nic_bw = nic.bw("bw", None)? * nic_eff;
         let nic_latency_ns = nic.dur("latency", Some(1000.0))?;
@@ -512,7 +622,7 @@ impl MachineConfig {
                 let mut v = vec![];
                 for x in a {
                     match x.as_integer() {
-                        Some(i) if i >= 0 && (i as u32) < nic_count => v.push(i as u32),
+                        Some(i) if i >= 0 && i < nic_count as i64 => v.push(i as u32),
                         _ => return Err(ctx.err("node.nic.affinity", format!("each entry must be a NIC index in 0..{}", nic_count - 1))),
                     }
                 }
@@ -523,6 +633,23 @@ impl MachineConfig {
             }
             Some(v) => return Err(ctx.err("node.nic.affinity", format!("expected \"per-gpu\", \"shared\" or a list of NIC indices, found {v}"))),
         };
+        let nic_socket = match nic.get("socket") {
+            None => None,
+            Some(toml::Value::Array(a)) => {
+                let mut v = vec![];
+                for x in a {
+                    match x.as_integer() {
+                        Some(i) if i >= 0 && (i as u32) < sockets => v.push(i as u32),
+                        _ => return Err(ctx.err("node.nic.socket", format!("each entry must be a socket index in 0..{} (node.sockets = {sockets}), found {x}", sockets - 1))),
+                    }
+                }
+                if v.len() != nic_count as usize {
+                    return Err(ctx.err("node.nic.socket", format!("lists {} sockets but the node has {nic_count} NICs (node.nic.count)", v.len())));
+                }
+                Some(v)
+            }
+            Some(v) => return Err(ctx.err("node.nic.socket", format!("expected a list of socket indices, one per NIC, found {}", v.type_str()))),
+        };
         nic.finish()?;
 
         let mut net = sub(&ctx, &root, "network")?;
@@ -530,7 +657,7 @@ impl MachineConfig {
         let hop_latency_ns = net.dur("hop_latency", Some(100.0))? as u64;
         // the network's links carry the NICs' protocol: node.nic.efficiency applies to them too
         let link_bw = net.bw("link_bw", Some(nic_bw / nic_eff))? * nic_eff;
-        let rails = net.int("rails", Some(nic_count as i64), 1)? as u32;
+        let rails = net.u32_("rails", Some(nic_count))?;
         let _ = net.get("nodes");
         let sharing = match net.str_("sharing")? {
             None => crate::lmm::Sharing::MaxMin,
@@ -539,19 +666,19 @@ impl MachineConfig {
         let network = match topo.as_str() {
             "crossbar" => TopologySpec::Crossbar { link_bw_bytes_per_s: nic_bw.min(link_bw), hop_latency_ns, rails },
             "fat-tree" => TopologySpec::FatTree {
-                levels: net.int("levels", Some(2), 2)? as u32,
-                nodes_per_leaf: net.int("nodes_per_leaf", Some(16), 1)? as u32,
-                leaves_per_pod: net.int("leaves_per_pod", Some(16), 1)? as u32,
+                levels: net.u32_("levels", Some(2))?,
+                nodes_per_leaf: net.u32_("nodes_per_leaf", Some(16))?,
+                leaves_per_pod: net.u32_("leaves_per_pod", Some(16))?,
                 taper: net.float("taper", Some(1.0))?,
                 link_bw_bytes_per_s: link_bw,
                 hop_latency_ns,
                 rails,
             },
             "dragonfly" => TopologySpec::Dragonfly {
-                groups: net.int("groups", None, 1)? as u32,
-                routers_per_group: net.int("routers_per_group", None, 1)? as u32,
-                nodes_per_router: net.int("nodes_per_router", None, 1)? as u32,
-                global_links_per_router: net.int("global_links_per_router", None, 1)? as u32,
+                groups: net.u32_("groups", None)?,
+                routers_per_group: net.u32_("routers_per_group", None)?,
+                nodes_per_router: net.u32_("nodes_per_router", None)?,
+                global_links_per_router: net.u32_("global_links_per_router", None)?,
                 local_bw_bytes_per_s: net.bw("local_bw", Some(link_bw / nic_eff))? * nic_eff,
                 global_bw_bytes_per_s: net.bw("global_bw", Some(link_bw / nic_eff))? * nic_eff,
                 nic_bw_bytes_per_s: nic_bw,
@@ -560,14 +687,17 @@ impl MachineConfig {
             },
             "torus" => {
                 let dims = match net.get("dims") {
-                    Some(toml::Value::Array(a)) if a.len() == 3 && a.iter().all(|x| x.as_integer().map(|i| i > 0).unwrap_or(false)) => {
-                        [a[0].as_integer().unwrap() as u32, a[1].as_integer().unwrap() as u32, a[2].as_integer().unwrap() as u32]
+                    Some(toml::Value::Array(a))
+                        if a.len() == 3 && a.iter().all(|x| x.as_integer().map_or(false, |i| (1..=crate::schema::MAX_TOPO_DIM).contains(&i))) =>
+                    {
+                        let d = |i: usize| a[i].as_integer().and_then(|x| u32::try_from(x).ok()).unwrap_or(1);
+                        [d(0), d(1), d(2)]
                     }
-                    _ => return Err(ctx.err("network.dims", "required for a torus: [x, y, z] positive integers")),
+                    _ => return Err(ctx.err("network.dims", format!("required for a torus: [x, y, z], integers in 1..={}", crate::schema::MAX_TOPO_DIM))),
                 };
                 TopologySpec::Torus {
                     dims,
-                    nodes_per_router: net.int("nodes_per_router", Some(1), 1)? as u32,
+                    nodes_per_router: net.u32_("nodes_per_router", Some(1))?,
                     link_bw_bytes_per_s: link_bw,
                     nic_bw_bytes_per_s: nic_bw,
                     hop_latency_ns,
@@ -612,9 +742,17 @@ impl MachineConfig {
         }
         let collective_depth = match mpi.get("collective_depth") {
             None => None,
-            Some(_) => Some(mpi.int("collective_depth", None, 1)? as u32),
+            Some(_) => Some(mpi.u32_("collective_depth", None)?),
         };
         let call_overhead_ns = mpi.dur("call_overhead", Some(0.0))?;
+        let device_call_overhead_ns = mpi.dur("device_call_overhead", Some(0.0))?;
+        let gap_ns = mpi.dur("gap", Some(0.0))?;
+        let blocking_send_overhead_ns = mpi.dur("blocking_send_overhead", Some(0.0))?;
+        for (k, v) in [("mpi.device_call_overhead", device_call_overhead_ns), ("mpi.gap", gap_ns), ("mpi.blocking_send_overhead", blocking_send_overhead_ns)] {
+            if !(v >= 0.0 && v.is_finite()) {
+                return Err(ctx.err(k, format!("must be a duration of at least 0, found {v} ns")));
+            }
+        }
         let _ = mpi.get("library");
         let factors = match mpi.get("factors") {
             None => vec![],
@@ -630,8 +768,23 @@ impl MachineConfig {
             None => None,
         };
         let gpudirect_delay_ns = gpu.dur("gpudirect_delay", Some(4000.0))?;
+        let copy_engines = match gpu.get("copy_engines") {
+            None => None,
+            Some(_) => {
+                let n = gpu.int("copy_engines", None, 1)?;
+                if n > 64 {
+                    return Err(ctx.err("gpu.copy_engines", format!("must be at most 64, found {n}")));
+                }
+                Some(n as u32)
+            }
+        };
+        let copy_engine_bw = match gpu.str_("copy_engine_bw")? {
+            Some(_) if copy_engines.is_none() => return Err(ctx.err("gpu.copy_engine_bw", "needs gpu.copy_engines (how many engines of this rate)")),
+            Some(_) => Some(gpu.bw("copy_engine_bw", None)?),
+            None => None,
+        };
         let pipeline_chunk = gpu.size("pipeline_chunk", Some(512 * 1024))?.max(1);
-        let pipeline_depth = gpu.int("pipeline_depth", Some(16), 1)? as u32;
+        let pipeline_depth = gpu.u32_("pipeline_depth", Some(16))?;
         let pipeline_threshold = gpu.size("pipeline_threshold", Some(pipeline_chunk))?;
         let collective_chunk = collective_chunk.unwrap_or(pipeline_chunk);
         let collective_depth = collective_depth.unwrap_or(pipeline_depth);
@@ -675,11 +828,16 @@ impl MachineConfig {
             name,
             description,
             gpus_per_node: gpus,
+            sockets,
+            gpu_socket,
+            inter_socket,
+            cpu_link_kind,
             pcie_bw,
             pcie_latency_ns,
             nvlink,
             nvlink_bw,
             nvlink_latency_ns,
+            nvlink_gpu_bw,
             shm_bw,
             shm_latency_ns,
             shm_rank_bw,
@@ -688,6 +846,7 @@ impl MachineConfig {
             nic_bw,
             nic_latency_ns,
             nic_affinity,
+            nic_socket,
             gpudirect_rdma,
             rdma_max_bytes,
             network,
@@ -696,6 +855,9 @@ impl MachineConfig {
             send_overhead_ns,
             recv_overhead_ns,
             call_overhead_ns,
+            device_call_overhead_ns,
+            gap_ns,
+            blocking_send_overhead_ns,
             factors,
             gpudirect_eager,
             device_collectives,
@@ -703,6 +865,8 @@ impl MachineConfig {
             collective_depth,
             copy_delay_ns,
             copy_per_byte_ns,
+            copy_engines,
+            copy_engine_bw,
             gpudirect_delay_ns,
             pipeline_chunk,
             pipeline_depth,
@@ -792,6 +956,25 @@ impl MachineConfig {
             NicAffinity::PerGpu => g % self.nic_count,
             NicAffinity::Shared => 0,
             NicAffinity::List(v) => v.get(g as usize).copied().unwrap_or(0),
+        }
+    }
+
+    /// Socket of GPU `g` on a node of `gpn` GPUs: the listed one (`node.gpu_socket`) when the
+    /// node has at most the file's GPU count (a what-if with fewer GPUs per node keeps GPUs
+    /// 0..gpn with their sockets and NVLink pairs), else GPUs split evenly over the sockets in
+    /// order (more GPUs than the file lists).
+    pub fn socket_of_gpu(&self, g: u32, gpn: u32) -> u32 {
+        match &self.gpu_socket {
+            Some(v) if v.len() >= gpn as usize => v[g as usize],
+            _ => ((g as u64 * self.sockets as u64) / gpn.max(1) as u64) as u32,
+        }
+    }
+
+    /// Socket NIC `n` attaches to (`node.nic.socket`, else spread evenly).
+    pub fn socket_of_nic(&self, n: u32) -> u32 {
+        match &self.nic_socket {
+            Some(v) => v.get(n as usize).copied().unwrap_or(0),
+            None => ((n as u64 * self.sockets as u64) / self.nic_count.max(1) as u64) as u32,
         }
     }
 
@@ -895,5 +1078,137 @@ bw = "12.5GB/s"
         let e = MachineConfig::from_toml(&MIN.replace("bw = \"16GB/s\"", "bw = \"16GB/s\"\nefficiency = 1.2"), "m.toml").unwrap_err();
         assert_eq!((e.key.as_str(), e.line), ("node.pcie.efficiency", Some(8)));
         assert!(e.msg.contains("(0, 1]"), "{e}");
+    }
+
+    const TWO_SOCKETS: &str = r#"
+schema_version = 1
+name = "t"
+[node]
+gpus = 4
+sockets = 2
+gpu_socket = [0, 0, 1, 1]
+[node.inter_socket]
+kind = "x-bus"
+bw = "32GB/s"
+latency = "100ns"
+[node.pcie]
+kind = "nvlink"
+bw = "75GB/s"
+[node.nvlink]
+kind = "pairs"
+brick_bw = "25GB/s"
+pairs = [[0, 1, 3], [2, 3, "50GB/s"]]
+[node.nic]
+count = 2
+bw = "12.5GB/s"
+socket = [0, 1]
+affinity = [0, 0, 1, 1]
+[gpu]
+copy_engines = 3
+copy_engine_bw = "20GB/s"
+"#;
+
+    #[test]
+    fn node_graph_parses() {
+        let m = MachineConfig::from_toml(TWO_SOCKETS, "t.toml").unwrap();
+        assert_eq!(m.sockets, 2);
+        assert_eq!(m.gpu_socket, Some(vec![0, 0, 1, 1]));
+        assert_eq!(m.inter_socket, Some(InterSocket { kind: "x-bus".into(), bw_bytes_per_s: 32e9, latency_ns: 100.0 }));
+        assert_eq!(m.cpu_link_kind, "nvlink");
+        assert_eq!(m.nvlink, NvlinkKind::Pairs(vec![(0, 1, 75e9), (2, 3, 50e9)]));
+        assert_eq!(m.nic_socket, Some(vec![0, 1]));
+        assert_eq!((m.copy_engines, m.copy_engine_bw), (Some(3), Some(20e9)));
+        assert_eq!((m.socket_of_gpu(2, 4), m.socket_of_nic(1)), (1, 1));
+        // a what-if with 8 GPUs per node spreads them over the sockets in order; with 2 it keeps
+        // GPUs 0 and 1 where the file puts them
+        assert_eq!((0..8).map(|g| m.socket_of_gpu(g, 8)).collect::<Vec<_>>(), vec![0, 0, 0, 0, 1, 1, 1, 1]);
+        assert_eq!((0..2).map(|g| m.socket_of_gpu(g, 2)).collect::<Vec<_>>(), vec![0, 0]);
+        // without the keys: one socket, no inter-socket link, engines not modelled
+        let m = MachineConfig::from_toml(MIN, "t.toml").unwrap();
+        assert_eq!((m.sockets, m.inter_socket.is_none(), m.copy_engines), (1, true, None));
+    }
+
+    #[test]
+    fn node_graph_errors_name_key_and_line() {
+        let cases: [(&str, &str, &str, usize, &str); 8] = [
+            ("gpu_socket = [0, 0, 1, 1]", "gpu_socket = [0, 0, 1, 2]", "node.gpu_socket", 7, "socket index in 0..1"),
+            ("gpu_socket = [0, 0, 1, 1]", "gpu_socket = [0, 1]", "node.gpu_socket", 7, "lists 2 sockets"),
+            ("sockets = 2", "sockets = 0", "node.sockets", 6, "1..=64"),
+            ("[node.inter_socket]\nkind = \"x-bus\"\nbw = \"32GB/s\"", "[node.inter_socket]\nkind = \"x-bus\"\nbw = \"32GB\"", "node.inter_socket.bw", 10, "per second"),
+            ("socket = [0, 1]", "socket = [0]", "node.nic.socket", 22, "2 NICs"),
+            ("brick_bw = \"25GB/s\"\n", "", "node.nvlink.pairs", 17, "brick_bw"),
+            ("copy_engines = 3", "copy_engines = 0", "gpu.copy_engines", 25, "1..=64"),
+            ("kind = \"nvlink\"", "kind = \"nvlnk\"", "node.pcie.kind", 13, "pcie, nvlink"),
+        ];
+        for (from, to, key, line, msg) in cases {
+            let t = TWO_SOCKETS.replacen(from, to, 1);
+            assert_ne!(t, TWO_SOCKETS, "{from}");
+            let e = MachineConfig::from_toml(&t, "m.toml").unwrap_err();
+            assert_eq!((e.key.as_str(), e.line), (key, Some(line)), "{e}");
+            assert!(e.msg.contains(msg), "{e}");
+            assert!(e.to_string().starts_with(&format!("m.toml:{line}: {key}:")), "{e}");
+        }
+        // two sockets need the link between them; one socket cannot have one
+        let t = TWO_SOCKETS.replace("[node.inter_socket]\nkind = \"x-bus\"\nbw = \"32GB/s\"\nlatency = \"100ns\"\n", "");
+        let e = MachineConfig::from_toml(&t, "m.toml").unwrap_err();
+        assert_eq!((e.key.as_str(), e.line), ("node.sockets", Some(6)), "{e}");
+        let t = format!("{MIN}[node.inter_socket]\nbw = \"32GB/s\"\n");
+        let e = MachineConfig::from_toml(&t, "m.toml").unwrap_err();
+        assert_eq!(e.key, "node.inter_socket");
+    }
+
+    /// Issue 24: values that wrapped, saturated or were truncated are errors naming key and line.
+    #[test]
+    fn out_of_range_values_are_errors() {
+        let cases: [(&str, &str, &str); 9] = [
+            ("[network]\nhop_latency = \"1.9e10s\"\n", "network.hop_latency", "1e6 s"),
+            ("[network]\nhop_latency = \"1e30s\"\n", "network.hop_latency", "1e6 s"),
+            ("[mpi]\nsend_overhead = \"1e30s\"\n", "mpi.send_overhead", "1e6 s"),
+            ("[[mpi.factors]]\npath = \"host\"\nlat_factor = 1e300\n", "mpi.factors[0].lat_factor", "[0, 1000000]"),
+            ("[network]\nlink_bw = \"1e-300GB/s\"\n", "network.link_bw", "1 B/s"),
+            ("[network]\ntopology = \"fat-tree\"\nlevels = 4294967298\n", "network.levels", "2..=3"),
+            ("[network]\ntopology = \"torus\"\ndims = [4294967297, 1, 1]\n", "network.dims", "1..="),
+            ("[gpu]\npipeline_depth = 4294967297\n", "gpu.pipeline_depth", "1..=4096"),
+            ("[mpi]\neager_limit = \"1e30B\"\n", "mpi.eager_limit", "2^60"),
+        ];
+        for (extra, key, msg) in cases {
+            let text = format!("{MIN}{extra}");
+            let e = MachineConfig::from_toml(&text, "m.toml").unwrap_err();
+            assert_eq!(e.key, key, "{extra}: {e}");
+            assert!(e.msg.contains(msg), "{extra}: {e}");
+            let want = text.lines().position(|l| l.starts_with(key.rsplit('.').next().unwrap())).map(|i| i + 1);
+            assert_eq!(e.line, want, "{e}");
+        }
+        let e = MachineConfig::from_toml(&MIN.replace("gpus = 4", "gpus = 4294967297"), "m.toml").unwrap_err();
+        assert_eq!((e.key.as_str(), e.line), ("node.gpus", Some(5)));
+        assert!(e.msg.contains("1..=1024"), "{e}");
+        let e = MachineConfig::from_toml(&MIN.replace("[node.nic]\n", "[node.nic]\ncount = 4294967297\n"), "m.toml").unwrap_err();
+        assert_eq!(e.key, "node.nic.count");
+        let e = MachineConfig::from_toml(&MIN.replace("bw = \"16GB/s\"", "bw = \"1e-300GB/s\""), "m.toml").unwrap_err();
+        assert_eq!((e.key.as_str(), e.line), ("node.pcie.bw", Some(7)));
+    }
+
+    /// Issue 24: misspelt tables were ignored (defaults used); now errors listing the valid tables.
+    #[test]
+    fn unknown_tables_are_errors() {
+        for (table, line) in [("node.nvlinks", 13), ("node.hots", 13), ("gpu.copy", 13), ("network.fat", 13)] {
+            let text = format!("{MIN}[{table}]\nbw = \"1GB/s\"\n");
+            let e = MachineConfig::from_toml(&text, "m.toml").unwrap_err();
+            assert_eq!((e.key.as_str(), e.line), (table, Some(line)), "{e}");
+            assert!(e.msg.contains("unknown table") && e.msg.contains("node.nvlink,") && e.msg.contains("network"), "{e}");
+        }
+    }
+
+    #[test]
+    fn validate_all_reports_every_error() {
+        let text = format!("{MIN}[network]\nhop_latency = \"1e30s\"\nrails = 0\n[gpu.copy]\nx = 1\n[mpi]\nsend_overhead = 5\n");
+        let errs = MachineConfig::validate_all(&text, "m.toml");
+        let keys: Vec<&str> = errs.iter().map(|e| e.key.as_str()).collect();
+        assert_eq!(keys, ["network.hop_latency", "network.rails", "gpu.copy", "mpi.send_overhead"], "{errs:?}");
+        assert!(MachineConfig::validate_all(MIN, "m.toml").is_empty());
+        // a parser error (no schema error) still comes back
+        let errs = MachineConfig::validate_all(&MIN.replace("kind = \"all-to-all\"", "kind = \"pairs\""), "m.toml");
+        assert_eq!(errs.len(), 1);
+        assert_eq!(errs[0].key, "node.nvlink.pairs");
     }
 }

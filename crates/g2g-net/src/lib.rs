@@ -1,9 +1,11 @@
 //! The machine model: links as shared resources, max-min fair sharing, inter-node topologies,
 //! the GPU data paths, and machine files.
+pub mod completion;
 pub mod config;
 pub mod lmm;
 pub mod machine;
 pub mod paths;
+pub mod schema;
 pub mod topology;
 pub mod units;
 

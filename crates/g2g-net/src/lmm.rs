@@ -260,7 +260,7 @@ impl FlowNet {
 
     /// Flow `id`'s completion record (see [`Completion`]).
     #[inline]
-    pub fn completion(&mut self, id: FlowId) -> &mut Completion {
+    pub(crate) fn completion(&mut self, id: FlowId) -> &mut Completion {
         &mut self.flows[id as usize].done
     }
 
@@ -698,12 +698,17 @@ pub enum Sharing {
 }
 
 impl Sharing {
+    /// Every sharing model, the default first.
+    pub const ALL: [Sharing; 3] = [Sharing::MaxMin, Sharing::MaxMinFull, Sharing::Bottleneck];
+
     pub fn parse(s: &str) -> Option<Sharing> {
-        match s {
-            "max-min" => Some(Sharing::MaxMin),
-            "max-min-full" => Some(Sharing::MaxMinFull),
-            "bottleneck" => Some(Sharing::Bottleneck),
-            _ => None,
+        Sharing::ALL.into_iter().find(|m| m.name() == s)
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Sharing::MaxMin => "max-min",
+            Sharing::MaxMinFull => "max-min-full",
+            Sharing::Bottleneck => "bottleneck",
         }
     }
 }

@@ -2,15 +2,19 @@
 //! registered in one [`FlowNet`].
 //!
 //! Per node, links are laid out as (G = GPUs per node):
-//! `pcie_up[G] pcie_down[G] ce_d2h[G] ce_h2d[G] nvlink[..] shm[1] shm_out[G] shm_in[G]`, where
-//! `pcie_up` carries GPU→host traffic, `ce_*` are the copy engines that cap cudaMemcpy speed, the
+//! `pcie_up[G] pcie_down[G] ce_d2h[G] ce_h2d[G] nvlink[..] shm[1] shm_out[G] shm_in[G]
+//! xsock[S(S-1)] nv_out[G] nv_in[G] ce[G x E]`, where
+//! `pcie_up` carries GPU→host traffic (the GPU's link to its socket: PCIe or NVLink to the CPU),
+//! `ce_*` are the copy engines that cap cudaMemcpy speed when `gpu.copy_engines` is not set, the
 //! NVLink block depends on the NVLink kind (ordered pairs, switch ports, or listed pairs), `shm` is
 //! the node's shared-memory link (`node.host.shm_bw`) and `shm_out` / `shm_in` the per-rank
-//! shared-memory ports (`node.host.shm_rank_bw`, used only when it is set).  Network links follow
-//! all nodes.
+//! shared-memory ports (`node.host.shm_rank_bw`, used only when it is set), `xsock` the links
+//! between sockets per ordered pair (`[node.inter_socket]`, S sockets), `nv_out` / `nv_in` each
+//! GPU's aggregate NVLink ports (`node.nvlink.gpu_bw`, only when set) and `ce` the E copy engines
+//! of each GPU (`gpu.copy_engines`, only when set).  Network links follow all nodes.
 use crate::config::{MachineConfig, NvlinkKind};
 use crate::lmm::FlowNet;
-use crate::topology::{self, LinkId, Topology};
+use crate::topology::{self, LinkId, Links, Topology};
 
 /// Where each rank runs.
 #[derive(Clone, Debug, PartialEq)]
@@ -45,6 +49,9 @@ impl Placement {
     }
     /// Explicit node per rank; GPUs assigned in rank order within each node.
     pub fn from_nodes(node_of: Vec<u32>, gpn: u32) -> Result<Placement, String> {
+        if let Some((r, &n)) = node_of.iter().enumerate().find(|(_, &n)| n >= MAX_NODES) {
+            return Err(format!("mapping puts rank {r} on node {n}; node indices must be below {MAX_NODES}"));
+        }
         let nodes = node_of.iter().copied().max().map(|m| m + 1).unwrap_or(1);
         let mut used = vec![0u32; nodes as usize];
         let mut gpu_of = Vec::with_capacity(node_of.len());
@@ -60,6 +67,14 @@ impl Placement {
     }
 }
 
+/// Most nodes a placement may use (a mapping's node indices stay below it).
+pub const MAX_NODES: u32 = 1 << 20;
+/// Most GPUs (ranks) per node, from the machine file or `--gpus-per-node`.
+pub const MAX_GPUS_PER_NODE: u32 = crate::schema::MAX_GPUS_PER_NODE as u32;
+/// Most links a built machine may have (nodes' links and the network's): a larger one is refused
+/// before anything is allocated, with the memory it would need.
+pub const MAX_LINKS: u64 = crate::topology::MAX_LINKS;
+
 pub struct Machine {
     pub cfg: MachineConfig,
     pub place: Placement,
@@ -70,6 +85,16 @@ pub struct Machine {
     stride: u32,
     nv_off: u32,
     shm_off: u32,
+    /// first inter-socket link of a node (S(S-1) of them)
+    xs_off: u32,
+    /// first aggregate NVLink port (2G of them when `node.nvlink.gpu_bw` is set)
+    nvg_off: u32,
+    /// first copy engine (G x E when `gpu.copy_engines` is set)
+    ce_off: u32,
+    /// copy engines per GPU (0: the model without engines, `ce_d2h` / `ce_h2d`)
+    ce_n: u32,
+    /// next copy engine of each GPU (round robin), by node x G + gpu
+    ce_next: Vec<std::cell::Cell<u32>>,
     topo_base: LinkId,
     /// network routes with their latency by (source node, destination node, rail)
     routes: std::cell::RefCell<RouteCache>,
@@ -108,6 +133,12 @@ impl Machine {
             // a what-if may ask for more GPUs per node than the preset has: the node grows
         }
         let g = place.gpus_per_node;
+        if g == 0 || g > MAX_GPUS_PER_NODE {
+            return Err(format!("{g} GPUs per node is outside 1..={MAX_GPUS_PER_NODE}"));
+        }
+        if place.nodes > MAX_NODES {
+            return Err(format!("the placement uses {} nodes; at most {MAX_NODES} can be simulated", place.nodes));
+        }
         let mut cfg = cfg;
         cfg.gpus_per_node = g;
         let nv_links = match &cfg.nvlink {
@@ -118,7 +149,18 @@ impl Machine {
         };
         let nv_off = 4 * g;
         let shm_off = nv_off + nv_links;
-        let stride = shm_off + 1 + 2 * g;
+        let s_n = cfg.sockets.max(1);
+        let xs_off = shm_off + 1 + 2 * g;
+        let xs_links = if cfg.inter_socket.is_some() { s_n * (s_n - 1) } else { 0 };
+        let nvg_off = xs_off + xs_links;
+        let nvg_links = if cfg.nvlink_gpu_bw.is_some() && !matches!(cfg.nvlink, NvlinkKind::None) { 2 * g } else { 0 };
+        let ce_off = nvg_off + nvg_links;
+        let ce_n = cfg.copy_engines.unwrap_or(0);
+        let stride = ce_off + g * ce_n;
+        let node_links = stride as u64 * place.nodes as u64;
+        if node_links > MAX_LINKS {
+            return Err(crate::topology::too_many_links("the nodes", node_links));
+        }
         let topo = topology::build(&cfg.network, place.nodes).map_err(|e| format!("network: {e}"))?;
         if topo.rails() < cfg.nic_count.min(topo.rails()) {
             return Err("network has fewer rails than NICs".into());
@@ -126,6 +168,9 @@ impl Machine {
         let mut net = FlowNet::new();
         net.sharing = cfg.sharing;
         let total = stride as usize * place.nodes as usize + topo.links().len();
+        if total as u64 > MAX_LINKS {
+            return Err(crate::topology::too_many_links("the machine", total as u64));
+        }
         let mut latency = Vec::with_capacity(total);
         net.reserve_links(total);
         let copy_bw = cfg.copy_bw();
@@ -167,6 +212,21 @@ impl Machine {
                 net.add_link(rank_in);
                 latency.push(0);
             }
+            if let Some(x) = &cfg.inter_socket {
+                for _ in 0..xs_links {
+                    net.add_link(x.bw_bytes_per_s);
+                    latency.push(x.latency_ns.round() as u64);
+                }
+            }
+            for _ in 0..nvg_links {
+                net.add_link(cfg.nvlink_gpu_bw.unwrap_or(cfg.nvlink_bw));
+                latency.push(0);
+            }
+            let ce_bw = cfg.copy_engine_bw.unwrap_or(copy_bw);
+            for _ in 0..g * ce_n {
+                net.add_link(ce_bw);
+                latency.push(0);
+            }
         }
         let topo_base = net.num_links() as LinkId;
         for l in topo.links() {
@@ -174,7 +234,8 @@ impl Machine {
             latency.push(l.latency_ns);
         }
         let rails = topo.rails();
-        Ok(Machine { cfg, place, net, latency, topo, stride, nv_off, shm_off, topo_base, routes: Default::default(), rails })
+        let ce_next = if ce_n > 0 { (0..place.nodes as usize * g as usize).map(|_| std::cell::Cell::new(0)).collect() } else { Vec::new() };
+        Ok(Machine { cfg, place, net, latency, topo, stride, nv_off, shm_off, xs_off, nvg_off, ce_off, ce_n, ce_next, topo_base, routes: Default::default(), rails })
     }
 
     #[inline]
@@ -204,8 +265,83 @@ impl Machine {
     pub fn shm_in(&self, node: u32, gpu: u32) -> LinkId {
         self.base(node) + self.shm_off + 1 + self.place.gpus_per_node + gpu
     }
-    /// NVLink links from GPU a to GPU b of one node; false if they have none.
-    pub fn nvlink(&self, node: u32, a: u32, b: u32, out: &mut crate::paths::Links) -> bool {
+    /// Socket of GPU slot `gpu` (its host memory, its CPU link).
+    #[inline]
+    pub fn socket_of(&self, gpu: u32) -> u32 {
+        if self.cfg.sockets <= 1 {
+            0
+        } else {
+            self.cfg.socket_of_gpu(gpu, self.place.gpus_per_node)
+        }
+    }
+
+    /// Socket of the NIC that GPU slot `gpu` uses.
+    #[inline]
+    pub fn nic_socket_of(&self, gpu: u32) -> u32 {
+        if self.cfg.sockets <= 1 {
+            0
+        } else {
+            self.cfg.socket_of_nic(self.cfg.nic_of_gpu(gpu))
+        }
+    }
+
+    /// The inter-socket link from socket `a` to socket `b` of a node, appended to `out` when the
+    /// sockets differ (and the node has the link).
+    pub fn cross_sockets(&self, node: u32, a: u32, b: u32, out: &mut Links) {
+        if a == b || self.cfg.inter_socket.is_none() {
+            return;
+        }
+        let s = self.cfg.sockets.max(1);
+        let j = if b < a { b } else { b - 1 };
+        out.push(self.base(node) + self.xs_off + a * (s - 1) + j);
+    }
+
+    /// The copy engine a copy of GPU slot `gpu` takes: one of `gpu.copy_engines` round robin, or
+    /// without engines the direction's `ce_d2h` / `ce_h2d` link.
+    pub fn copy_engine(&self, node: u32, gpu: u32, d2h: bool) -> LinkId {
+        if self.ce_n == 0 {
+            return if d2h { self.ce_d2h(node, gpu) } else { self.ce_h2d(node, gpu) };
+        }
+        self.next_engine(node, gpu)
+    }
+
+    /// The copy engine of GPU slot `gpu` that a GPUDirect P2P transfer into it takes (the
+    /// receiving GPU pulls the data, as CUDA IPC copies do); None without `gpu.copy_engines`.
+    pub fn p2p_engine(&self, node: u32, gpu: u32) -> Option<LinkId> {
+        if self.ce_n == 0 {
+            None
+        } else {
+            Some(self.next_engine(node, gpu))
+        }
+    }
+
+    fn next_engine(&self, node: u32, gpu: u32) -> LinkId {
+        let g = self.place.gpus_per_node;
+        let c = &self.ce_next[(node * g + gpu) as usize];
+        let e = c.get();
+        c.set(if e + 1 >= self.ce_n { 0 } else { e + 1 });
+        self.base(node) + self.ce_off + gpu * self.ce_n + e
+    }
+
+    /// Copy engines per GPU (0: not modelled).
+    pub fn copy_engines(&self) -> u32 {
+        self.ce_n
+    }
+
+    /// NVLink links from GPU a to GPU b of one node (with both GPUs' aggregate ports when
+    /// `node.nvlink.gpu_bw` is set); false if they have none.
+    pub fn nvlink(&self, node: u32, a: u32, b: u32, out: &mut Links) -> bool {
+        let at = out.len();
+        let ok = self.nvlink_direct(node, a, b, out);
+        if ok && self.nvg_off < self.ce_off && at < out.len() {
+            let g = self.place.gpus_per_node;
+            out.push(self.base(node) + self.nvg_off + a);
+            out.push(self.base(node) + self.nvg_off + g + b);
+        }
+        ok
+    }
+
+    fn nvlink_direct(&self, node: u32, a: u32, b: u32, out: &mut Links) -> bool {
         let g = self.place.gpus_per_node;
         let base = self.base(node) + self.nv_off;
         match &self.cfg.nvlink {
@@ -238,7 +374,7 @@ impl Machine {
     }
     /// Appends the network links between two nodes' NICs on `rail` to `out` and returns the sum
     /// of their latencies (the same as `path_latency` of those links).  Cached by node pair.
-    pub fn net_route_latency(&self, src: u32, dst: u32, rail: u32, out: &mut crate::paths::Links) -> u64 {
+    pub fn net_route_latency(&self, src: u32, dst: u32, rail: u32, out: &mut Links) -> u64 {
         self.route_cached(src, dst, rail, Some(out))
     }
 
@@ -248,7 +384,7 @@ impl Machine {
         self.route_cached(src, dst, rail, None)
     }
 
-    fn route_cached(&self, src: u32, dst: u32, rail: u32, out: Option<&mut crate::paths::Links>) -> u64 {
+    fn route_cached(&self, src: u32, dst: u32, rail: u32, out: Option<&mut Links>) -> u64 {
         let rails = self.rails;
         let rail = if rail < rails { rail } else { rail % rails };
         let mut rc = self.routes.borrow_mut();
@@ -293,7 +429,7 @@ impl Machine {
 
     /// The route of `net_route_latency` computed without the cache (the reference the cache is
     /// tested against).
-    pub fn net_route_fresh(&self, src: u32, dst: u32, rail: u32, out: &mut crate::paths::Links) -> u64 {
+    pub fn net_route_fresh(&self, src: u32, dst: u32, rail: u32, out: &mut Links) -> u64 {
         let mut v = Vec::new();
         self.route_into(src, dst, rail % self.rails, &mut v);
         out.extend_from_slice(&v);

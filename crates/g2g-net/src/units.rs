@@ -1,4 +1,17 @@
 //! Unit strings in machine files: "25GB/s", "100Gb/s", "1.2us", "20000ns", "64KiB", "0.07ns".
+//!
+//! Every value is range-checked here, at the boundary: a duration over [`MAX_DURATION_NS`] (10^6 s),
+//! a bandwidth outside [`MIN_BANDWIDTH`]..=[`MAX_BANDWIDTH`] or a size over [`MAX_SIZE`] is an error,
+//! so that no later integer conversion can wrap or saturate (docs/machine-files.md, "Bounds").
+
+/// Longest duration a machine file or option may state: 10^6 s, in ns.
+pub const MAX_DURATION_NS: f64 = 1e15;
+/// Slowest bandwidth: 1 B/s.
+pub const MIN_BANDWIDTH: f64 = 1.0;
+/// Fastest bandwidth: 10^15 B/s (1 PB/s).
+pub const MAX_BANDWIDTH: f64 = 1e15;
+/// Largest size: 2^60 B (1 EiB).
+pub const MAX_SIZE: u64 = 1 << 60;
 
 /// Bandwidth in bytes per second.  Decimal prefixes are powers of 1000, binary (KiB) of 1024;
 /// a lower-case `b` means bits.
@@ -18,6 +31,12 @@ pub fn parse_bandwidth(s: &str) -> Result<f64, String> {
     if !(v > 0.0) || !v.is_finite() {
         return Err(format!("bandwidth {s:?} must be positive"));
     }
+    if v < MIN_BANDWIDTH {
+        return Err(format!("bandwidth {s:?} is {v:e} B/s, below the smallest allowed, 1 B/s"));
+    }
+    if v > MAX_BANDWIDTH {
+        return Err(format!("bandwidth {s:?} is {v:e} B/s, above the largest allowed, 1e15 B/s (1 PB/s)"));
+    }
     Ok(v)
 }
 
@@ -36,6 +55,9 @@ pub fn parse_duration_ns(s: &str) -> Result<f64, String> {
     if v < 0.0 || !v.is_finite() {
         return Err(format!("duration {s:?} must be zero or positive"));
     }
+    if v > MAX_DURATION_NS {
+        return Err(format!("duration {s:?} is over the longest allowed, 1e6 s"));
+    }
     Ok(v)
 }
 
@@ -47,6 +69,9 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
     let v = num * mult;
     if v < 0.0 || !v.is_finite() {
         return Err(format!("size {s:?} must be zero or positive"));
+    }
+    if v > MAX_SIZE as f64 {
+        return Err(format!("size {s:?} is over the largest allowed, 2^60 B (1EiB)"));
     }
     Ok(v.round() as u64)
 }
@@ -110,5 +135,19 @@ mod tests {
         assert!(parse_duration_ns("5").is_err());
         assert!(parse_duration_ns("5 weeks").is_err());
         assert!(parse_bandwidth("-3GB/s").is_err());
+    }
+
+    #[test]
+    fn range_checked() {
+        // issue 24: values that used to wrap or saturate a u64 of ns
+        assert!(parse_duration_ns("1.9e10s").unwrap_err().contains("1e6 s"));
+        assert!(parse_duration_ns("1e30s").is_err());
+        assert_eq!(parse_duration_ns("1000000s").unwrap(), 1e15);
+        assert!(parse_bandwidth("1e-300GB/s").unwrap_err().contains("1 B/s"));
+        assert!(parse_bandwidth("0.5B/s").is_err());
+        assert_eq!(parse_bandwidth("1B/s").unwrap(), 1.0);
+        assert!(parse_bandwidth("2PB/s").is_err() && parse_bandwidth("1e6TB/s").is_err());
+        assert!(parse_size("2EiB").is_err() && parse_size("1e30").is_err());
+        assert_eq!(parse_size("1024TiB").unwrap(), 1 << 50);
     }
 }

@@ -20,13 +20,22 @@ fn opts_from(d: Option<&Bound<'_, PyDict>>) -> PyResult<SimOptions> {
     let Some(d) = d else { return Ok(o) };
     for (k, v) in d.iter() {
         let k: String = k.extract()?;
+        // a value of the wrong type or range is an error naming the option (not an OverflowError)
+        let bad = |e: PyErr| PyValueError::new_err(format!("option {k}: {}", e.value_bound(d.py())));
         match k.as_str() {
             "mode" => {
-                let s: String = v.extract()?;
+                let s: String = v.extract().map_err(bad)?;
                 o.mode = Mode::parse(&s).ok_or_else(|| PyValueError::new_err(format!("mode must be as-traced, hostcopy or gpudirect, not {s:?}")))?;
             }
-            "staged_as_device" => o.staged_as_device = v.extract()?,
-            "gpus_per_node" => o.gpus_per_node = v.extract()?,
+            "staged_as_device" => o.staged_as_device = v.extract().map_err(bad)?,
+            "gpus_per_node" => {
+                let g: Option<i64> = v.extract().map_err(bad)?;
+                o.gpus_per_node = match g {
+                    None => None,
+                    Some(g) if (1..=g2g_net::machine::MAX_GPUS_PER_NODE as i64).contains(&g) => Some(g as u32),
+                    Some(g) => return Err(PyValueError::new_err(format!("{g} GPUs per node (--gpus-per-node) is outside 1..={}", g2g_net::machine::MAX_GPUS_PER_NODE))),
+                };
+            }
             "mapping" => {
                 if let Ok(s) = v.extract::<String>() {
                     o.mapping = match s.as_str() {
@@ -35,21 +44,27 @@ fn opts_from(d: Option<&Bound<'_, PyDict>>) -> PyResult<SimOptions> {
                         _ => return Err(PyValueError::new_err(format!("mapping must be linear, round-robin or a list of node indices, not {s:?}"))),
                     };
                 } else {
-                    o.mapping = Mapping::Nodes(v.extract()?);
+                    let v: Vec<i64> = v.extract().map_err(bad)?;
+                    let max = g2g_net::machine::MAX_NODES as i64;
+                    if let Some((r, n)) = v.iter().enumerate().find(|(_, &n)| !(0..max).contains(&n)) {
+                        return Err(PyValueError::new_err(format!("mapping: rank {r} on node {n}; node indices must be in 0..{max}")));
+                    }
+                    o.mapping = Mapping::Nodes(v.into_iter().map(|n| n as u32).collect());
                 }
             }
-            "coll_algos" => o.coll_algos = v.extract()?,
-            "gpudirect_min_bytes" => o.gpudirect_min_bytes = v.extract()?,
-            "gpudirect_collectives_only" => o.gpudirect_collectives_only = v.extract()?,
-            "network_scale" => o.network_scale = v.extract()?,
-            "per_rank" => o.per_rank = v.extract()?,
-            "timeline" => o.timeline = v.extract()?,
-            "no_overlap" => o.no_overlap = v.extract()?,
+            "coll_algos" => o.coll_algos = v.extract().map_err(bad)?,
+            "gpudirect_min_bytes" => o.gpudirect_min_bytes = v.extract().map_err(bad)?,
+            "gpudirect_collectives_only" => o.gpudirect_collectives_only = v.extract().map_err(bad)?,
+            "network_scale" => o.network_scale = v.extract().map_err(bad)?,
+            "per_rank" => o.per_rank = v.extract().map_err(bad)?,
+            "timeline" => o.timeline = v.extract().map_err(bad)?,
+            "no_overlap" => o.no_overlap = v.extract().map_err(bad)?,
             "sharing" => {
-                let s: String = v.extract()?;
+                let s: String = v.extract().map_err(bad)?;
                 o.sharing = Some(g2g_net::lmm::Sharing::parse(&s).ok_or_else(|| PyValueError::new_err(format!("sharing must be max-min, max-min-full or bottleneck, not {s:?}")))?);
             }
-            "timeline_max_events" => o.timeline_max_events = v.extract()?,
+            "timeline_max_events" => o.timeline_max_events = v.extract().map_err(bad)?,
+            "strict" => o.strict = v.extract().map_err(bad)?,
             _ => return Err(PyValueError::new_err(format!("unknown simulation option {k:?}"))),
         }
     }
@@ -61,7 +76,8 @@ fn sim_err(e: SimError) -> PyErr {
         SimError::Trace(t) => TraceError::new_err(t.to_string()),
         SimError::Machine(m) => MachineError::new_err(m),
         SimError::Options(m) => PyValueError::new_err(m),
-        SimError::Deadlock(_) => DeadlockError::new_err(e.to_string()),
+        // (message, JSON list of every blocked rank)
+        SimError::Deadlock(ref v) => DeadlockError::new_err((e.to_string(), serde_json::to_string(v).unwrap_or_default())),
         SimError::Interrupted => PyKeyboardInterrupt::new_err("simulation interrupted"),
     }
 }
@@ -114,6 +130,13 @@ fn machine_check(machine_toml: &str, machine_file: &str, nodes: u32) -> PyResult
         "name": cfg.name,
         "description": cfg.description,
         "gpus_per_node": gpn,
+        "sockets": cfg.sockets,
+        "gpu_socket": (0..gpn).map(|g| cfg.socket_of_gpu(g, gpn)).collect::<Vec<_>>(),
+        "inter_socket": cfg.inter_socket.as_ref().map(|x| serde_json::json!({"kind": x.kind, "bw_bytes_per_s": x.bw_bytes_per_s, "latency_ns": x.latency_ns})),
+        "cpu_link": cfg.cpu_link_kind,
+        "nic_socket": (0..cfg.nic_count).map(|n| cfg.socket_of_nic(n)).collect::<Vec<_>>(),
+        "copy_engines": cfg.copy_engines,
+        "copy_engine_bw_bytes_per_s": cfg.copy_engines.map(|_| cfg.copy_engine_bw.unwrap_or(cfg.copy_bw())),
         "pcie_bw_bytes_per_s": cfg.pcie_bw,
         "pcie_latency_ns": cfg.pcie_latency_ns,
         "nvlink": format!("{:?}", cfg.nvlink),
@@ -135,6 +158,13 @@ fn machine_check(machine_toml: &str, machine_file: &str, nodes: u32) -> PyResult
     Ok(v.to_string())
 }
 
+/// machine_validate(toml, file) -> every error of the machine file (each "file:line: key: message"),
+/// empty when valid
+#[pyfunction]
+fn machine_validate(machine_toml: &str, machine_file: &str) -> Vec<String> {
+    MachineConfig::validate_all(machine_toml, machine_file).iter().map(|e| e.to_string()).collect()
+}
+
 /// models() -> [(name, summary, [params])] of the data-path models
 #[pyfunction]
 fn models() -> Vec<(String, String, Vec<String>)> {
@@ -153,6 +183,71 @@ fn coll_algorithms() -> Vec<(String, Vec<String>)> {
         .collect()
 }
 
+/// parse_size(text) -> bytes: "64KiB" (1024-based), "64KB" or "64K" (1000-based), "4096"; the
+/// rule of machine files (g2g-net units.rs), for every size g2gsim reads
+#[pyfunction]
+fn parse_size(text: &str) -> PyResult<u64> {
+    g2g_net::units::parse_size(text).map_err(PyValueError::new_err)
+}
+
+/// parse_duration_ns(text) -> nanoseconds (may be fractional): "1.2us", "20000ns", "0.5ms", "2s"
+#[pyfunction]
+fn parse_duration_ns(text: &str) -> PyResult<f64> {
+    g2g_net::units::parse_duration_ns(text).map_err(PyValueError::new_err)
+}
+
+/// parse_bandwidth(text) -> bytes per second: "25GB/s", "100Gb/s" (bits), "1GiB/s"
+#[pyfunction]
+fn parse_bandwidth(text: &str) -> PyResult<f64> {
+    g2g_net::units::parse_bandwidth(text).map_err(PyValueError::new_err)
+}
+
+/// vocabulary() -> JSON: the names the core defines once and Python derives from
+/// (`g2gsim/vocab.py`): operation names and their classes, modes, sharing models, memory spaces,
+/// copy kinds, the report's size classes and the native format's columns
+#[pyfunction]
+fn vocabulary() -> String {
+    use g2g_trace::vocab::{op_names, ColDefault, OpClass, COLUMNS};
+    use serde_json::{json, Value};
+    let ops: Vec<Value> = op_names()
+        .into_iter()
+        .map(|(n, k)| json!([n, OpClass::ALL.iter().filter(|c| k.is(**c)).map(|c| c.name()).collect::<Vec<_>>()]))
+        .collect();
+    let columns: Vec<Value> = COLUMNS
+        .iter()
+        .map(|c| {
+            let default = match c.default {
+                ColDefault::Required | ColDefault::Null => Value::Null,
+                ColDefault::Int(v) => json!(v),
+                ColDefault::Bool(b) => json!(b),
+                ColDefault::Str(s) => json!(s),
+            };
+            json!({"name": c.name, "type": c.ty.name(), "required": c.default == ColDefault::Required,
+                   "default": default, "replayed": c.replayed, "doc": c.doc})
+        })
+        .collect();
+    let sizes: Vec<Value> = g2g_mpi::SIZE_CLASSES
+        .iter()
+        .enumerate()
+        .map(|(i, k)| json!([k, g2g_mpi::SIZE_CLASS_MAX_BYTES.get(i)]))
+        .collect();
+    json!({
+        "ops": ops,
+        "op_classes": OpClass::ALL.iter().map(|c| c.name()).collect::<Vec<_>>(),
+        "collectives": g2g_trace::COLL_NAMES,
+        "modes": Mode::ALL.iter().map(|m| m.name()).collect::<Vec<_>>(),
+        "sharing": g2g_net::lmm::Sharing::ALL.iter().map(|m| m.name()).collect::<Vec<_>>(),
+        "mem_spaces": g2g_trace::MemSpace::ALL.iter().map(|m| m.name()).collect::<Vec<_>>(),
+        "copy_kinds": g2g_trace::CopyKind::ALL.iter().filter_map(|c| c.name()).collect::<Vec<_>>(),
+        "size_classes": sizes,
+        "columns": columns,
+        "any_source": g2g_trace::ANY_SOURCE,
+        "proc_null": g2g_trace::PROC_NULL,
+        "any_tag": g2g_trace::ANY_TAG,
+    })
+    .to_string()
+}
+
 /// trace_meta(path) -> (nranks, rows, source, buffers); checks the file opens as a g2gsim trace
 #[pyfunction]
 fn trace_meta(path: &str) -> PyResult<(u32, u64, String, String)> {
@@ -164,9 +259,14 @@ fn trace_meta(path: &str) -> PyResult<(u32, u64, String, String)> {
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(machine_check, m)?)?;
+    m.add_function(wrap_pyfunction!(machine_validate, m)?)?;
     m.add_function(wrap_pyfunction!(models, m)?)?;
     m.add_function(wrap_pyfunction!(coll_algorithms, m)?)?;
     m.add_function(wrap_pyfunction!(trace_meta, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_size, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_duration_ns, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_bandwidth, m)?)?;
+    m.add_function(wrap_pyfunction!(vocabulary, m)?)?;
     m.add("TraceError", m.py().get_type_bound::<TraceError>())?;
     m.add("MachineError", m.py().get_type_bound::<MachineError>())?;
     m.add("DeadlockError", m.py().get_type_bound::<DeadlockError>())?;

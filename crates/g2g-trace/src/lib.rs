@@ -2,11 +2,50 @@
 pub mod model;
 pub mod parquet_reader;
 mod pages;
+pub mod vocab;
 
 pub use model::*;
 pub use parquet_reader::ParquetTrace;
+pub use vocab::OpClass;
 
 use std::collections::VecDeque;
+
+/// Most ranks a trace may have: larger ones are refused when the trace is opened, with the memory
+/// they would need, before anything per rank is allocated (docs/scaling.md: a 1,048,576-rank
+/// halo replay peaks at 8.3-10.8 GiB).
+pub const MAX_RANKS: u32 = 1 << 22;
+/// Largest message or copy size a trace may state (`bytes`, `recv_bytes`, list counts): 2^60 B.
+pub const MAX_BYTES: u64 = 1 << 60;
+/// Longest duration a trace may state (`dur_ns`): 10^6 s.
+pub const MAX_DUR_NS: i64 = 1_000_000_000_000_000;
+
+/// Replay memory per rank used in that figure (~10 KiB, the 1,048,576-rank halo's peak per rank).
+pub const BYTES_PER_RANK: u64 = 10 * 1024;
+
+thread_local! {
+    static IN_DECODER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+static QUIET_HOOK: std::sync::Once = std::sync::Once::new();
+
+/// Runs `f` (a call into the Parquet decoder) and turns a panic into an error message: the parquet
+/// crate panics on some corrupt inputs (issue 24: found by the fuzzing in g2g-mpi/tests/fuzz.rs,
+/// kept under tests/data/fuzz/parquet/). Such panics are not printed.
+pub fn catch_decoder<T>(f: impl FnOnce() -> T) -> Result<T, String> {
+    QUIET_HOOK.call_once(|| {
+        let prev = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !IN_DECODER.with(|q| q.get()) {
+                prev(info)
+            }
+        }));
+    });
+    let was = IN_DECODER.with(|q| q.replace(true));
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    IN_DECODER.with(|q| q.set(was));
+    r.map_err(|p| {
+        p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_else(|| "panic".into())
+    })
+}
 
 /// A trace error that names the file, the rank and the event (seq) where known.
 #[derive(Debug, Clone, PartialEq)]

@@ -20,6 +20,7 @@ use parquet::arrow::ProjectionMask;
 use parquet::basic::Type as Phys;
 
 use crate::pages::{supported_codec, supported_encodings, Column, Decomp, ListBuf};
+use crate::vocab::ColType;
 use crate::{CommDef, CopyKind, MemSpace, Op, OpKind, OpLists, TraceError, TraceSource};
 
 /// The flat columns the replay reads, in the order of the decode buffers.
@@ -120,7 +121,9 @@ impl ParquetTrace {
         let p = path.as_ref().display().to_string();
         let err = |msg: String| TraceError { file: p.clone(), rank: None, seq: None, msg };
         let file = File::open(path.as_ref()).map_err(|e| err(format!("cannot open: {e}")))?;
-        let meta = ArrowReaderMetadata::load(&file, ArrowReaderOptions::new())
+        // the parquet crate panics on some corrupt footers: such a file is an error, not a crash
+        let meta = crate::catch_decoder(|| ArrowReaderMetadata::load(&file, ArrowReaderOptions::new()))
+            .map_err(|m| err(format!("corrupt Parquet metadata (the Parquet decoder failed: {m})")))?
             .map_err(|e| err(format!("not a readable Parquet trace ({e})")))?;
         let md = meta.metadata().clone();
         let kv = md.file_metadata().key_value_metadata().cloned().unwrap_or_default();
@@ -133,6 +136,19 @@ impl ParquetTrace {
         let nranks: u32 = get("g2gsim.nranks")
             .and_then(|s| s.trim().parse().ok())
             .ok_or_else(|| err("metadata g2gsim.nranks missing or not a number".into()))?;
+        if nranks == 0 {
+            return Err(err("metadata g2gsim.nranks is 0: a trace needs at least one rank".into()));
+        }
+        if nranks > crate::MAX_RANKS {
+            // refused before any per-rank allocation (issue 24: no allocation abort)
+            return Err(err(format!(
+                "the trace claims {nranks} ranks; g2gsim simulates at most {} (the replay keeps about {} KiB per rank: \
+                 {nranks} ranks would need about {:.0} GiB)",
+                crate::MAX_RANKS,
+                crate::BYTES_PER_RANK / 1024,
+                nranks as f64 * crate::BYTES_PER_RANK as f64 / (1u64 << 30) as f64
+            )));
+        }
         let comms: Vec<CommDef> = match get("g2gsim.comms") {
             Some(s) => serde_json::from_str(&s).map_err(|e| err(format!("metadata g2gsim.comms is not valid JSON: {e}")))?,
             None => vec![CommDef { id: 0, name: "MPI_COMM_WORLD".into(), members: None }],
@@ -264,6 +280,14 @@ impl ParquetTrace {
             if d < 0 {
                 return Err(self.err(Some(r), Some(s), format!("negative dur_ns {d}")));
             }
+            if d > crate::MAX_DUR_NS {
+                return Err(self.err(Some(r), Some(s), format!("dur_ns {d} is over the longest allowed, 1e15 ns (1e6 s)")));
+            }
+            for (name, v) in [("bytes", bytes.value(i)), ("recv_bytes", recv_bytes.value(i))] {
+                if v > crate::MAX_BYTES {
+                    return Err(self.err(Some(r), Some(s), format!("{name} {v} is over the largest allowed, 2^60 B")));
+                }
+            }
             let mut o = Op::from_row(
                 kind, m, ck, contiguous.is_null(i) || contiguous.value(i), peer.value(i), tag.value(i), comm.value(i),
                 recv_peer.value(i), recv_tag.value(i), root.value(i), stream.value(i), priority.map(|p| p.value(i)).unwrap_or(0),
@@ -320,15 +344,16 @@ fn layout(meta: &ArrowReaderMetadata) -> Option<Layout> {
     let leaf_of = |root: usize| -> Vec<usize> {
         (0..pq.num_columns()).filter(|&l| pq.get_column_root_idx(l) == root).collect()
     };
+    // the format's type of each column (vocab::COLUMNS)
     let want = |name: &str| -> Option<(DataType, Phys)> {
-        Some(match name {
-            "rank" | "seq" | "comm_id" => (DataType::UInt32, Phys::INT32),
-            "peer" | "tag" | "recv_peer" | "recv_tag" | "root" | "stream" | "priority" => (DataType::Int32, Phys::INT32),
-            "dur_ns" => (DataType::Int64, Phys::INT64),
-            "bytes" | "recv_bytes" | "req" => (DataType::UInt64, Phys::INT64),
-            "op" | "mem_space" | "copy_kind" => (DataType::Utf8, Phys::BYTE_ARRAY),
-            "contiguous" => (DataType::Boolean, Phys::BOOLEAN),
-            _ => return None,
+        Some(match crate::vocab::column(name)?.ty {
+            ColType::U32 => (DataType::UInt32, Phys::INT32),
+            ColType::I32 => (DataType::Int32, Phys::INT32),
+            ColType::I64 => (DataType::Int64, Phys::INT64),
+            ColType::U64 => (DataType::UInt64, Phys::INT64),
+            ColType::Str => (DataType::Utf8, Phys::BYTE_ARRAY),
+            ColType::Bool => (DataType::Boolean, Phys::BOOLEAN),
+            ColType::ListU64 => return None,
         })
     };
     let mut flat = [None; 18];
@@ -563,6 +588,7 @@ impl ParquetTrace {
         let n = n.min(CHUNK); // (it is): no bounds checks on the CHUNK-row arrays
         let col = |k: usize| &b.cols[k].v;
         let (seq, op, dur, mems, copies) = (col(SEQ), col(OP), col(DUR), col(MEM), col(COPY));
+        let (bytes, rbytes) = (col(BYTES), col(RECV_BYTES));
         // CHUNK long, as `assemble` reads it
         kinds.resize(CHUNK, (OpKind::Compute, MemSpace::Host, CopyKind::None));
         let kinds = &mut kinds[..n];
@@ -609,6 +635,14 @@ impl ParquetTrace {
             if d < 0 {
                 return Err(fail(self, format!("negative dur_ns {d}")));
             }
+            if d > crate::MAX_DUR_NS {
+                return Err(fail(self, format!("dur_ns {d} is over the longest allowed, 1e15 ns (1e6 s)")));
+            }
+            for (name, v) in [("bytes", bytes[i] as u64), ("recv_bytes", rbytes[i] as u64)] {
+                if v > crate::MAX_BYTES {
+                    return Err(fail(self, format!("{name} {v} is over the largest allowed, 2^60 B")));
+                }
+            }
             kinds[i] = (kind, mem, copy);
         }
         Ok(())
@@ -619,9 +653,8 @@ impl ParquetTrace {
         let f = self.file.try_clone().map_err(|e| self.err(None, None, e.to_string()))?;
         let b = ParquetRecordBatchReaderBuilder::new_with_metadata(f, self.meta.clone());
         // only the columns the replay reads: timestamps and call sites are for reports
-        let skip = ["t_start_ns", "t_end_ns", "callsite"];
         let roots: Vec<usize> = b.schema().fields().iter().enumerate()
-            .filter(|(_, f)| !skip.contains(&f.name().as_str()))
+            .filter(|(_, f)| crate::vocab::column(f.name()).map_or(true, |c| c.replayed))
             .map(|(i, _)| i)
             .collect();
         let mask = ProjectionMask::roots(b.parquet_schema(), roots);
@@ -650,13 +683,45 @@ impl TraceSource for ParquetTrace {
             return Ok(false);
         }
         let rg = self.next_rg;
-        if self.fast_ok(rg) {
-            self.fill_fast(rg, queues)?;
-            self.page_decoded_row_groups += 1;
-        } else {
-            self.fill_arrow(rg, queues)?;
-        }
+        // a corrupt page can make the parquet crate (or a decoder) panic: an error naming the row group
+        crate::catch_decoder(|| -> Result<(), TraceError> {
+            if self.fast_ok(rg) {
+                self.fill_fast(rg, queues)?;
+                self.page_decoded_row_groups += 1;
+            } else {
+                self.fill_arrow(rg, queues)?;
+            }
+            Ok(())
+        })
+        .map_err(|m| self.err(None, None, format!("row group {rg}: corrupt data (the Parquet decoder failed: {m})")))??;
         self.next_rg += 1;
         Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vocab::{column, ColDefault};
+
+    #[test]
+    fn decode_buffers_follow_the_format_columns() {
+        // what a null reads as in the page decoder is the format's default (vocab::COLUMNS)
+        for (k, name) in FLAT.iter().enumerate() {
+            let c = column(name).unwrap_or_else(|| panic!("{name} is not a format column"));
+            assert!(c.replayed, "{name}");
+            let expect = match c.default {
+                ColDefault::Required => None,
+                ColDefault::Int(v) => Some(v),
+                ColDefault::Bool(b) => Some(b as i64),
+                // strings decode to symbols: a null is NULL_SYM, mapped to the default after
+                ColDefault::Null | ColDefault::Str(_) => Some(NULL_SYM),
+            };
+            let expect = if *name == "op" { Some(NULL_SYM) } else { expect };
+            assert_eq!(NULLS[k], expect, "{name}");
+        }
+        for name in LISTS {
+            assert!(column(name).is_some_and(|c| c.replayed), "{name}");
+        }
     }
 }

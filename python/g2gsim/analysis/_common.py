@@ -7,21 +7,17 @@ from typing import Any
 
 import numpy as np
 
-from ..trace import COLLECTIVES, P2P_OPS, TEST_OPS, WAIT_OPS, Comm, Trace
+from ..trace import Comm, Trace
+from ..vocab import (COLLECTIVES, COMPUTE_OPS, COPY_OPS, MARKER_OPS, MODES, P2P_OPS,  # noqa: F401
+                     SEND_OPS, SIZE_CLASSES, TEST_OPS, WAIT_OPS)
 
 KiB, MiB = 1 << 10, 1 << 20
-MODES = ("as-traced", "hostcopy", "gpudirect")
 
-# the core's size classes (crates/g2g-mpi/src/report.rs: size_class); labels without the sort prefix
-SIZE_EDGES = [1024, 64 * KiB, MiB, 16 * MiB]
-SIZE_LABELS = ["<=1KiB", "1KiB-64KiB", "64KiB-1MiB", "1MiB-16MiB", ">16MiB"]
+# the core's size classes (report.rs); labels without the sort prefix
+SIZE_EDGES = [c.max_bytes for c in SIZE_CLASSES if c.max_bytes is not None]
+SIZE_LABELS = [c.label for c in SIZE_CLASSES]
 COLL_CLASS = "collectives"
 COPY_CLASS = "explicit copies"
-
-COMPUTE_OPS = {"Compute", "Kernel"}
-COPY_OPS = {"Memcpy"}
-MARKER_OPS = {"Init", "Finalize"}
-SEND_OPS = {"Send", "Ssend", "Bsend", "Rsend", "Isend", "Issend", "Sendrecv"}
 
 
 def size_class(nbytes) -> np.ndarray:
@@ -167,19 +163,6 @@ def fmt_bytes(b: float) -> str:
 def ratio(a: float, b: float) -> float:
     """a / b, nan when b is 0."""
     return a / b if b else float("nan")
-
-
-def parse_size(s: str | int) -> int:
-    """'64KiB', '64K', '1M', '4096' -> bytes."""
-    if isinstance(s, int):
-        return s
-    t = str(s).strip().lower().replace(" ", "")
-    mult = {"kib": KiB, "kb": KiB, "k": KiB, "mib": MiB, "mb": MiB, "m": MiB, "gib": 1 << 30, "gb": 1 << 30,
-            "g": 1 << 30, "b": 1}
-    for suf in sorted(mult, key=len, reverse=True):
-        if t.endswith(suf):
-            return int(float(t[: -len(suf)]) * mult[suf])
-    return int(t)
 
 
 def size_label(n: int) -> str:

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..trace import WAIT_OPS
+from ..vocab import WAIT_OPS
 from ._common import COLL_CLASS, COPY_CLASS, SEND_OPS, TraceData, category, size_class
 
 LAT_S = 2e-6          # estimate: fixed cost of a call

@@ -10,7 +10,9 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from ._common import fmt_bytes, fmt_pct, fmt_s, fmt_x, parse_size
+from ..units import parse_size
+from ..vocab import MODES
+from ._common import fmt_bytes, fmt_pct, fmt_s, fmt_x
 
 # wide tables when the output is a file or a pipe (rich would wrap them at 80 columns)
 console = Console(width=None if sys.stdout.isatty() else 150)
@@ -18,8 +20,8 @@ err_console = Console(stderr=True)
 
 
 def _fail(msg: str, code: int = 1):
-    err_console.print(f"[bold red]error:[/] {msg}", highlight=False, markup=True, soft_wrap=True)
-    sys.exit(code)
+    from .._errors import fail
+    fail(msg, code)
 
 
 def _mapping(m: str | None):
@@ -39,8 +41,8 @@ def _size(ctx, param, value):
         return None
     try:
         return parse_size(value)
-    except ValueError:
-        raise click.BadParameter(f"{value!r}: a size in bytes, e.g. 65536, 64KiB, 1M") from None
+    except ValueError as e:
+        raise click.BadParameter(f"{e} (a size in bytes: 65536, 64KiB = 65536, 64KB = 64000)") from None
 
 
 def _gpn_list(ctx, param, value):
@@ -316,8 +318,8 @@ def register(group: click.Group) -> None:
         _needs_plot(report=report, plot=plot)
         ms = [m.strip() for m in modes.split(",") if m.strip()]
         for m in ms:
-            if m not in ("as-traced", "hostcopy", "gpudirect"):
-                _fail(f"--modes: {m!r} is not as-traced, hostcopy or gpudirect")
+            if m not in MODES:
+                _fail(f"--modes: {m!r} is not {', '.join(MODES[:-1])} or {MODES[-1]}")
         try:
             with _Status(not no_progress, "simulating") as st:
                 w = do_whatif(trace, machine, gpn, scale_nic_with_gpus=scale_nic_with_gpus, mapping=_mapping(mapping),
@@ -342,7 +344,7 @@ def register(group: click.Group) -> None:
     @click.option("--machine", "-m", default="lassen", show_default=True, help="preset name or machine TOML file")
     @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="mapping file to write (one node index per rank)")
     @click.option("--gpus-per-node", type=click.IntRange(1), default=None, help="GPUs (ranks) per node (default: the machine's)")
-    @click.option("--mode", type=click.Choice(["as-traced", "hostcopy", "gpudirect"]), default="as-traced", show_default=True,
+    @click.option("--mode", type=click.Choice(MODES), default="as-traced", show_default=True,
                   help="mode of the evaluating simulations")
     @click.option("--no-collectives", is_flag=True, help="traffic matrix from point-to-point messages only")
     @click.option("--coll-algo", "coll_algos", default=None)
@@ -376,7 +378,7 @@ def register(group: click.Group) -> None:
     @group.command()
     @click.argument("trace", type=click.Path(exists=True))
     @common_sim_options
-    @click.option("--mode", type=click.Choice(["as-traced", "hostcopy", "gpudirect"]), default="as-traced", show_default=True)
+    @click.option("--mode", type=click.Choice(MODES), default="as-traced", show_default=True)
     @click.option("--gpus-per-node", type=click.IntRange(1), default=None)
     @click.option("--timeline", type=click.Path(dir_okay=False), default=None, help="also write the Perfetto timeline")
     @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="write the tables as text (one space-separated line per row)")

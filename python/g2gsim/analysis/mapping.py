@@ -131,11 +131,33 @@ def write_mapping(path: str | Path, node_of) -> Path:
     return p
 
 
+# largest node index a mapping file may name (the core refuses placements of more nodes up front)
+MAX_MAPPING_NODE = (1 << 20) - 1
+
+
 def read_mapping(path: str | Path) -> list[int]:
+    """One node index per rank, whitespace separated; an error names the file, line and value."""
+    p = Path(path)
+    if p.is_dir():
+        raise ValueError(f"{p}: is a directory, not a mapping file")
     try:
-        return [int(x) for x in Path(path).read_text().split()]
-    except ValueError:
-        raise ValueError(f"{path}: a mapping file holds one integer node index per rank, whitespace separated") from None
+        text = p.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{p}: not UTF-8 text (byte {e.start}); a mapping file holds one node index per rank") from None
+    out = []
+    for ln, line in enumerate(text.splitlines(), 1):
+        for x in line.split("#", 1)[0].split():
+            try:
+                v = int(x)
+            except ValueError:
+                raise ValueError(f"{p}:{ln}: {x[:40]!r} is not an integer node index "
+                                 f"(a mapping file holds one node index per rank)") from None
+            if not 0 <= v <= MAX_MAPPING_NODE:
+                raise ValueError(f"{p}:{ln}: node index {v} (rank {len(out)}) is outside 0..={MAX_MAPPING_NODE}")
+            out.append(v)
+    if not out:
+        raise ValueError(f"{p}: empty mapping file (one node index per rank)")
+    return out
 
 
 def map_trace(trace, machine="lassen", *, gpus_per_node: int | None = None, mode: str = "as-traced",

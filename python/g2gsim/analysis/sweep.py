@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from .. import machines
+from ..vocab import MODES
 
 SPEC_KEYS = {"machines", "machine", "modes", "gpus_per_node", "traces", "generate", "parameters", "options", "name",
              "set"}
@@ -30,7 +31,6 @@ PARAM_KEYS = {"network_scale", "gpudirect_min_bytes", "gpudirect_collectives_onl
               "staged_as_device", "scale_nic_with_gpus", "assume_buffers"}
 RESULT_COLUMNS = ["total_time_s", "comm_time_s", "compute_time_s", "copy_time_s", "mpi_s", "memcpy_s", "comm_s",
                   "compute_s", "runtime_s", "comm_share", "p2p_messages", "collective_messages"]
-MODES = ("as-traced", "hostcopy", "gpudirect")
 
 # number of points simulated in this process (tests count recomputation with it)
 POINTS_RUN = 0
@@ -77,16 +77,57 @@ def _flatten_keys(d: dict, prefix: str = "") -> dict[str, list]:
     return out
 
 
+# the type each key of a sweep file takes: checked before anything is read from it
+_KEY_TYPES = {
+    "name": ((str,), "a string"),
+    "traces": ((str, list), "a path or a list of paths"),
+    "generate": ((dict, list), "a table {workload=..., ranks=...} or a list of them"),
+    "machines": ((str, list), "a machine name or file, or a list of them"),
+    "machine": ((str, list), "a machine name or file, or a list of them"),
+    "modes": ((str, list), "a mode or a list of modes"),
+    "gpus_per_node": ((int, str, list), "an integer, \"default\" or a list of them"),
+    "parameters": ((dict,), "a table of parameter = [values]"),
+    "options": ((dict,), "a table of parameter = value"),
+    "set": ((dict,), "a table of machine-file key = [values]"),
+}
+
+
+def _check_types(p: Path, spec) -> None:
+    if not isinstance(spec, dict):
+        raise SweepError(f"{p}: [sweep] must be a table")
+    for k, (types, what) in _KEY_TYPES.items():
+        if k in spec and (not isinstance(spec[k], types) or isinstance(spec[k], bool)):
+            raise SweepError(f"{p}: {k}: expected {what}, found {type(spec[k]).__name__} {spec[k]!r}"[:300])
+    for k in ("traces", "machines", "machine", "modes"):
+        for v in _as_list(spec.get(k, [])):
+            if not isinstance(v, str):
+                raise SweepError(f"{p}: {k}: expected strings, found {type(v).__name__} {v!r}"[:300])
+    for g in _as_list(spec.get("gpus_per_node", [])):
+        if not (g in (None, "default") or (isinstance(g, int) and not isinstance(g, bool) and 1 <= g <= 1024)):
+            raise SweepError(f"{p}: gpus_per_node: {g!r} is not \"default\" or an integer in 1..=1024")
+    for g in _as_list(spec.get("generate", [])) if spec.get("generate") else []:
+        if not isinstance(g, dict):
+            raise SweepError(f"{p}: generate: expected tables {{workload=..., ranks=...}}, found {g!r}"[:300])
+        for r in _as_list(g.get("ranks", [])):
+            if not (isinstance(r, int) and not isinstance(r, bool) and r >= 1):
+                raise SweepError(f"{p}: generate: ranks must be positive integers, found {r!r}")
+
+
 def load_sweep(path: str | Path) -> Sweep:
     """Reads and checks a sweep TOML file (errors name the key)."""
     p = Path(path)
     try:
-        data = tomllib.loads(p.read_text())
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise SweepError(f"{p}: no such sweep file") from None
+    except IsADirectoryError:
+        raise SweepError(f"{p}: is a directory, not a sweep file") from None
+    except UnicodeDecodeError as e:
+        raise SweepError(f"{p}: not UTF-8 text (byte {e.start})") from None
     except tomllib.TOMLDecodeError as e:
         raise SweepError(f"{p}: {e}") from None
     spec = data.get("sweep", data)
+    _check_types(p, spec)
     unknown = set(spec) - SPEC_KEYS
     if unknown:
         raise SweepError(f"{p}: unknown key(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(SPEC_KEYS))}")
@@ -225,7 +266,10 @@ def _materialise_traces(sw: Sweep, work: Path, hash_cache: dict) -> list[tuple[T
                 f.parent.mkdir(parents=True, exist_ok=True)
                 kw = {k: v for k, v in t.generate.items() if k not in ("workload", "ranks")}
                 tmp = f.with_name(f.name + f".{os.getpid()}.tmp")
-                generate(t.generate["workload"], int(t.generate["ranks"]), **kw).write(tmp)
+                try:
+                    generate(t.generate["workload"], int(t.generate["ranks"]), **kw).write(tmp)
+                except (TypeError, ValueError) as e:
+                    raise SweepError(f"{sw.path}: generate {t.label}: {e}") from None
                 tmp.replace(f)
             path = f
         else:
@@ -346,12 +390,43 @@ def _load_done(output: Path) -> dict[str, dict]:
             if f.name.startswith("_"):
                 continue
             try:
-                rec = json.loads(f.read_text())
-            except (OSError, ValueError):
+                rec = unseal_point(f.read_text(), str(f))
+            except OSError:
                 continue
-            if rec.get("key") and not rec.get("error"):
+            if rec and rec.get("key") and not rec.get("error"):
                 done[rec["key"]] = rec
     return done
+
+
+# a point file carries the SHA-256 of its record: a file edited by hand or damaged is not trusted on
+# resume (the point is computed again, with a notice)
+_SEAL = "_sha256"
+
+
+def seal_point(rec: dict) -> str:
+    body = json.dumps(rec, sort_keys=True, default=str)
+    return json.dumps({**json.loads(body), _SEAL: _sha(body.encode())})
+
+
+def unseal_point(text: str, name: str = "") -> dict | None:
+    """The record of a point file whose checksum matches; None (with a notice) otherwise."""
+    try:
+        rec = json.loads(text)
+        if not isinstance(rec, dict):
+            raise ValueError("not an object")
+    except ValueError:
+        _notice(f"sweep point file {name} is not valid JSON: computing the point again")
+        return None
+    h = rec.pop(_SEAL, None)
+    if h is None or h != _sha(json.dumps(rec, sort_keys=True, default=str).encode()):
+        _notice(f"sweep point file {name} does not match its checksum (edited or damaged): computing the point again")
+        return None
+    return rec
+
+
+def _notice(msg: str):
+    import sys
+    print(f"notice: {msg}", file=sys.stderr)
 
 
 def _write_atomic(path: Path, text: str):
@@ -441,8 +516,10 @@ def run_sweep(sweep: str | Path | Sweep, output: str | Path = "results.parquet",
             f = pdir / f"{pt['key']}.json"
             if f.exists():
                 try:
-                    rec = json.loads(f.read_text())
-                except (OSError, ValueError):
+                    rec = unseal_point(f.read_text(), str(f))
+                except OSError:
+                    continue
+                if rec is None:
                     continue
                 results[pt["key"]] = rec
                 todo.remove(pt)
@@ -461,7 +538,7 @@ def run_sweep(sweep: str | Path | Sweep, output: str | Path = "results.parquet",
                     res = fut.result()
                     pt = by_key[res["key"]]
                     rec = _row(pt, res, run_id)
-                    _write_atomic(pdir / f"{rec['key']}.json", json.dumps(rec, default=str))
+                    _write_atomic(pdir / f"{rec['key']}.json", seal_point(rec))
                     results[rec["key"]] = rec
                     computed += 1
                     failed += rec.get("error") is not None

@@ -26,8 +26,8 @@ HERE = Path(__file__).resolve().parent
 
 
 def _fail(msg: str, code: int = 1):
-    err_console.print(f"[bold red]error:[/] {msg}", highlight=False, soft_wrap=True)
-    sys.exit(code)
+    from .._errors import fail
+    fail(msg, code)
 
 
 def _write_json(path, obj):
@@ -133,6 +133,28 @@ def register(group: click.Group) -> None:
             console.print(rich_table("point-to-point per size", h, r))
         if json_out:
             _write_json(json_out, {"machine": str(machine), "rows": rows, "summary": summ})
+
+    @calibrate.command("loo")
+    @click.argument("raw", type=click.Path(exists=True, dir_okay=False))
+    @click.option("--base", default="h200x4", show_default=True, help="machine file or preset for what is not measured")
+    @click.option("--collectives", is_flag=True,
+                  help="also leave out each collective series (the fits then search algorithms and fit collective bins: slow)")
+    @click.option("--only", multiple=True, help="leave out only this series (e.g. 'pingping device'); repeatable")
+    @click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None)
+    @click.option("--md", "md_out", type=click.Path(dir_okay=False), default=None, help="write the table as markdown")
+    def calibrate_loo(raw, base, collectives, only, json_out, md_out):
+        """Leave-one-out error: fit on every series of RAW but one, predict that one; for each series."""
+        from .loo import HEADER, leave_one_out, markdown, table
+        from .report import rich_table
+        try:
+            rows = leave_one_out(raw, base=base, collectives=collectives, only=list(only) or None)
+        except (ValueError, KeyError) as e:
+            _fail(f"{raw}: {e}")
+        console.print(rich_table(f"{raw}: leave-one-out (fit without the series, then predict it)", HEADER, table(rows)))
+        if json_out:
+            _write_json(json_out, {"raw": str(raw), "base": base, "rows": rows})
+        if md_out:
+            Path(md_out).write_text(markdown(rows))
 
     @group.group()
     def validate():

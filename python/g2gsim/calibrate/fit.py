@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from .. import machines
+from ..units import parse_bandwidth, parse_duration_s, parse_size
 from .micro import KiB, MiB, P2PParams, Series, closed_form, copy_time, series_from_raw, simulate_series, load_raw
 
 LARGE_FROM = 1 * MiB           # "large-message regime" of the host bandwidth fit
@@ -84,31 +85,9 @@ def size_label(n: int) -> str:
     return s if not s.isdigit() else f"{s} B"
 
 
-def parse_bw(v) -> float:
-    s = str(v).strip()
-    for u, k in (("GiB/s", 1 << 30), ("MiB/s", 1 << 20), ("KiB/s", 1 << 10), ("GB/s", 1e9), ("MB/s", 1e6),
-                 ("KB/s", 1e3), ("Gb/s", 1e9 / 8), ("Mb/s", 1e6 / 8), ("B/s", 1)):
-        if s.endswith(u):
-            return float(s[: -len(u)]) * k
-    raise ValueError(f"bandwidth {v!r} needs a unit per second")
-
-
-def parse_dur(v) -> float:
-    s = str(v).strip()
-    for u, k in (("ns", 1e-9), ("us", 1e-6), ("ms", 1e-3), ("s", 1.0)):
-        if s.endswith(u):
-            return float(s[: -len(u)]) * k
-    raise ValueError(f"duration {v!r} needs a unit")
-
-
-def parse_size(v) -> int:
-    if isinstance(v, int):
-        return v
-    s = str(v).strip()
-    for u, k in (("GiB", 1 << 30), ("MiB", MiB), ("KiB", KiB), ("GB", 10**9), ("MB", 10**6), ("KB", 1000), ("B", 1)):
-        if s.endswith(u):
-            return int(float(s[: -len(u)]) * k)
-    return int(s)
+# machine-file values: the core's parser (g2gsim.units), seconds where the fit works in seconds
+parse_bw = parse_bandwidth
+parse_dur = parse_duration_s
 
 
 # ------------------------------------------------------------------------------------------------
@@ -138,6 +117,7 @@ class FitResult:
             "mpi.eager_limit": fmt_size(p.eager_limit), "mpi.send_overhead": fmt_dur(p.send_overhead),
             "mpi.recv_overhead": fmt_dur(p.recv_overhead), "gpu.copy_delay": fmt_dur(p.copy_delay),
             "gpu.gpudirect_delay": fmt_dur(p.gpudirect_delay),
+            **({"gpu.copy_engines": p.copy_engines, "gpu.copy_engine_bw": fmt_bw(p.copy_engine_bw)} if p.copy_engines else {}),
             **{f"collectives.algorithms.{k.lower()}": v for k, v in self.coll_algos.items()},
             **{f"mpi.factors.{path}": [factor_text(b) for b in bins] for path, bins in p.factors.items()},
         }
@@ -426,7 +406,7 @@ def fit_bins(x, T, mode: str, p: P2PParams, tol: float = 0.03, T_blk=None) -> tu
 
 def fit(raw, base: str | Path = "h200x4", host_bw_from: str = "pingpong", large_from: int = LARGE_FROM,
         collectives: bool = True, workdir=None, factors: bool = True, tol: float = BIN_TOL,
-        ring: bool = False, coll_bins: bool = False) -> FitResult:
+        ring: bool = False, coll_bins: bool = False, engines: bool = True) -> FitResult:
     """Fits the machine parameters to the raw measurements; see the module docstring."""
     raw = load_raw(raw)
     series = series_from_raw(raw)
@@ -555,6 +535,9 @@ def fit(raw, base: str | Path = "h200x4", host_bw_from: str = "pingpong", large_
 
     res = FitResult(params=p, base_name=label, base=base_d, gpus=gpus, raw_meta=_meta(raw), notes=notes,
                     details=det)
+    # 6b. copy engines: from the series where several transfers go into one GPU at once
+    if engines:
+        fit_copy_engines(series, res, workdir=workdir)
     # 7. every rank of the node communicating at once: bins by load from the ring series
     if factors and ring:
         fit_ring_bins(series, res, workdir=workdir)
@@ -565,6 +548,48 @@ def fit(raw, base: str | Path = "h200x4", host_bw_from: str = "pingpong", large_
     if factors and coll_bins:
         fit_collective_bins(series, res, workdir=workdir)
     return res
+
+
+MULTI_KINDS = ("fan-out", "fan-in", "two-pairs", "all-pairs")
+ENGINE_CHOICES = (None, 1, 2, 3, 4, 6)
+ENGINE_FROM = MiB     # copy engines matter where the data dominates
+
+
+def fit_copy_engines(series: list[Series], res: FitResult, workdir=None) -> None:
+    """``gpu.copy_engines`` from the device series with several transfers at once (fan-out,
+    fan-in, two pairs, all-pairs; >= 1 MiB): every candidate count (none: engines not modelled,
+    1, 2, 3, 4, 6) is simulated on them and the one with the least median |log error| kept (a
+    candidate must beat the model without engines by 2 % of error, else none); one engine's rate
+    is the one-pair rate (``node.nvlink.bw``: an engine drives one pair at that rate).  Only
+    series where one GPU receives from several peers at once (fan-in, all-pairs) can tell the
+    count: without them it is left out, with a note."""
+    p = res.params
+    multi = [s for s in series if s.mode == "device" and s.kind in MULTI_KINDS and s.scope == "intra"]
+    if not any(s.kind in ("fan-in", "all-pairs") for s in multi):
+        if multi:
+            res.notes.append("copy engines not fitted: no series where one GPU receives from several peers at "
+                             "once (measure.py's multipeer section: all-pairs, fan-in)")
+        return
+    pts = [(s, s.sizes[s.sizes >= ENGINE_FROM], s.t[s.sizes >= ENGINE_FROM]) for s in multi]
+    pts = [x for x in pts if len(x[1])]
+    scores = {}
+    per = {}
+    for e in ENGINE_CHOICES:
+        p.copy_engines, p.copy_engine_bw = e, (p.nvlink_bw if e else None)
+        errs = []
+        with machine_file(res) as m:
+            for s, sz, t in pts:
+                pred = simulate_series(s, m, sizes=sz, workdir=workdir)
+                errs.extend(np.log(pred / t))
+                per.setdefault(str(e), {})[s.name] = [float(x) for x in pred / t - 1]
+        scores[e] = float(np.median(np.abs(errs)))
+    best = min(ENGINE_CHOICES, key=lambda e: (scores[e], ENGINE_CHOICES.index(e)))
+    if best is not None and scores[best] > scores[None] - 0.02:
+        best = None
+    p.copy_engines, p.copy_engine_bw = best, (p.nvlink_bw if best else None)
+    res.details["copy_engines"] = {"chosen": best, "median_abs_log_error": {str(k): v for k, v in scores.items()},
+                                   "errors": per, "series": [s.name for s, _, _ in pts], "sizes_from": ENGINE_FROM,
+                                   "engine_bw": p.copy_engine_bw}
 
 
 RING_PATHS = (("host", "host"), ("staged", "hostcopy"), ("device", "gpudirect-p2p"))
@@ -800,16 +825,7 @@ class machine_file:
 # ------------------------------------------------------------------------------------------------
 # the machine file
 # ------------------------------------------------------------------------------------------------
-def _toml_value(v) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float)):
-        return repr(v)
-    if isinstance(v, str):
-        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    if isinstance(v, list):
-        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
-    raise TypeError(f"cannot write {v!r} to TOML")
+_toml_value = machines.toml_value
 
 
 def to_toml(res: FitResult, name: str = "h200x4-calibrated", raw_path: str | None = None,
@@ -983,8 +999,12 @@ def to_toml(res: FitResult, name: str = "h200x4-calibrated", raw_path: str | Non
     c("[gpu]")
     c(f"copy_delay = {_toml_value(fmt_dur(p.copy_delay))}" + ("  # fitted: cudaMemcpy pinned intercept minus pcie.latency" if cp else "  # base"))
     c(f"gpudirect_delay = {_toml_value(fmt_dur(p.gpudirect_delay))}" + ("  # fitted: device intercept minus overheads, 2 x shm_latency, NVLink latency" if dv else "  # base"))
+    ce = d.get("copy_engines")
+    if p.copy_engines:
+        c(f"copy_engines = {p.copy_engines}  # fitted: least error on {', '.join(ce['series']) if ce else 'the multi-peer series'} >= {size_label(ENGINE_FROM)}")
+        c(f"copy_engine_bw = {_toml_value(fmt_bw(p.copy_engine_bw))}  # one pair's rate (node.nvlink.bw)")
     for k, v in base.get("gpu", {}).items():
-        if k not in ("copy_delay", "gpudirect_delay", "copy_per_byte"):
+        if k not in ("copy_delay", "gpudirect_delay", "copy_per_byte") and not (ce and k in ("copy_engines", "copy_engine_bw")):
             c(f"{k} = {_toml_value(v)}  # base")
     if base.get("cpu"):
         c("")

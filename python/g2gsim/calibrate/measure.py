@@ -61,16 +61,23 @@ def set_rooted_linear() -> dict:
 
 
 def parse_size(s) -> int:
-    """'64KiB', '64K', '1MiB', '1M', '4096' -> bytes (K/M/G are powers of 1024)."""
+    """'64KiB' (1024-based), '64KB' or '64K' (1000-based), '4096' -> bytes: the rule of g2gsim.units
+    (the core's parser), restated because this file runs without g2gsim; a test checks the two agree."""
     if isinstance(s, int):
         return s
-    t = str(s).strip().lower().replace(" ", "")
-    mult = {"kib": KiB, "kb": KiB, "k": KiB, "mib": MiB, "mb": MiB, "m": MiB, "gib": GiB, "gb": GiB,
-            "g": GiB, "b": 1}
-    for suf in sorted(mult, key=len, reverse=True):
-        if t.endswith(suf):
-            return int(float(t[: -len(suf)]) * mult[suf])
-    return int(t)
+    t = str(s).strip()
+    num = t.rstrip("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ ")
+    unit = t[len(num):].strip()
+    prefix = unit[:-1] if unit.endswith("B") else unit
+    mult = {"": 1, "K": 10**3, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "Ki": KiB, "Mi": MiB,
+            "Gi": GiB, "Ti": 1 << 40}.get(prefix)
+    try:
+        v = float(num) * mult if mult is not None else None
+    except ValueError:
+        v = None
+    if v is None or v < 0:
+        raise ValueError(f"size {s!r}: expected e.g. 4096, 64KiB or 64KB")
+    return int(round(v))
 
 
 def sizes_pow2(lo: int, hi: int, step: int = 2) -> list:
@@ -595,6 +602,90 @@ class Runner:
         if me == 0:
             self.out["concurrency"].append(entry)
 
+    # -------------------------------------------------------------------- multi-peer
+    def multipeer(self):
+        """Several peers at once, the series that fit copy engines and a GPU's aggregate link rate
+        (issue 25): every rank of node 0 exchanging with every other at once (``all-pairs``:
+        Irecv from all, Isend to all, Waitall), and every other rank sending to rank 0 at once
+        (``fan-in``: the root's Irecvs, Waitall, then a 1-byte reply to each; the time is the
+        root's).  Per size, per rank; device and host modes (staged: the copies would dominate)."""
+        node0 = [r for r in range(self.size) if self.hosts[r] == self.hosts[0]]
+        if len(node0) < 3:
+            return
+        sizes = [s for s in (8, 4 * KiB, 64 * KiB, MiB, 4 * MiB, 16 * MiB, 64 * MiB) if s <= self.max_bytes]
+        comm, me, MPI = self.comm, self.rank, self.MPI
+        n_r = len(node0)
+        bufs = Buffers(MPI, self.cp, max(sizes) * n_r, self.kinds())
+        pc = time.perf_counter
+        for mode in self.modes:
+            if mode == "staged":
+                continue
+            kind = "device" if mode == "device" else "host"
+            sarr, saddr = bufs.addr[(kind, "s")]
+            rarr, raddr = bufs.addr[(kind, "r")]
+
+            def part(side, j, n):
+                # the j-th n-byte block of a buffer (one per peer, no two messages on one block)
+                if kind == "device":
+                    return [_fromaddress(MPI, (saddr if side == "s" else raddr) + j * n, n), MPI.BYTE]
+                a = sarr if side == "s" else rarr
+                return [a[j * n:(j + 1) * n], MPI.BYTE]
+
+            # all-pairs
+            entry = {"pattern": "all-pairs", "mode": mode, "ranks": node0, "sizes": [], "iterations": [],
+                     "per_rank": []}
+            for n in sizes:
+                it, warm = self.iters(n * (n_r - 1), 0.25)
+                comm.Barrier()
+                rec = None
+                if me in node0:
+                    peers = [p for p in node0 if p != me]
+                    rmsgs = [part("r", j, n) for j in range(len(peers))]
+                    smsgs = [part("s", j, n) for j in range(len(peers))]
+                    ts = np.empty(it)
+                    for i in range(warm + it):
+                        t0 = pc()
+                        reqs = [comm.Irecv(rmsgs[j], p, 11) for j, p in enumerate(peers)]
+                        reqs += [comm.Isend(smsgs[j], p, 11) for j, p in enumerate(peers)]
+                        MPI.Request.Waitall(reqs)
+                        if i >= warm:
+                            ts[i - warm] = pc() - t0
+                    rec = stats(ts)
+                g = comm.gather(rec, root=0)
+                entry["sizes"].append(n)
+                entry["iterations"].append(it)
+                entry["per_rank"].append([x for x in (g or []) if x is not None])
+            if me == 0:
+                self.out.setdefault("multipeer", []).append(entry)
+            # fan-in
+            entry = {"pattern": "fan-in", "mode": mode, "root": node0[0], "peers": node0[1:], "sizes": [],
+                     "iterations": [], "stats": []}
+            for n in sizes:
+                it, warm = self.iters(n * (n_r - 1), 0.25)
+                comm.Barrier()
+                ts = np.empty(it)
+                peers = node0[1:]
+                for i in range(warm + it):
+                    t0 = pc()
+                    if me == node0[0]:
+                        reqs = [comm.Irecv(part("r", j, n), p, 12) for j, p in enumerate(peers)]
+                        MPI.Request.Waitall(reqs)
+                        for p in peers:
+                            comm.Send(part("s", 0, 1), p, 13)
+                    elif me in peers:
+                        comm.Send(part("s", 0, n), node0[0], 12)
+                        comm.Recv(part("r", 0, 1), node0[0], 13)
+                    if i >= warm:
+                        ts[i - warm] = pc() - t0
+                if me == node0[0]:
+                    entry["sizes"].append(n)
+                    entry["iterations"].append(it)
+                    entry["stats"].append(stats(ts))
+            if me == 0:
+                self.out.setdefault("multipeer", []).append(entry)
+            self.save()
+            self.log(f"  {mode} multi-peer")
+
     # -------------------------------------------------------------------- collectives
     def collectives(self):
         MPI, comm, cp, me, P = self.MPI, self.comm, self.cp, self.rank, self.size
@@ -679,6 +770,8 @@ class Runner:
             self.section("p2p", self.p2p_all)
         if "concurrency" in a.sections and self.size >= 3:
             self.section("concurrency", self.concurrency)
+        if "multipeer" in a.sections and self.size >= 3:
+            self.section("multipeer", self.multipeer)
         if "collectives" in a.sections and self.size >= 2:
             self.section("collectives", self.collectives)
         self.save()
@@ -711,8 +804,8 @@ def main(argv=None):
     p.add_argument("--device", choices=["auto", "on", "off"], default="auto",
                    help="pass device buffers to MPI: auto = when the MPI reports CUDA support or UCX_TLS "
                         "names a cuda transport")
-    p.add_argument("--sections", default="memcpy,p2p,concurrency,collectives",
-                   help="comma list of memcpy, p2p, concurrency, collectives")
+    p.add_argument("--sections", default="memcpy,p2p,concurrency,multipeer,collectives",
+                   help="comma list of memcpy, p2p, concurrency, multipeer, collectives")
     p.add_argument("--no-rooted-linear", dest="rooted_linear", action="store_false",
                    help="keep the MPI's own Scatter/Gather algorithms (default: Open MPI's linear ones, "
                         "the only ones that run on device buffers without CUDA support in the MPI)")

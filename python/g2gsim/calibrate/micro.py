@@ -39,6 +39,7 @@ MODES = ("host", "staged", "device")
 @dataclass
 class Series:
     kind: str                   # pingpong | pingpong-nb | pingping | memcpy | collective | two-pairs | fan-out
+                                # | ring | all-pairs | fan-in
     mode: str                   # host | staged | device (memcpy: d2h/h2d)
     sizes: np.ndarray           # bytes (collectives: Bcast buffer, Scatter/Gather per-rank block)
     t: np.ndarray               # seconds, the measured median
@@ -112,6 +113,19 @@ def series_from_raw(raw: dict) -> list[Series]:
         elif e["pattern"] == "fan-out":
             out.append(Series("fan-out", e["mode"], np.array(e["sizes"]), _arr(e["stats"]),
                               np.array(e["iterations"]), nranks=1 + len(e["peers"]),
+                              meta={"root": e["root"], "peers": e["peers"]}))
+    for e in raw.get("multipeer", []):
+        if not e["sizes"]:
+            continue
+        if e["pattern"] == "all-pairs":
+            # one exchange with every peer at once: mean over ranks of each rank's median
+            t = np.array([np.mean([x["median"] for x in pr]) for pr in e["per_rank"]])
+            sp = np.array([np.mean([(x["p90"] - x["p10"]) / x["median"] for x in pr]) for pr in e["per_rank"]])
+            out.append(Series("all-pairs", e["mode"], np.array(e["sizes"]), t, np.array(e["iterations"]),
+                              nranks=len(e["ranks"]), spread=sp, meta={"ranks": e["ranks"]}))
+        elif e["pattern"] == "fan-in":
+            out.append(Series("fan-in", e["mode"], np.array(e["sizes"]), _arr(e["stats"]),
+                              np.array(e["iterations"]), nranks=1 + len(e["peers"]), spread=_spread(e["stats"]),
                               meta={"root": e["root"], "peers": e["peers"]}))
     return out
 
@@ -208,6 +222,32 @@ def build_trace(s: Series, n: int, iters: int = 3):
                 b.add(p, "Recv", peer=0, tag=7, recv_bytes=n, mem_space=mem)
                 b.add(p, "Send", peer=0, tag=8, bytes=1, mem_space=mem)
         return b.build()
+    if k == "all-pairs":
+        nr = s.nranks
+        b = TraceBuilder(nr, source=f"g2gsim calibrate: {s.name} {n} B")
+        for me in range(nr):
+            peers = [q for q in range(nr) if q != me]
+            for _ in range(iters):
+                for j, q in enumerate(peers):
+                    b.add(me, "Irecv", peer=q, tag=11, recv_bytes=n, req=1 + j, mem_space=mem)
+                for j, q in enumerate(peers):
+                    b.add(me, "Isend", peer=q, tag=11, bytes=n, req=100 + j, mem_space=mem)
+                b.add(me, "Waitall", reqs=[1 + j for j in range(len(peers))] + [100 + j for j in range(len(peers))])
+        return b.build()
+    if k == "fan-in":
+        nr = s.nranks
+        b = TraceBuilder(nr, source=f"g2gsim calibrate: {s.name} {n} B")
+        peers = list(range(1, nr))
+        for _ in range(iters):
+            for i, q in enumerate(peers):
+                b.add(0, "Irecv", peer=q, tag=12, recv_bytes=n, req=i + 1, mem_space=mem)
+            b.add(0, "Waitall", reqs=[i + 1 for i in range(len(peers))])
+            for q in peers:
+                b.add(0, "Send", peer=q, tag=13, bytes=1, mem_space=mem)
+            for q in peers:
+                b.add(q, "Send", peer=0, tag=12, bytes=n, mem_space=mem)
+                b.add(q, "Recv", peer=0, tag=13, recv_bytes=1, mem_space=mem)
+        return b.build()
     if k == "collective":
         P, root, op = s.nranks, int(s.meta.get("root", 0)), s.op
         b = TraceBuilder(P, source=f"g2gsim calibrate: {s.name} {n} B")
@@ -243,7 +283,7 @@ def build_trace(s: Series, n: int, iters: int = 3):
 def _predict_from_report(s: Series, rep: dict, iters: int) -> float:
     if s.kind in ("pingpong", "pingpong-nb"):
         return rep["total_time_s"] / (2 * iters)
-    if s.kind == "ring":
+    if s.kind in ("ring", "all-pairs"):
         return rep["total_time_s"] / iters
     if s.kind == "collective":
         po = rep["per_op"]
@@ -309,6 +349,10 @@ class P2PParams:
     load_ranks: int = 0
     # bins of one collective's messages: (op, path) -> bins as above; never in the closed forms
     coll_factors: dict = field(default_factory=dict)
+    # gpu.copy_engines / gpu.copy_engine_bw (None: not modelled); never in the closed forms (one
+    # transfer per GPU at a time)
+    copy_engines: int | None = None
+    copy_engine_bw: float | None = None
 
     @property
     def nvlink_path_latency(self) -> float:

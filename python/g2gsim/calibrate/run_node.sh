@@ -26,8 +26,15 @@ if ls .whl/libucx*.whl >/dev/null 2>&1; then
   chmod +x /tmp/ucx/libucx/bin/* 2>/dev/null; UCX=/tmp/ucx/libucx/bin/
 fi
 export UCX_TLS=${UCX_TLS:-sm,self,cuda_copy,cuda_ipc}
+# CUPTI and the CUDA runtime for the tracer: a CUDA toolkit's, else the pip-installed nvidia packages'
+find_cuda_lib() {
+  ls /usr/local/cuda*/extras/CUPTI/lib64/$1.so* /usr/local/cuda*/lib64/$1.so* 2>/dev/null | head -1 ||
+  true; python3 -c "import glob,nvidia;print(([p for d in nvidia.__path__ for p in glob.glob(d+'/**/$1.so*',recursive=True)]+[''])[0])" 2>/dev/null
+}
+export G2G_LIBCUPTI=${G2G_LIBCUPTI:-$(find_cuda_lib libcupti | head -1)}
+export G2G_LIBCUDART=${G2G_LIBCUDART:-$(find_cuda_lib libcudart | head -1)}
 MPIRUN=(mpirun --allow-run-as-root -x LD_LIBRARY_PATH -x UCX_TLS -x PYTHONUNBUFFERED -x NCCL_NVLS_ENABLE
-        --mca pml ucx --mca btl ^vader,openib,smcuda,tcp)
+        -x G2G_LIBCUPTI -x G2G_LIBCUDART --mca pml ucx --mca btl ^vader,openib,smcuda,tcp)
 
 {
   stamp "machine"
@@ -66,6 +73,12 @@ echo "device buffers: $DEVICE"
 # 2. calibration measurements
 stamp "measure"
 timeout 330 "${MPIRUN[@]}" -np "$NP" python3 "$HERE/measure.py" -o "$OUTDIR/raw.json" --device $DEVICE 2>&1 | tee "$OUTDIR/measure.log"
+
+# 2b. the same measurements again, minutes later: the run-to-run spread (G2G_SECOND_RUN=0 skips it)
+if [ "${G2G_SECOND_RUN:-1}" = 1 ]; then
+  stamp "measure (second run)"
+  timeout 330 "${MPIRUN[@]}" -np "$NP" python3 "$HERE/measure.py" -o "$OUTDIR/raw-run2.json" --device $DEVICE 2>&1 | tee "$OUTDIR/measure-run2.log"
+fi
 
 # 3. validation workloads, each mode
 for mode in hostcopy device; do

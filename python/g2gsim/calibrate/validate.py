@@ -33,9 +33,7 @@ from typing import Any
 import numpy as np
 
 from ..trace import Trace, TraceBuilder
-
-MPI_OPS = {"Send", "Recv", "Sendrecv", "Isend", "Irecv", "Wait", "Waitall", "Barrier", "Bcast", "Scatter",
-           "Gather", "Allreduce", "Reduce", "Allgather", "Alltoall"}
+from ..vocab import MPI_OPS
 OTHER_MODE = {"hostcopy": "device", "device": "hostcopy"}
 
 

@@ -7,7 +7,8 @@ Registry API (the CLI is built from it)::
     generate(name, ranks, **params) -> Trace   # in memory, rows sorted by (rank, seq)
     generate_to_file(name, ranks, path, **params) -> Path   # streamed, bounded memory
 
-Parameter values may be Python values or CLI strings (``"64K"``, ``"8,16,1M"``, ``"true"``).
+Parameter values may be Python values or CLI strings (``"64KiB"``, ``"8,16,1MiB"``, ``"true"``;
+sizes follow ``g2gsim.units``: ``64KiB`` = 65536, ``64KB`` = ``64K`` = 64000).
 Types are ``int``, ``float``, ``bool``, ``str`` (``.choices`` lists the allowed values) and
 ``list[int]`` (comma-separated on a command line); a default of ``None`` means "derive it"
 (``compute_ns``: from the workload's stated rate).
@@ -136,6 +137,13 @@ def _resolve(name: str, ranks: Any, values: dict[str, Any]) -> tuple[Generator, 
             raise ValueError(f"{name}: {k} must not be negative, got {v}")
         if p.type is float and isinstance(v, float) and v < 0:
             raise ValueError(f"{name}: {k} must not be negative, got {v}")
+        if isinstance(v, float) and v != v or v in (float("inf"), float("-inf")):
+            raise ValueError(f"{name}: {k} must be a finite number, got {v}")
+        if isinstance(v, (list, tuple)) and any(isinstance(x, (int, float)) and x < 0 for x in v):
+            raise ValueError(f"{name}: {k} must not hold negative values, got {list(v)}")
+        # a rate of 0 would drop the work it times (compute = work / rate): never silently
+        if k.endswith("_per_s") and isinstance(v, (int, float)) and not v > 0:
+            raise ValueError(f"{name}: {k} is a rate and must be positive, got {v}")
     return gen, nranks, prm
 
 

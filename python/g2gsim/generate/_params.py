@@ -7,8 +7,8 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-_SUFFIX = {"": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "mib": 1 << 20,
-           "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30, "t": 1 << 40, "tb": 1 << 40, "tib": 1 << 40}
+from ..units import parse_size
+
 
 
 class Param(tuple):
@@ -84,13 +84,16 @@ def parse_int(v: Any, name: str) -> int:
             raise ValueError(f"{name}: expected an integer, got {v!r}")
         return int(v)
     s = str(v).strip().replace("_", "")
-    m = re.fullmatch(r"([0-9]*\.?[0-9]+(?:e[0-9]+)?)\s*([a-zA-Z]*)", s)
-    if not m or m.group(2).lower() not in _SUFFIX:
-        raise ValueError(f"{name}: expected an integer (suffixes K, M, G are powers of 1024), got {v!r}")
-    x = float(m.group(1)) * _SUFFIX[m.group(2).lower()]
-    if x != int(x):
-        raise ValueError(f"{name}: {v!r} is not a whole number")
-    return int(x)
+    if re.fullmatch(r"[0-9]*\.?[0-9]+(?:e[0-9]+)?", s):
+        x = float(s)
+        if x != int(x):
+            raise ValueError(f"{name}: {v!r} is not a whole number")
+        return int(s) if s.isdigit() else int(x)
+    try:
+        return parse_size(s)          # with a unit: the rule of machine files (g2gsim.units)
+    except ValueError as e:
+        raise ValueError(f"{name}: expected an integer, or a size such as 64KiB (= 65536) or "
+                         f"64KB (= 64000): {e}") from None
 
 
 def parse_bool(v: Any, name: str) -> bool:

@@ -14,17 +14,16 @@ few windows plus the rows the slowest rank has not caught up with.
 """
 from __future__ import annotations
 
-import json
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Iterable
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from ..trace import (ALL_OPS, COPY_KINDS, FORMAT_VERSION, MEM_SPACES, NONBLOCKING_COLLECTIVES,
-                     PROC_NULL, ROW_GROUP_ROWS, SCHEMA, WINDOW_ROWS, Comm, Trace, auto_window_ops)
+from ..trace import (ALL_OPS, COPY_KINDS, MEM_SPACES, NONBLOCKING_COLLECTIVES,  # noqa: F401
+                     PROC_NULL, ROW_GROUP_ROWS, SCHEMA, WINDOW_ROWS, Comm, NativeWriter, Trace,
+                     auto_window_ops, file_metadata)
 
 OP_NAMES = sorted(ALL_OPS)
 OP_CODE = {n: i for i, n in enumerate(OP_NAMES)}
@@ -57,19 +56,6 @@ DEFAULT_ROW_GROUP_ROWS = ROW_GROUP_ROWS  # what Trace.write puts in a row group 
 STREAM_WINDOW_ROWS = WINDOW_ROWS         # auto window_ops keeps a window near this many rows
 SMALL_TRACE_ROWS = 1 << 20           # generate_to_file hands traces up to this size to Trace.write
 SPILL_ROWS = 1 << 23                 # unwritten rows kept in memory before spilling to disk
-
-
-def file_metadata(nranks: int, window_ops: int, comms: list[Comm], source: str,
-                  buffers: str) -> dict[str, str]:
-    """The Parquet key/value metadata that ``Trace.write`` writes (kept identical; a test checks)."""
-    return {
-        "g2gsim.format_version": str(FORMAT_VERSION),
-        "g2gsim.nranks": str(nranks),
-        "g2gsim.window_ops": str(window_ops),
-        "g2gsim.comms": json.dumps([c.to_json() for c in comms]),
-        "g2gsim.source": source,
-        "g2gsim.buffers": buffers,
-    }
 
 
 # --------------------------------------------------------------------------------------- rows
@@ -305,20 +291,16 @@ class StreamWriter:
         self.nranks = nranks
         self.window_ops = window_ops
         self.row_group_rows = row_group_rows
-        self._writer: pq.ParquetWriter | None = None
+        self._writer: NativeWriter | None = None
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="g2g-write")
         self._inflight: Future | None = None
-        self.rows_written = 0
-        self.row_groups = 0
 
     @property
     def opened(self) -> bool:
         return self._writer is not None
 
     def open(self, meta: dict[str, str]) -> None:
-        schema = SCHEMA.with_metadata(meta)
-        self._writer = pq.ParquetWriter(self.path, schema, compression="zstd",
-                                        use_dictionary=True)  # every column: faster replay decode
+        self._writer = NativeWriter(self.path, meta, self.row_group_rows)
 
     def write(self, rows: _Rows) -> None:
         """Queue ``rows``, which hold complete windows (every row of them, in any order)."""
@@ -339,30 +321,23 @@ class StreamWriter:
         key = window * np.uint64(self.nranks * w) + rows.rank.astype(np.uint64) * np.uint64(w) \
             + seq % np.uint64(w)
         order = np.argsort(key, kind="stable")
-        wsorted = window[order]
         rows = rows.take(order)
-        table = rows_to_table(rows)
-        # cut at window boundaries into groups of at least row_group_rows rows
-        nwin_lo, nwin_hi = int(wsorted[0]), int(wsorted[-1]) + 1
-        bounds = np.searchsorted(wsorted, np.arange(nwin_lo, nwin_hi + 1, dtype=np.uint64), side="left")
-        start = 0
-        for k in range(1, len(bounds)):
-            size = int(bounds[k]) - start
-            if size and (size >= self.row_group_rows or k == len(bounds) - 1):
-                self._writer.write_table(table.slice(start, size), row_group_size=size)
-                self.rows_written += size
-                self.row_groups += 1
-                start = int(bounds[k])
+        assert self._writer is not None
+        self._writer.append(rows_to_table(rows), window[order])
 
     def close(self) -> None:
+        """Finishes the file; if writing failed, removes the partial file and re-raises."""
+        ok = False
         try:
             self._wait()
+            ok = True
         finally:
             self._pool.shutdown(wait=True)
             if self._writer is not None:
-                if self.rows_written == 0:
-                    self._writer.write_table(SCHEMA.empty_table())
-                self._writer.close()
+                if ok:
+                    self._writer.close()
+                else:
+                    self._writer.abort()
                 self._writer = None
 
 

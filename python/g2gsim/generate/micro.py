@@ -23,7 +23,7 @@ def _pairs(nranks: int, pairing: str) -> tuple[np.ndarray, np.ndarray]:
 @dataclass
 class PingPongParams(CommonParams):
     sizes: list[int] = P(SIZES_8B_TO_1GB, "message sizes in bytes, one block of iterations each "
-                                          "(comma list, K/M/G suffixes = powers of 1024)")
+                                          "(comma list; KiB, MiB, GiB: powers of 1024; K(B), M(B), G(B): of 1000)")
     iterations: int = P(100, "round trips per size (the paper's validation timed 100)")
     pairing: str = P("adjacent", "pairs of ranks: 'adjacent' (2i, 2i+1: same node) or 'half' "
                                  "(i, i+N/2: across nodes); 2 ranks = one pair",
@@ -55,7 +55,7 @@ def build_pingpong(p: Program, prm: PingPongParams) -> None:
 @dataclass
 class PingPingParams(CommonParams):
     sizes: list[int] = P(SIZES_8B_TO_1GB, "message sizes in bytes, one block of iterations each "
-                                          "(comma list, K/M/G suffixes = powers of 1024)")
+                                          "(comma list; KiB, MiB, GiB: powers of 1024; K(B), M(B), G(B): of 1000)")
     iterations: int = P(100, "bidirectional exchanges per size")
     pairing: str = P("adjacent", "pairs of ranks: 'adjacent' (2i, 2i+1) or 'half' (i, i+N/2)",
                      choices=("adjacent", "half"))

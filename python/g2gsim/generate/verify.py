@@ -17,9 +17,11 @@ import numpy as np
 import pandas as pd
 
 from ..trace import ANY_SOURCE, ANY_TAG, COLLECTIVES, PROC_NULL, Trace, TraceError
+from ..vocab import (BLOCKING_RECV_OPS, BLOCKING_SEND_OPS, NONBLOCKING_RECV_OPS, NONBLOCKING_SEND_OPS,
+                     RECV_ONLY_OPS, SEND_OPS)
 
-SEND_OPS = {"Send", "Ssend", "Bsend", "Rsend", "Isend", "Issend"}
-RECV_OPS = {"Recv", "Irecv"}
+NONBLOCKING_P2P = NONBLOCKING_SEND_OPS | NONBLOCKING_RECV_OPS
+BLOCKING_P2P = BLOCKING_SEND_OPS | BLOCKING_RECV_OPS | {"Sendrecv"}
 
 
 def _to_world(trace: Trace, comm: np.ndarray, peer: np.ndarray) -> np.ndarray:
@@ -37,8 +39,8 @@ def message_table(trace: Trace) -> tuple[pd.DataFrame, pd.DataFrame]:
     df = trace.table.select(["rank", "seq", "op", "peer", "tag", "comm_id", "bytes", "recv_bytes",
                              "recv_peer", "recv_tag"]).to_pandas()
     df["op"] = df["op"].astype(str)
-    s = df[df.op.isin(SEND_OPS | {"Sendrecv"}) & (df.peer >= 0)]
-    r = df[df.op.isin(RECV_OPS) & (df.peer != PROC_NULL)]
+    s = df[df.op.isin(SEND_OPS) & (df.peer >= 0)]
+    r = df[df.op.isin(RECV_ONLY_OPS) & (df.peer != PROC_NULL)]
     sr = df[(df.op == "Sendrecv") & (df.recv_peer != PROC_NULL)]
     sends = pd.DataFrame({"src": s["rank"].to_numpy(np.int64),
                           "dst": _to_world(trace, s.comm_id.to_numpy(), s.peer.to_numpy()),
@@ -148,7 +150,7 @@ def replay_check(trace: Trace, max_rows: int = 2_000_000) -> None:
             while pc[r] < len(progs[r]):
                 row = progs[r][pc[r]]
                 op = row.op
-                if op in ("Isend", "Issend", "Irecv"):
+                if op in NONBLOCKING_P2P:
                     if row.peer == PROC_NULL:
                         rec = {"done": True}
                     elif op == "Irecv":
@@ -158,7 +160,7 @@ def replay_check(trace: Trace, max_rows: int = 2_000_000) -> None:
                     if row.req in reqs[r]:
                         raise TraceError(f"rank {r} seq {row.seq}: request {row.req} reused while alive")
                     reqs[r][row.req] = rec
-                elif op in ("Send", "Ssend", "Bsend", "Rsend", "Recv", "Sendrecv"):
+                elif op in BLOCKING_P2P:
                     key = (r, row.seq)
                     if key not in posted[r]:
                         recs = []

@@ -57,6 +57,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..trace import ANY_SOURCE, ANY_TAG, PROC_NULL, Trace, TraceBuilder, TraceError
+from ..vocab import BLOCKING_SEND_OPS
+from .rules import Requests, completion, compute_gap, dest_peer, report_matching, source_peer
 
 __all__ = [
     "read_dumpi", "read_dumpi_meta", "read_dumpi_footer_counts", "DumpiMeta", "DumpiFile",
@@ -1525,11 +1527,14 @@ _TYPE_FIDS = {FID[n] for n in (
 # --------------------------------------------------------------------------------------------
 # Conversion
 # --------------------------------------------------------------------------------------------
-def read_dumpi(meta_path: str | Path, assume_buffers: str = "host", progress: bool = False) -> Trace:
+def read_dumpi(meta_path: str | Path, assume_buffers: str = "host", progress: bool = False,
+               strict: bool = False) -> Trace:
     """Convert a DUMPI trace (the ``.meta`` file and its per-rank ``.bin`` files) to a Trace.
 
     ``assume_buffers``: ``"host"`` or ``"device"``, the ``mem_space`` given to every
-    message-carrying row (DUMPI does not record where buffers live)."""
+    message-carrying row (DUMPI does not record where buffers live).  The point-to-point messages
+    are matching-checked as the OTF2 reader's are (``rules.report_matching``): problems are a
+    warning, or with ``strict`` a ``TraceError``."""
     if assume_buffers not in ("host", "device"):
         raise ValueError(f"assume_buffers must be 'host' or 'device', not {assume_buffers!r}")
     t_begin = time.perf_counter()
@@ -1587,6 +1592,7 @@ def read_dumpi(meta_path: str | Path, assume_buffers: str = "host", progress: bo
         warnings.warn(f"{meta.path}: " + "; ".join(notes), stacklevel=2)
         b.source += " [" + "; ".join(notes) + "]"
     trace = b.build()
+    report_matching(trace, meta.path, strict=strict)
     if progress:
         nrec = sum(len(rr.fids) for rr in recs)
         dt = time.perf_counter() - t_begin
@@ -1630,7 +1636,7 @@ _REQ_CREATE = {FID[n]: op for n, op in (("Isend", "Isend"), ("Ibsend", "Isend"),
 _PERSIST_CREATE = {FID[n]: op for n, op in (("Send_init", "Isend"), ("Bsend_init", "Isend"),
                                               ("Rsend_init", "Isend"), ("Ssend_init", "Issend"),
                                               ("Recv_init", "Irecv"))}
-_BLOCKING_SEND = {FID[n]: n for n in ("Send", "Bsend", "Ssend", "Rsend")}
+_BLOCKING_SEND = {FID[n]: n for n in sorted(BLOCKING_SEND_OPS)}   # MPI's names are the trace's
 
 
 def _convert_rank(b: TraceBuilder, f: DumpiFile, rr: DumpiRecords, rank: int, comms: _Comms,
@@ -1638,9 +1644,8 @@ def _convert_rank(b: TraceBuilder, f: DumpiFile, rr: DumpiRecords, rank: int, co
     F = FID
     types = _Types(f.type_sizes)
     local: dict[int, int] = {DUMPI_COMM_WORLD: 0}
-    active: dict[int, int] = {}          # DUMPI request -> our request id (in flight)
+    requests = Requests(DUMPI_REQUEST_NULL)   # DUMPI request handle -> our request id (in flight)
     persistent: dict[int, tuple] = {}    # DUMPI request -> (op, kw) of a *_init call
-    next_req = 1
     prev_end: int | None = None
     add = b.add
     used_comms: set[int] = set()        # communicators this rank was checked to be in
@@ -1676,67 +1681,39 @@ def _convert_rank(b: TraceBuilder, f: DumpiFile, rr: DumpiRecords, rank: int, co
             raise fail(i, f"{_call(fids[i])}: root {root} outside communicator of {size}")
         return root
 
+    # the readers' shared rules (rules.py): peers, requests, compute gaps, completions
     def peer_dest(i: int, d: int, size: int) -> int:
-        if d < 0:
-            return PROC_NULL
-        if d >= size:
-            raise fail(i, f"{_call(fids[i])}: destination {d} outside communicator of {size}")
-        return d
+        return dest_peer(d, size, f"{f.where(i, offs[i])}: {_call(fids[i])}")
 
     def peer_src(i: int, s: int, size: int, status) -> int:
-        if s == DUMPI_ANY_SOURCE:
-            if status and status[0][1] < 0:
-                return PROC_NULL      # MPICH's MPI_PROC_NULL is -1 as well
-            return ANY_SOURCE
-        if s < 0:
-            return PROC_NULL
-        if s >= size:
-            raise fail(i, f"{_call(fids[i])}: source {s} outside communicator of {size}")
-        return s
+        # MPICH's MPI_PROC_NULL is -1 like DUMPI's wildcard: the status tells them apart
+        return source_peer(s, size, f"{f.where(i, offs[i])}: {_call(fids[i])}", DUMPI_ANY_SOURCE,
+                           status[0][1] if status else None)
 
-    def new_req(dreq: int) -> int:
-        nonlocal next_req
-        q = next_req
-        next_req += 1
-        active[dreq] = q
-        return q
+    new_req = requests.new
 
     def take(dreq: int) -> int | None:
         """Complete DUMPI request dreq: our id, or None when it is null/unknown."""
-        q = active.pop(dreq, None)
-        if q is None and dreq > DUMPI_REQUEST_NULL and dreq not in persistent:
-            stats["orphan_requests"] += 1
-        return q
+        return requests.take(dreq, persistent)
 
     def peek(dreqs) -> list[int]:
-        out = []
-        for d in dreqs:
-            q = active.get(d)
-            if q is not None:
-                out.append(q)
-            elif d > DUMPI_REQUEST_NULL and d not in persistent:
-                stats["orphan_requests"] += 1
-        return out
+        return requests.peek(dreqs, persistent)
 
     def emit(i: int, op: str, **kw) -> None:
         nonlocal prev_end
         t0, t1 = t0s[i], t1s[i]
         if t0 is not None:
-            if prev_end is not None and t0 > prev_end:
-                add(rank, "Compute", dur_ns=t0 - prev_end, t_start_ns=prev_end - origin,
-                    t_end_ns=t0 - origin)
+            gap = compute_gap(prev_end, t0)
+            if gap is not None:
+                add(rank, "Compute", dur_ns=gap, t_start_ns=prev_end - origin, t_end_ns=t0 - origin)
             kw["t_start_ns"] = t0 - origin
             kw["t_end_ns"] = t1 - origin
             prev_end = t1 if prev_end is None or t1 > prev_end else prev_end
         add(rank, op, **kw)
 
-    def emit_completion(i: int, qs: list[int], none_op: str) -> None:
-        if len(qs) == 1:
-            emit(i, "Wait", req=qs[0])
-        elif qs:
-            emit(i, "Waitall", reqs=qs)
-        else:
-            emit(i, none_op, reqs=[])
+    def emit_completion(i: int, qs: list[int], call: str, looked_at=()) -> None:
+        op, kw = completion(qs, call, looked_at)
+        emit(i, op, **kw)
 
     for i, fid in enumerate(fids):
         a = args_l[i]
@@ -1782,47 +1759,47 @@ def _convert_rank(b: TraceBuilder, f: DumpiFile, rr: DumpiRecords, rank: int, co
             emit(i, "Sendrecv", peer=peer_dest(i, dest, size), tag=stag, comm_id=g, bytes=n,
                  recv_bytes=n, recv_peer=peer_src(i, src, size, status), recv_tag=rtag,
                  mem_space=mem, contiguous=types.contig(dt))
+        # a call that completed one request is a Wait on it (0 when the handle was null or
+        # unknown: the call still waited), several a Waitall; one that completed nothing keeps its
+        # name with the requests it looked at (rules.completion)
         elif fid == F["Waitany"]:
             count, reqs, index, status = a
             if 0 <= index < len(reqs):
-                q = take(reqs[index])
-                emit(i, "Wait", req=q or 0)
+                emit(i, "Wait", req=take(reqs[index]) or 0)
             else:
-                emit(i, "Waitany", reqs=peek(reqs))
+                emit_completion(i, [], "Waitany", peek(reqs))
         elif fid == F["Waitsome"]:
             count, reqs, outcount, indices, status = a
             done = [reqs[k] for k in indices if 0 <= k < len(reqs)] if outcount > 0 else []
             if done:
                 emit_completion(i, [q for q in (take(d) for d in done) if q is not None], "Waitall")
             else:
-                emit(i, "Waitsome", reqs=peek(reqs))
+                emit_completion(i, [], "Waitsome", peek(reqs))
         elif fid == F["Test"]:
             dreq, flag, status = a
             if flag:
-                q = take(dreq)
-                emit(i, "Wait", req=q or 0)
+                emit(i, "Wait", req=take(dreq) or 0)
             else:
-                emit(i, "Test", reqs=peek([dreq]))
+                emit_completion(i, [], "Test", peek([dreq]))
         elif fid == F["Testany"]:
             count, reqs, index, flag, status = a
             if flag and 0 <= index < len(reqs):
-                q = take(reqs[index])
-                emit(i, "Wait", req=q or 0)
+                emit(i, "Wait", req=take(reqs[index]) or 0)
             else:
-                emit(i, "Testany", reqs=peek(reqs))
+                emit_completion(i, [], "Testany", peek(reqs))
         elif fid == F["Testall"]:
             count, reqs, flag, status = a
             if flag:
                 emit(i, "Waitall", reqs=[q for q in (take(d) for d in reqs) if q is not None])
             else:
-                emit(i, "Testall", reqs=peek(reqs))
+                emit_completion(i, [], "Testall", peek(reqs))
         elif fid == F["Testsome"]:
             count, reqs, outcount, indices, status = a
             done = [reqs[k] for k in indices if 0 <= k < len(reqs)] if outcount > 0 else []
             if done:
                 emit_completion(i, [q for q in (take(d) for d in done) if q is not None], "Waitall")
             else:
-                emit(i, "Testsome", reqs=peek(reqs))
+                emit_completion(i, [], "Testsome", peek(reqs))
         elif fid in _PERSIST_CREATE:
             count, dt, peer, tag, ch, dreq = a
             g, size = comm_of(i, ch)
@@ -1845,7 +1822,7 @@ def _convert_rank(b: TraceBuilder, f: DumpiFile, rr: DumpiRecords, rank: int, co
                 emit(i, op, req=new_req(d), **kw)
         elif fid == F["Request_free"]:
             persistent.pop(a[0], None)
-            active.pop(a[0], None)
+            requests.drop(a[0])
         elif fid == F["Barrier"]:
             g, _ = comm_of(i, a[0])
             emit(i, "Barrier", comm_id=g)
@@ -1972,6 +1949,7 @@ def _convert_rank(b: TraceBuilder, f: DumpiFile, rr: DumpiRecords, rank: int, co
         # every other call (Comm_rank, Wtime, Probe, MPI-IO, RMA, ...) is skipped; its time
         # becomes part of the next Compute row
     stats["unknown_type_uses"] += types.unknown_uses
+    stats["orphan_requests"] += requests.orphans
     stats["used_comms"] |= used_comms
 
 

@@ -34,6 +34,8 @@ _otf2 = require("_otf2", "otf2", "reading OTF2 traces")
 from _otf2.Config import conf  # noqa: E402
 
 from ..trace import ALL_OPS, COLLECTIVES, COPY_KINDS, TraceError
+from ..vocab import SEND_ONLY_OPS, TEST_OPS, WAIT_OPS
+from .rules import compute_gap
 from .otf2_defs import (GPU_API_KINDS, R_CPY_ASYNC, R_CPY_SYNC, R_DEVICE_SYNC, R_EVENT_RECORD,
                         R_EVENT_SYNC, R_KERNEL, R_LAUNCH, R_MPI, R_STREAM_CREATE, R_STREAM_SYNC,
                         R_STREAM_WAIT, TYPE_STRING, UNDEF32, OTF2Plan)
@@ -52,16 +54,16 @@ C_STREAM_SYNC, C_DEVICE_SYNC, C_EVENT_SYNC = (OPC["StreamSynchronize"], OPC["Dev
 _GPU_OP = {R_LAUNCH: C_KERNEL, R_STREAM_SYNC: C_STREAM_SYNC, R_DEVICE_SYNC: C_DEVICE_SYNC,
            R_EVENT_SYNC: C_EVENT_SYNC, R_EVENT_RECORD: C_EVENT_RECORD, R_STREAM_WAIT: C_STREAM_WAIT}
 _BLOCKING = {R_STREAM_SYNC, R_DEVICE_SYNC, R_EVENT_SYNC}
-SEND_CODES = {OPC[o] for o in ("Send", "Ssend", "Bsend", "Rsend", "Isend", "Issend")}
+SEND_CODES = {OPC[o] for o in SEND_ONLY_OPS}
 RECV_CODES = {C_RECV, C_IRECV}
 COLL_CODES = {OPC[o] for o in COLLECTIVES}
 BARRIER_CODES = {OPC["Barrier"], OPC["Ibarrier"]}
-WAIT_CODES = {OPC[o] for o in ("Wait", "Waitall", "Waitany", "Waitsome")}
+WAIT_CODES = {OPC[o] for o in WAIT_OPS}
 CK_D2H, CK_H2D, CK_D2D = (COPY_KINDS.index(k) for k in ("d2h", "h2d", "d2d"))
 MEM_HOST, MEM_DEVICE = 0, 1
 
-# row layout (lists of ints, mutated while requests complete); F_REQS is the index of the row's
-# request list in ``RankConverter.req_lists`` (-1: none), so that a row is all ints
+# row layout (rules.ROW_LAYOUT: lists of ints, mutated while requests complete); F_REQS is the
+# index of the row's request list in ``RankConverter.req_lists`` (-1: none), so that a row is all ints
 (F_OP, F_T0, F_T1, F_DUR, F_PEER, F_TAG, F_COMM, F_BYTES, F_RBYTES, F_RPEER, F_RTAG, F_ROOT,
  F_REQ, F_MEM, F_CK, F_STREAM, F_CONTIG, F_REQS) = range(18)
 NF = 18
@@ -113,9 +115,9 @@ def region_family(name: str) -> tuple[int, str | None]:
     base = name[4:] if name.startswith("MPI_") else name
     if base.endswith("_c"):
         base = base[:-2]
-    if base in ("Wait", "Waitall", "Waitany", "Waitsome"):
+    if base in WAIT_OPS:                # MPI's names are the trace's
         return FAM_WAIT, base
-    if base in ("Test", "Testall", "Testany", "Testsome"):
+    if base in TEST_OPS:
         return FAM_TEST, base
     if base in ("Alltoallw", "Ialltoallw"):
         base = base[:-1] + "v"
@@ -770,6 +772,8 @@ class RankConverter:
                 if s[F_MEM] < 0:
                     s[F_MEM] = r[F_MEM]
                 out.remove(r)
+        # rules.completion: one completed request -> Wait, several -> Waitall; a test that
+        # completed nothing keeps its name with the requests it tested
         if done:
             rl = self.req_lists
             if len(done) == 1:
@@ -792,7 +796,7 @@ class RankConverter:
                 st["finalized"] = True
         if not out:
             return
-        # self._append(out, t0, t1, st), inlined (once per MPI call)
+        # self._append(out, t0, t1, st), inlined (once per MPI call): rules.compute_gap
         last = st["last_leave"]
         if last is not None and t0 > last:
             if st["off"] or st["off_since"] is not None:
@@ -819,11 +823,7 @@ class RankConverter:
                     off += a - st["off_since"]
                     st["off_since"] = a
                 st["off"] = 0
-                d = a - last - off
-                if d < 0:
-                    d = 0
-            else:
-                d = a - last
+            d = compute_gap(last, a, off)
             rows.append([C_COMPUTE, last, a, d, -1, -1, 0, 0, 0, -1, -1, -1, 0, -1, -1, -1, 1, -1])
         else:
             st["off"] = 0

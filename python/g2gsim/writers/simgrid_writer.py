@@ -110,7 +110,10 @@ from xml.sax.saxutils import quoteattr
 
 import numpy as np
 
+from .. import units
 from ..trace import ANY_SOURCE, PROC_NULL, Trace
+from ..vocab import (COMPUTE_OPS, MARKER_OPS, NONBLOCKING_COLLECTIVES, NONBLOCKING_RECV_OPS,
+                     NONBLOCKING_SEND_OPS, RECV_ONLY_OPS, SEND_ONLY_OPS, TEST_OPS, WAIT_OPS)
 
 __all__ = ["to_simgrid", "machine_params", "smpi_cfg", "platform_xml", "SimgridExportError"]
 
@@ -120,47 +123,24 @@ class SimgridExportError(ValueError):
 
 
 # ------------------------------------------------------------------------------------------ units
-_PREFIX = {"": 1.0, "K": 1e3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "Ki": 1024.0, "Mi": 1024.0 ** 2,
-           "Gi": 1024.0 ** 3, "Ti": 1024.0 ** 4}
-
-
-def _split(s: str) -> tuple[float, str]:
-    s = str(s).strip()
-    for end in range(len(s), 0, -1):
-        try:
-            return float(s[:end]), s[end:].strip()
-        except ValueError:
-            continue
-    raise SimgridExportError(f"{s!r} has no number")
+def _unit(parse, s: Any):
+    """A machine-file value through the core's parser (g2gsim.units)."""
+    try:
+        return parse(s if isinstance(s, int) and not isinstance(s, bool) else str(s))
+    except ValueError as e:
+        raise SimgridExportError(str(e)) from None
 
 
 def _bw(s: str) -> float:
-    """Bandwidth string -> bytes/s (g2g-net units.rs: decimal prefixes, KiB binary, b = bits)."""
-    t = str(s).strip()
-    body = t[:-2] if t.endswith("/s") or t.endswith("ps") else None
-    if body is None:
-        raise SimgridExportError(f"bandwidth {s!r} needs a unit per second")
-    num, unit = _split(body)
-    bits = unit.endswith("b")
-    if not unit or unit[-1] not in "Bb":
-        raise SimgridExportError(f"bandwidth {s!r}: unit must end in B or b")
-    return num * _PREFIX[unit[:-1]] / (8.0 if bits else 1.0)
+    return _unit(units.parse_bandwidth, s)
 
 
 def _ns(s: str) -> float:
-    num, unit = _split(s)
-    try:
-        return num * {"ns": 1.0, "us": 1e3, "µs": 1e3, "ms": 1e6, "s": 1e9}[unit]
-    except KeyError:
-        raise SimgridExportError(f"duration {s!r}: unit must be ns, us, ms or s") from None
+    return _unit(units.parse_duration_ns, s)
 
 
 def _size(s: Any) -> int:
-    if isinstance(s, (int, float)):
-        return int(s)
-    num, unit = _split(s)
-    unit = unit[:-1] if unit.endswith("B") else unit
-    return int(round(num * _PREFIX[unit]))
+    return int(s) if isinstance(s, float) else _unit(units.parse_size, s)
 
 
 # ----------------------------------------------------------------------------------- machine
@@ -336,11 +316,11 @@ def smpi_cfg(p: dict | str | Path) -> list[str]:
 
 
 # -------------------------------------------------------------------------------------- trace
-_SEND = {"Send": "send", "Ssend": "send", "Bsend": "send", "Rsend": "send", "Isend": "isend",
-         "Issend": "isend"}
-_RECV = {"Recv": "recv", "Irecv": "irecv"}
-_WAIT = {"Wait", "Waitall", "Waitany", "Waitsome"}
-_SKIP = {"Init", "Finalize", "Test", "Testall", "Testany", "Testsome"}
+# SimGrid's TI action of each send and receive (Sendrecv apart)
+_SEND = {o: "isend" if o in NONBLOCKING_SEND_OPS else "send" for o in SEND_ONLY_OPS}
+_RECV = {o: "irecv" if o in NONBLOCKING_RECV_OPS else "recv" for o in RECV_ONLY_OPS}
+_WAIT = WAIT_OPS
+_SKIP = MARKER_OPS | TEST_OPS
 _UNSUPPORTED = {"Scan", "Exscan"}
 
 
@@ -446,7 +426,7 @@ def _to_lines(trace: Trace, p: dict, host_speed: float) -> list[list[str]]:
         lines = st.lines
         if op in _SKIP:
             continue
-        if op in ("Compute", "Kernel"):
+        if op in COMPUTE_OPS:
             if dur[i] > 0:
                 lines.append(f"{r} compute {flops_of_ns(float(dur[i]))}")
             continue
@@ -524,7 +504,7 @@ def _to_lines(trace: Trace, p: dict, host_speed: float) -> list[list[str]]:
         # ---- collectives
         if op in _UNSUPPORTED:
             err(i, f"{op} has no SimGrid TI replay action")
-        if op.startswith("I") and op not in ("Isend", "Issend", "Irecv"):
+        if op in NONBLOCKING_COLLECTIVES:
             err(i, "nonblocking collectives have no SimGrid TI replay action")
         if c not in comms or comms[c] is not None:
             err(i, f"collective on communicator {c}: SimGrid's TI replay runs collectives on "

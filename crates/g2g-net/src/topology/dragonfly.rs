@@ -83,6 +83,8 @@ impl Dragonfly {
             )));
         }
         let ports = a as u64 * h as u64;
+        // global ports are listed per group before the link count is known: bound them first
+        check_link_count(KIND, ports.saturating_mul(groups as u64))?;
         let (full_rounds, rem) = if groups > 1 {
             if ports < groups as u64 - 1 {
                 return Err(TopologyError(format!(
@@ -142,7 +144,8 @@ impl Dragonfly {
         }
         debug_assert_eq!(links.len() as u32, global_base);
         for g in 0..groups {
-            for q in (0..ports as u32).filter(|&q| port_index[q as usize] != u32::MAX) {
+            // one group has no global links (port_index is empty: found by fuzzing, issue 24)
+            for q in (0..port_index.len() as u32).filter(|&q| port_index[q as usize] != u32::MAX) {
                 let (c, o) = (q / (groups - 1), q % (groups - 1) + 1);
                 let g2 = (g + o) % groups;
                 let q2 = c * (groups - 1) + (groups - 1 - o);

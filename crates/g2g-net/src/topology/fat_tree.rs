@@ -84,8 +84,11 @@ impl FatTree {
         let up = (up as u32).clamp(1, nodes_per_leaf);
         let leaves = nodes.div_ceil(nodes_per_leaf);
         let (lpp, pods) = if levels == 2 { (leaves, 1) } else { (leaves_per_pod, leaves.div_ceil(leaves_per_pod)) };
-        let spines = if levels == 2 { up } else { pods * up };
-        let cores = if levels == 2 { 0 } else { up * lpp };
+        // u64: pods x up and up x lpp may exceed u32 before the link count is checked
+        let spines64 = if levels == 2 { up as u64 } else { pods as u64 * up as u64 };
+        let cores64 = if levels == 2 { 0 } else { up as u64 * lpp as u64 };
+        check_link_count(KIND, spines64.max(cores64))?;
+        let (spines, cores) = (spines64 as u32, cores64 as u32);
 
         let nic_links = 2 * nodes as u64;
         let leaf_links = 2 * leaves as u64 * up as u64;

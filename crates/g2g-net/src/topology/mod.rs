@@ -28,6 +28,9 @@ pub use fat_tree::FatTree;
 pub use torus::Torus;
 
 pub type LinkId = u32;
+/// The links of a route or of a plan's stage: inline up to 8 (a 3-level fat-tree route plus two
+/// PCIe links).
+pub type Links = smallvec::SmallVec<[LinkId; 8]>;
 
 /// One unidirectional link.  16 bytes: names are produced on demand by [`Topology::link_name`].
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -139,8 +142,25 @@ fn check_nonzero(kind: &str, field: &str, v: u32) -> Result<(), TopologyError> {
     }
 }
 
+/// Most links of a machine (network and nodes together): 2^26, about 6 GiB of link state; a
+/// larger machine is refused before it is built, with the figure.
+pub const MAX_LINKS: u64 = 1 << 26;
+/// Memory per link (link record, its latency, the sharing solver's state), used in the refusal's figure.
+pub const BYTES_PER_LINK: u64 = 96;
+
+/// The refusal of a machine of `count` links.
+pub fn too_many_links(what: &str, count: u64) -> String {
+    format!(
+        "{what}: {count} links would need about {:.1} GiB; g2gsim builds at most {MAX_LINKS} links (fewer nodes, GPUs per node or switches)",
+        count as f64 * BYTES_PER_LINK as f64 / (1u64 << 30) as f64
+    )
+}
+
 /// Converts a link count to `LinkId` range, or an error saying the network is too large.
 fn check_link_count(kind: &str, count: u64) -> Result<u32, TopologyError> {
+    if count > MAX_LINKS {
+        return Err(TopologyError(too_many_links(kind, count)));
+    }
     u32::try_from(count).map_err(|_| TopologyError(format!("{kind}: {count} links do not fit 32-bit link ids")))
 }
 

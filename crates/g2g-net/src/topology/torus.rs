@@ -60,7 +60,7 @@ impl Torus {
         check_bw(KIND, "link_bw_bytes_per_s", link_bw)?;
         check_bw(KIND, "nic_bw_bytes_per_s", nic_bw)?;
         let routers = dims.iter().map(|&s| s as u64).product::<u64>();
-        let capacity = routers * nodes_per_router as u64;
+        let capacity = routers.saturating_mul(nodes_per_router as u64);
         if capacity < nodes as u64 {
             return Err(TopologyError(format!(
                 "{KIND}: dims {}x{}x{} = {routers} routers x {nodes_per_router} nodes_per_router = {capacity} nodes, \
@@ -72,7 +72,7 @@ impl Torus {
         let links_per_router = per_dim.iter().sum::<u32>();
         let dim_offset = [0, per_dim[0], per_dim[0] + per_dim[1]];
         let nic_links = 2 * nodes as u64 * rails as u64;
-        let total = check_link_count(KIND, nic_links + routers * links_per_router as u64)?;
+        let total = check_link_count(KIND, nic_links.saturating_add(routers.saturating_mul(links_per_router as u64)))?;
         check_link_count(KIND, nodes as u64 * rails as u64 + routers)
             .map_err(|_| TopologyError(format!("{KIND}: too many routers for 32-bit vertex ids")))?;
         let routers = routers as u32;

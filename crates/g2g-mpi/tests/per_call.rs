@@ -1,0 +1,69 @@
+//! Per-call costs as parameters of their own (issue 25): the extra of an MPI call on a device
+//! buffer, a blocking send's extra, and the LogGP gap between a rank's messages.
+mod common;
+use common::*;
+use g2g_mpi::{Mode, SimOptions};
+
+fn two_gpu_node() -> String {
+    SIMPLE.replace("gpus = 1", "gpus = 2")
+}
+
+fn with_mpi(t: &str, keys: &str) -> String {
+    t.replace("[mpi]\n", &format!("[mpi]\n{keys}\n"))
+}
+
+#[test]
+fn device_call_overhead_is_paid_by_calls_on_device_buffers_only() {
+    let t = two_gpu_node();
+    let d = with_mpi(&t, "device_call_overhead = \"2us\"");
+    let b = 1_000_000;
+    let gd = SimOptions { mode: Mode::GpuDirect, ..Default::default() };
+    let dev_msg = || vec![vec![dev(send(1, 0, b))], vec![dev(recv(0, 0, b))]];
+    let base = run(dev_msg(), &t, gd.clone()).unwrap();
+    let extra = run(dev_msg(), &d, gd.clone()).unwrap();
+    // the send call starts 2 us later; the receive call's own 2 us overlap its wait
+    assert_eq!(end_ns(&extra, 1) - end_ns(&base, 1), 2000);
+    // host buffers, and device buffers staged by HostCopy (MPI sees host pointers): no extra
+    let host_msg = || vec![vec![send(1, 0, b)], vec![recv(0, 0, b)]];
+    assert_eq!(end_ns(&run(host_msg(), &d, SimOptions::default()).unwrap(), 1), end_ns(&run(host_msg(), &t, SimOptions::default()).unwrap(), 1));
+    let hc = SimOptions { mode: Mode::HostCopy, ..Default::default() };
+    assert_eq!(end_ns(&run(dev_msg(), &d, hc.clone()).unwrap(), 1), end_ns(&run(dev_msg(), &t, hc).unwrap(), 1));
+}
+
+#[test]
+fn blocking_send_overhead_is_paid_by_blocking_sends_only() {
+    let t = two_gpu_node();
+    let d = with_mpi(&t, "blocking_send_overhead = \"3us\"");
+    let b = 1000; // eager
+    let blocking = || vec![vec![send(1, 0, b)], vec![recv(0, 0, b)]];
+    let nonblocking = || vec![vec![isend(1, 0, b, 1), waitall(&[1])], vec![recv(0, 0, b)]];
+    let o = SimOptions::default();
+    assert_eq!(end_ns(&run(blocking(), &d, o.clone()).unwrap(), 1) - end_ns(&run(blocking(), &t, o.clone()).unwrap(), 1), 3000);
+    assert_eq!(end_ns(&run(nonblocking(), &d, o.clone()).unwrap(), 1), end_ns(&run(nonblocking(), &t, o).unwrap(), 1));
+}
+
+#[test]
+fn gap_spaces_a_ranks_messages() {
+    let t = two_gpu_node();
+    let d = with_mpi(&t, "gap = \"1us\"");
+    let b = 8;
+    let ranks = || {
+        vec![
+            (0..4).map(|i| isend(1, i, b, 1 + i as u64)).chain([waitall(&[1, 2, 3, 4])]).collect(),
+            (0..4).map(|i| irecv(0, i, b, 1 + i as u64)).chain([waitall(&[1, 2, 3, 4])]).collect(),
+        ]
+    };
+    let o = SimOptions::default();
+    let base = end_ns(&run(ranks(), &t, o.clone()).unwrap(), 1) as i64;
+    let gapped = end_ns(&run(ranks(), &d, o).unwrap(), 1) as i64;
+    // four messages: the last leaves three gaps after the first (the first is not held)
+    let extra = gapped - base;
+    assert!((2950..=3050).contains(&extra), "extra {extra} ns");
+}
+
+#[test]
+fn per_call_keys_are_checked() {
+    let e = g2g_net::MachineConfig::from_toml(&with_mpi(&two_gpu_node(), "gap = \"1GB/s\""), "m.toml").unwrap_err();
+    assert_eq!(e.key, "mpi.gap");
+    assert!(e.line.is_some());
+}

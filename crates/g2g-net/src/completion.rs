@@ -1,0 +1,159 @@
+//! Completion events for an event-driven caller of the flow network (the replay, `g2g-mpi`): the
+//! bookkeeping of each flow's pending completion event (`lmm::Completion`, kept with the flow)
+//! behind three calls, so that the caller only schedules and delivers events.
+//!
+//! A flow's completion event is set lazily: a flow slowed down keeps its pending event, which
+//! re-arms itself at the new finish when it fires; a flow sped up gets a new event (a generation
+//! tells the live one).  Fewer events than one per re-rating, same completion times.
+use crate::lmm::{Completion, FlowId, FlowNet, Reschedule};
+use crate::topology::LinkId;
+/// Simulated time, ns (as `g2g_engine::Time`).
+type Time = u64;
+
+/// What a flow's completion event found when it fired.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Due {
+    /// superseded (an earlier event of the flow was set since, or the flow has finished)
+    Stale,
+    /// the flow was slowed down since the event was set: schedule `(at, flow, gen)` again
+    Later { at: Time, gen: u32 },
+    /// the flow has finished and is removed: its token, and the latency its data still pays
+    Finished { token: u64, latency_ns: Time },
+}
+
+impl FlowNet {
+    /// Starts a flow (as `start`) whose data pays `latency_ns` after it has moved (its stage's
+    /// link latency, given back by `completion_due`).
+    #[inline]
+    pub fn start_with_latency(
+        &mut self,
+        now: Time,
+        links: &[LinkId],
+        bytes: f64,
+        token: u64,
+        latency_ns: Time,
+    ) -> FlowId {
+        let f = self.start(now, links, bytes, token);
+        self.completion(f).lat = latency_ns;
+        f
+    }
+
+    /// Re-solves the rates (as `resolve`) and calls `schedule(at, flow, gen)` for each completion
+    /// event to set: a flow whose finish moved earlier, or that has none pending.  A later finish
+    /// keeps the pending event (it re-arms itself when it fires).  `scratch` is the caller's
+    /// buffer (kept for its allocation).
+    #[inline]
+    pub fn resolve_completions(
+        &mut self,
+        now: Time,
+        scratch: &mut Vec<Reschedule>,
+        mut schedule: impl FnMut(Time, FlowId, u32),
+    ) {
+        scratch.clear();
+        self.resolve(now, scratch);
+        for r in scratch.iter() {
+            // every flow has its record from `start`
+            let e = self.completion(r.flow);
+            e.finish = r.finish;
+            e.version = r.version;
+            if e.pend == Completion::NO_EVENT || r.finish < e.pend {
+                e.gen = e.gen.wrapping_add(1);
+                e.pend = r.finish;
+                schedule(r.finish, r.flow, e.gen);
+            }
+        }
+    }
+
+    /// The completion event `(flow, gen)` fires at `now`: stale, due later, or the flow finished
+    /// (removed from the network; call `resolve_completions` before time moves on).
+    #[inline]
+    pub fn completion_due(&mut self, f: FlowId, gen: u32, now: Time) -> Due {
+        let e = self.completion(f);
+        if gen != e.gen || e.pend == Completion::NO_EVENT {
+            return Due::Stale; // superseded by an earlier one
+        }
+        e.pend = Completion::NO_EVENT;
+        let (version, finish, latency_ns) = (e.version, e.finish, e.lat);
+        if !self.is_current(f, version) {
+            return Due::Stale;
+        }
+        if finish > now {
+            // the flow was slowed down since this event was set: one event at its new finish
+            let e = self.completion(f);
+            e.gen = e.gen.wrapping_add(1);
+            e.pend = finish;
+            return Due::Later { at: finish, gen: e.gen };
+        }
+        let token = self.finish(f);
+        Due::Finished { token, latency_ns }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lmm::Sharing;
+
+    /// Delivers events in time order (ties: first scheduled first) until none is left; returns
+    /// the finished flows' (time, token).
+    fn run(net: &mut FlowNet, mut events: Vec<(Time, FlowId, u32)>) -> Vec<(Time, u64)> {
+        let mut scratch = Vec::new();
+        let mut done = vec![];
+        let mut stale = 0;
+        while !events.is_empty() {
+            let i = (0..events.len()).min_by_key(|&i| (events[i].0, i)).unwrap();
+            let (now, f, g) = events.remove(i);
+            match net.completion_due(f, g, now) {
+                Due::Stale => stale += 1,
+                Due::Later { at, gen } => events.push((at, f, gen)),
+                Due::Finished { token, latency_ns } => {
+                    done.push((now + latency_ns, token));
+                    net.resolve_completions(now, &mut scratch, |at, f, g| events.push((at, f, g)));
+                }
+            }
+        }
+        assert!(stale <= 4);
+        done
+    }
+
+    #[test]
+    fn flows_sharing_a_link_finish_when_their_bytes_have_moved() {
+        for sharing in [Sharing::MaxMin, Sharing::Bottleneck] {
+            let mut net = FlowNet::new();
+            net.sharing = sharing;
+            let l = net.add_link(1e9); // 1 byte per ns
+            let mut events = vec![];
+            let mut scratch = Vec::new();
+            net.start_with_latency(0, &[l], 1000.0, 1, 7);
+            net.start_with_latency(0, &[l], 3000.0, 2, 0);
+            net.resolve_completions(0, &mut scratch, |at, f, g| events.push((at, f, g)));
+            assert_eq!(events.len(), 2);
+            // both at half speed: the first done at 2000 (+7 latency); the second then runs alone
+            // and moves its last 2000 bytes by 4000
+            assert_eq!(run(&mut net, events), vec![(2007, 1), (4000, 2)]);
+            assert_eq!(net.active_flows, 0);
+        }
+    }
+
+    #[test]
+    fn a_slowed_flow_rearms_its_event() {
+        let mut net = FlowNet::new();
+        let l = net.add_link(1e9);
+        let mut events = vec![];
+        let mut scratch = Vec::new();
+        let a = net.start_with_latency(0, &[l], 1000.0, 1, 0);
+        net.resolve_completions(0, &mut scratch, |at, f, g| events.push((at, f, g)));
+        assert_eq!(events, vec![(1000, a, 1)]);
+        // a second flow at 500 halves the first's rate: its pending event (1000) stays and re-arms
+        net.start_with_latency(500, &[l], 250.0, 2, 0);
+        let mut more = vec![];
+        net.resolve_completions(500, &mut scratch, |at, f, g| more.push((at, f, g)));
+        assert_eq!(more.len(), 1, "only the new flow gets an event");
+        assert_eq!(
+            net.completion_due(a, 1, 1000),
+            Due::Later { at: 1500, gen: 2 },
+            "500 bytes left at half speed from 500"
+        );
+        assert_eq!(net.completion_due(a, 1, 1000), Due::Stale);
+    }
+}
