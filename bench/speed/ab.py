@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -39,11 +40,15 @@ def default_inputs(sharing: str | None) -> tuple[Path, Path]:
     return trace, machine
 
 
-def once(core: Path, trace: Path, machine: Path, mode: str) -> dict:
+def once(core: Path, trace: Path, machine: Path, mode: str) -> tuple[dict, float]:
+    """The report and the CPU seconds (user + system) of the whole process."""
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     p = subprocess.run([str(core), str(trace), str(machine), "--mode", mode, "--json"], text=True, capture_output=True)
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     if p.returncode != 0:
         raise SystemExit(f"{core} failed (exit {p.returncode}):\n{p.stderr[-2000:]}")
-    return json.loads(p.stdout[p.stdout.index("{"):])
+    cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+    return json.loads(p.stdout[p.stdout.index("{"):]), cpu
 
 
 def summary(walls: list[float]) -> tuple[float, float, float]:
@@ -68,14 +73,18 @@ def main(argv: list[str] | None = None) -> int:
     if a.machine:
         machine = Path(a.machine) if Path(a.machine).exists() else PRESETS / f"{a.machine}.toml"
     walls: dict[str, list[float]] = {"A": [], "B": []}
+    cpus: dict[str, list[float]] = {"A": [], "B": []}
     reports: dict[str, dict] = {}
     for _ in range(a.reps):
         for k, core in (("A", a.a), ("B", a.b)):
-            rep = once(core, trace, machine, a.mode)
+            rep, cpu = once(core, trace, machine, a.mode)
             walls[k].append(rep["engine"]["wall_s"])
+            cpus[k].append(cpu)
             rep.pop("engine")
             rep.pop("trace", None)
             reports.setdefault(k, rep)
+    if "sharing" not in reports["A"]:
+        reports["B"].pop("sharing", None)   # a reference from before the report named its sharing
     same = reports["A"] == reports["B"]
     print(f"{trace.name} on {machine.name}, {a.mode}, {a.reps} runs each, interleaved")
     sa, sb = summary(walls["A"]), summary(walls["B"])
@@ -83,6 +92,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {k} {core}: fastest {s[0] * 1e3:.2f} ms, median {s[1] * 1e3:.2f} ms, faster half {s[2] * 1e3:.2f} ms")
     print("  B against A: fastest {:+.1f} %, median {:+.1f} %, faster half {:+.1f} %".format(
         *((y / x - 1) * 100 for x, y in zip(sa, sb))))
+    # CPU seconds of the whole process (start-up and trace reading included): what the load of
+    # other jobs on a shared host inflates least
+    ca, cb = summary(cpus["A"]), summary(cpus["B"])
+    for k, s in (("A", ca), ("B", cb)):
+        print(f"  {k} CPU s (process): fastest {s[0]:.3f}, median {s[1]:.3f}, faster half {s[2]:.3f}")
+    print("  CPU, B against A: fastest {:+.1f} %, median {:+.1f} %, faster half {:+.1f} %".format(
+        *((y / x - 1) * 100 for x, y in zip(ca, cb))))
     print(f"  reports (without engine): {'identical' if same else 'DIFFERENT'}")
     return 0 if same else 1
 

@@ -1,13 +1,14 @@
 """Typed stubs of the compiled core (crates/g2g-py/src/lib.rs).  Private: use g2gsim.simulate, the
 CLI, g2gsim.units (sizes, durations, bandwidths) and g2gsim.vocab (names the core defines)."""
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any
 
 class TraceError(ValueError): ...
 class MachineError(ValueError): ...
 class DeadlockError(RuntimeError): ...
 
-def simulate(trace_path: str, machine_toml: str, machine_file: str, options: Optional[dict[str, Any]] = None,
-             progress: Optional[Callable[[int, int], None]] = None) -> str:
+def simulate(trace_path: str, machine_toml: str, machine_file: str, options: dict[str, Any] | None = None,
+             progress: Callable[[int, int], None] | None = None) -> str:
     """The JSON report; raises TraceError, MachineError, DeadlockError, ValueError (options) or
     KeyboardInterrupt."""
 def machine_check(machine_toml: str, machine_file: str, nodes: int = 2) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import click
 
@@ -71,7 +72,7 @@ def error_line(msg: str):
     Console(stderr=True).print(f"[bold red]error:[/] {escape(msg)}", highlight=False, markup=True, soft_wrap=True)
 
 
-def fail(msg: str, code: int = EXIT_ERROR):
+def fail(msg: str, code: int = EXIT_ERROR) -> NoReturn:
     error_line(msg)
     sys.exit(code)
 

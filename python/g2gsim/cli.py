@@ -12,9 +12,12 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 from rich.table import Table
 
 from . import __version__, machines
-from ._errors import SafeGroup, error_line, fail as _fail_line, notice as _notice
+from ._errors import SafeGroup, error_line
+from ._errors import fail as _fail_line
+from ._errors import notice as _notice
 from ._io import atomic_output, write_text_atomic
-from .sim import SimulationError, as_native, simulate as run_simulation
+from .sim import SimulationError, as_native
+from .sim import simulate as run_simulation
 from .trace import Trace, TraceError
 from .vocab import MODES, SEND_OPS, SHARING
 
@@ -136,13 +139,16 @@ def sim_options(f):
         click.option("--gpus-per-node", type=click.IntRange(1), default=None, help="override GPUs (ranks) per node"),
         click.option("--mapping", default=None, help="linear (default), round-robin, or a file of node indices per rank"),
         click.option("--coll-algo", "coll_algos", default="", help="override algorithms: allreduce=ring,bcast=binomial"),
-        click.option("--staged-buffers-are-device", is_flag=True, help="gpudirect what-if for HostCopy traces: host MPI buffers hold GPU data; staging copies are dropped"),
-        click.option("--gpudirect-min-bytes", type=click.IntRange(0), default=0, help="mixed what-if: GPU-direct only for messages of at least this size"),
+        click.option("--staged-buffers-are-device", is_flag=True,
+                     help="gpudirect what-if for HostCopy traces: host MPI buffers hold GPU data; staging copies are dropped"),
+        click.option("--gpudirect-min-bytes", type=click.IntRange(0), default=0,
+                     help="mixed what-if: GPU-direct only for messages of at least this size"),
         click.option("--gpudirect-collectives-only", is_flag=True, help="mixed what-if: GPU-direct for collectives only"),
         click.option("--network-scale", type=float, default=1.0, help="multiply NIC and network bandwidth"),
         click.option("--no-overlap", is_flag=True, help="what-if: GPU work waits for completion (no compute/communication overlap)"),
         click.option("--sharing", type=click.Choice(SHARING), default=None, help="link sharing model (default: the machine file's, max-min)"),
-        click.option("--assume-buffers", type=click.Choice(["traced", "host", "device", "infer"]), default=None, help="buffer spaces for imported traces that lack them"),
+        click.option("--assume-buffers", type=click.Choice(["traced", "host", "device", "infer"]), default=None,
+                     help="buffer spaces for imported traces that lack them"),
         click.option("--no-progress", is_flag=True, help="no progress bar"),
         click.option("--no-cache", is_flag=True, help="import OTF2 / DUMPI afresh, not from the import cache"),
         click.option("--strict", is_flag=True, help="end-of-trace warnings (unreceived messages, requests never waited for) are errors"),
@@ -155,7 +161,9 @@ def sim_options(f):
 def _kw(gpus_per_node, mapping, coll_algos, staged_buffers_are_device, gpudirect_min_bytes,
         gpudirect_collectives_only, network_scale, assume_buffers, sharing=None, no_overlap=False, no_cache=False,
         strict=False):
-    return dict(cache=False if no_cache else None, strict=strict or None, sharing=sharing, no_overlap=no_overlap or None, gpus_per_node=gpus_per_node, mapping=_parse_mapping(mapping), coll_algos=coll_algos,
+    return dict(cache=False if no_cache else None, strict=strict or None, sharing=sharing,
+                no_overlap=no_overlap or None, gpus_per_node=gpus_per_node, mapping=_parse_mapping(mapping),
+                coll_algos=coll_algos,
                 staged_as_device=staged_buffers_are_device, gpudirect_min_bytes=gpudirect_min_bytes,
                 gpudirect_collectives_only=gpudirect_collectives_only, network_scale=network_scale,
                 assume_buffers=assume_buffers)
@@ -212,7 +220,7 @@ def info(trace, assume_buffers, no_cache):
     if len(sends):
         import numpy as np
 
-        from .vocab import SIZE_CLASSES          # the report's classes
+        from .vocab import SIZE_CLASSES  # the report's classes
         edges = [c.max_bytes for c in SIZE_CLASSES if c.max_bytes is not None]
         labels = [c.label for c in SIZE_CLASSES]
         counts = np.bincount(np.searchsorted(edges, sends["bytes"].to_numpy(), side="left"), minlength=len(labels))
@@ -290,8 +298,8 @@ def machine_validate(name_or_file):
     except machines.MachineError as e:
         _fail(str(e))
     if errs:
-        for e in errs[:-1]:
-            error_line(e)
+        for err in errs[:-1]:
+            error_line(err)
         _fail(errs[-1] + (f" ({len(errs)} errors)" if len(errs) > 1 else ""))
     console.print(f"{name_or_file}: valid")
 

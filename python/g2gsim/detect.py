@@ -20,21 +20,38 @@ saves everything it runs and reads, in the layout the tests replay.  See docs/ma
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from . import __version__
+from .detect_parse import (
+    PATH_RANK,
+    QUERY_FIELDS,
+    encoding_name,
+    gen_from_gts,
+    gen_from_link_gbs,
+    norm_bus_id,
+    parse_cpuinfo_model,
+    parse_hwloc,
+    parse_ib_rate,
+    parse_modules,
+    parse_mpi_version,
+    parse_nvlink_remote,
+    parse_nvlink_status,
+    parse_query_csv,
+    parse_smi_q,
+    parse_topo,
+    pcie_bw,
+    smi_q_attached,
+)
 from .machines import toml_value as _toml_value
-from .detect_parse import (PATH_RANK, QUERY_FIELDS, encoding_name, gen_from_gts, gen_from_link_gbs, norm_bus_id,
-                           parse_cpuinfo_model, parse_hwloc, parse_ib_rate, parse_modules, parse_mpi_version,
-                           parse_nvlink_remote, parse_nvlink_status, parse_query_csv, parse_smi_q, parse_topo, pcie_bw, smi_q_attached)
 
 Runner = Callable[[list[str]], tuple[int, str]]
 
@@ -585,7 +602,7 @@ def inspect(runner: Runner | None = None, root: str | Path = "/", files: Files |
 
     # ------------------------------------------------------------------ [node.nvlink]
     switch_evidence = []
-    fabric = sorted({g.get("Fabric/State") for g in q_gpus if g.get("Fabric/State") not in (None, "", "N/A")})
+    fabric = sorted({str(g.get("Fabric/State")) for g in q_gpus if g.get("Fabric/State") not in (None, "", "N/A")})
     if any(s in ("Completed", "In Progress") for s in fabric):
         switch_evidence.append(f'nvidia-smi -q Fabric State "{fabric[0]}" (NVSwitch fabric manager)')
     if hw is not None and hw.nvswitches:
@@ -700,8 +717,8 @@ def _pcie(ctx: _Ctx, det: Detection, gpus: list[Gpu]) -> None:
     t = det.tables["node.pcie"]
     known = [g for g in gpus if g.gen_max and g.width_max]
     if known:
-        gen = min(g.gen_max for g in known)
-        width = min(g.width_max for g in known)
+        gen = min(g.gen_max or 0 for g in known)         # (known: both set)
+        width = min(g.width_max or 0 for g in known)
         srcs = sorted({g.link_src for g in known if g.link_src})
         spread = sorted({(g.gen_max, g.width_max) for g in known})
         extra = ""
@@ -715,7 +732,7 @@ def _pcie(ctx: _Ctx, det: Detection, gpus: list[Gpu]) -> None:
         t["generation"] = V(gen, "maximum link generation (the current one drops when the GPU idles)")
         t["width"] = V(width, "maximum link width")
         for g in known:
-            if g.width_cur and g.width_cur < g.width_max:
+            if g.width_cur and g.width_cur < (g.width_max or 0):
                 ctx.note(f"GPU {g.index} runs its PCIe link at x{g.width_cur} of x{g.width_max} (degraded link?)")
     else:
         bw, why = PLACEHOLDER_PCIE
@@ -851,7 +868,7 @@ def _nics(ctx: _Ctx, det: Detection, topo, hw, ib: dict[str, Nic], gpus: list[Gp
         nics.append(nic)
     det.nics = nics
     usable = [i for i, x in enumerate(nics) if x.active is not False]
-    for i, x in enumerate(nics):
+    for _i, x in enumerate(nics):
         if x.active is False:
             det.comments["node.nic"].append(f"{x.name}: no port ACTIVE ({x.state or '?'}), ignored")
     gdr_mods = _gdr(ctx)
@@ -876,7 +893,7 @@ def _nics(ctx: _Ctx, det: Detection, topo, hw, ib: dict[str, Nic], gpus: list[Gp
     assign: list[int] = []
     how = ""
     if n and topo is not None and topo.nics and len(topo.gpus) == n:
-        uses = Counter()
+        uses: Counter[int] = Counter()
         best = {}
         for g in range(n):
             ranks = {i: PATH_RANK.get(topo.path(g, i), 9) for i in usable}
@@ -896,8 +913,8 @@ def _nics(ctx: _Ctx, det: Detection, topo, hw, ib: dict[str, Nic], gpus: list[Gp
                 ctx.note(f"GPU{g}'s nearest NIC {nics[assign[g]].name} is across the CPU interconnect (SYS)")
     elif n and all(g.numa is not None for g in gpus) and any(nics[i].numa is not None for i in usable):
         uses = Counter()
-        for g in gpus:
-            same = [i for i in usable if nics[i].numa == g.numa] or usable
+        for gpu in gpus:
+            same = [i for i in usable if nics[i].numa == gpu.numa] or usable
             i = min(same, key=lambda i: (uses[i], i))
             uses[i] += 1
             assign.append(i)
@@ -913,10 +930,10 @@ def _nics(ctx: _Ctx, det: Detection, topo, hw, ib: dict[str, Nic], gpus: list[Gp
     t["count"] = V(count, f"RDMA NICs used by the GPUs, from {src}: " +
                    ", ".join(f"NIC{renum[i]} = {nics[i].name}" for i in used) +
                    (f" (not nearest to any GPU: {', '.join(unused)})" if unused else ""))
-    rates = [(nics[i].rate, nics[i]) for i in used if nics[i].rate]
+    rates = [(float(nics[i].rate or 0), nics[i]) for i in used if nics[i].rate]
     if rates:
         r, nic = min(rates, key=lambda x: x[0])
-        differ = sorted({x.rate_text for _, x in rates})
+        differ = sorted({x.rate_text or "" for _, x in rates})
         t["bw"] = V(f"{r * 8 / 1e9:g}Gb/s",
                     f'{nic.name}: "{nic.rate_text}"{" " + nic.link_layer if nic.link_layer else ""} from '
                     f"/sys/class/infiniband/{nic.name}/ports/*/rate" +
@@ -953,6 +970,7 @@ def _nics(ctx: _Ctx, det: Detection, topo, hw, ib: dict[str, Nic], gpus: list[Gp
 
 def _gdr(ctx: _Ctx) -> V:
     lsmod = ctx.run(CMD_LSMOD)
+    mods: set[str] | None
     if lsmod is not None and lsmod.strip():
         mods, msrc = parse_modules(lsmod), "lsmod"
     else:

@@ -5,9 +5,10 @@ import json
 import re
 import tomllib
 import warnings
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import tomli_w
 
@@ -59,7 +60,7 @@ def _read(p: Path) -> str:
         raise MachineError(f"{p}:{line}: not UTF-8 text (byte {e.start}); a machine file is TOML") from None
 
 
-def resolve(name_or_file: "str | Path | MachineSpec") -> tuple[str, str]:
+def resolve(name_or_file: str | Path | MachineSpec) -> tuple[str, str]:
     """Returns (toml_text, file_label) for a preset name, a path, or a MachineSpec (its settings
     applied and checked)."""
     if isinstance(name_or_file, MachineSpec):
@@ -93,7 +94,7 @@ def toml_value(v: Any) -> str:
     return tomli_w.dumps({"v": v}).removeprefix("v = ").rstrip("\n")
 
 
-def check(name_or_file: "str | Path | MachineSpec", nodes: int = 2) -> dict:
+def check(name_or_file: str | Path | MachineSpec, nodes: int = 2) -> dict:
     """Validates a machine and returns its parameters as the core understands them (what
     ``g2gsim machine show`` prints), with the network built for ``nodes`` nodes."""
     text, label = resolve(name_or_file)
@@ -121,7 +122,7 @@ class MachineSpec:
         return " ".join([self.base, *(f"--set {s}" for s in self.sets)])
 
 
-def with_sets(machine: "str | Path | MachineSpec", sets: Iterable[str] | Mapping[str, Any] = ()) -> "str | Path | MachineSpec":
+def with_sets(machine: str | Path | MachineSpec, sets: Iterable[str] | Mapping[str, Any] = ()) -> str | Path | MachineSpec:
     """``machine`` with ``sets`` applied (``["node.nic.bw=50GB/s"]`` or ``{"node.nic.bw": "50GB/s"}``);
     the machine itself when there are none.  Raises MachineError when a setting is invalid."""
     if isinstance(sets, Mapping):
@@ -245,7 +246,7 @@ def _overridden_by(doc: dict, key: str) -> str | None:
     return None
 
 
-def validate(name_or_file: "str | Path | MachineSpec") -> list[str]:
+def validate(name_or_file: str | Path | MachineSpec) -> list[str]:
     """Every error of a machine file (each "file:line: key: message"); empty when it is valid. A file
     whose schema is valid is also built (2 nodes), so topology errors show too."""
     text, label = resolve(name_or_file)

@@ -4,8 +4,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from . import _core, machines
 from .report import Report
@@ -128,7 +129,10 @@ def _no_cache_dir() -> Path:
     import tempfile
     d = Path(tempfile.mkdtemp(prefix="g2gsim-import-"))
     if not _TEMP_DIRS:
-        atexit.register(lambda: [shutil.rmtree(x, ignore_errors=True) for x in _TEMP_DIRS])
+        def _cleanup() -> None:
+            for x in _TEMP_DIRS:
+                shutil.rmtree(x, ignore_errors=True)
+        atexit.register(_cleanup)
     _TEMP_DIRS.append(d)
     return d
 
@@ -208,7 +212,7 @@ def import_trace(p: Path, assume_buffers: str | None = None, progress: bool = Fa
     return Trace.read(p)
 
 
-def simulate(trace: str | Path, machine: "str | Path | machines.MachineSpec" = "lassen", mode: str = "as-traced",
+def simulate(trace: str | Path, machine: str | Path | machines.MachineSpec = "lassen", mode: str = "as-traced",
              progress: Callable[[int, int], None] | None = None, assume_buffers: str | None = None,
              cache: bool | None = None, **options: Any) -> Report:
     """Simulates ``trace`` on ``machine`` (preset name, TOML path, or a ``machines.MachineSpec`` from

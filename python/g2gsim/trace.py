@@ -6,12 +6,12 @@ generators of millions of rows); writers and the core read the file written by `
 """
 from __future__ import annotations
 
-
 import json
 import os
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -36,9 +36,22 @@ def auto_window_ops(nranks: int) -> int:
     return 1 << (int(w).bit_length() - 1)
 
 # the vocabulary and the columns come from the core (g2gsim/vocab.py); re-exported here
-from .vocab import (ALL_OPS, ANY_SOURCE, ANY_TAG, BLOCKING_COLLECTIVES, COLLECTIVES,  # noqa: E402,F401
-                    COLUMNS, COPY_KINDS, GPU_OPS, MEM_SPACES, NONBLOCKING_COLLECTIVES, P2P_OPS,
-                    PROC_NULL, TEST_OPS, WAIT_OPS)
+from .vocab import (  # noqa: E402,F401
+    ALL_OPS,
+    ANY_SOURCE,
+    ANY_TAG,
+    BLOCKING_COLLECTIVES,
+    COLLECTIVES,
+    COLUMNS,
+    COPY_KINDS,
+    GPU_OPS,
+    MEM_SPACES,
+    NONBLOCKING_COLLECTIVES,
+    P2P_OPS,
+    PROC_NULL,
+    TEST_OPS,
+    WAIT_OPS,
+)
 
 
 def _arrow_type(name: str) -> pa.DataType:
@@ -53,7 +66,7 @@ SCHEMA = pa.schema([(c.name, _arrow_type(c.type)) for c in COLUMNS])
 DEFAULTS: dict[str, Any] = {c.name: c.default for c in COLUMNS if not c.required}
 
 
-def file_metadata(nranks: int, window_ops: int, comms: list["Comm"], source: str,
+def file_metadata(nranks: int, window_ops: int, comms: list[Comm], source: str,
                   buffers: str) -> dict[str, str]:
     """The Parquet key/value metadata of a native trace (docs/trace-format.md)."""
     return {
@@ -143,11 +156,13 @@ class Trace:
     source: str = ""
     buffers: str = "traced"
     path: Path | None = None
+    #: what an importer counted (events, unmatched messages, ...); empty for other traces
+    import_stats: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     # ----------------------------------------------------------------- construction
     @classmethod
     def from_columns(cls, nranks: int, columns: dict[str, Any], comms: list[Comm] | None = None,
-                     source: str = "", buffers: str = "traced") -> "Trace":
+                     source: str = "", buffers: str = "traced") -> Trace:
         """Build from column arrays (numpy or lists); missing columns take their defaults.
 
         ``rank`` and ``op`` are required; ``seq`` is computed from the order of rows of each rank
@@ -210,7 +225,7 @@ class Trace:
         return path
 
     @classmethod
-    def read(cls, path: str | Path, assume_buffers: str | None = None, progress: bool = False) -> "Trace":
+    def read(cls, path: str | Path, assume_buffers: str | None = None, progress: bool = False) -> Trace:
         """Reads a trace in any format ``g2gsim.simulate`` accepts: native ``.g2g.parquet``, a Score-P
         or g2gsim-tracer OTF2 archive (its ``traces.otf2`` anchor or directory), an SST DUMPI
         ``.meta``.  Imported formats are converted in memory (nothing is cached);
@@ -256,13 +271,13 @@ class Trace:
                    path=path)
 
     @classmethod
-    def from_otf2(cls, anchor: str | Path, **kw) -> "Trace":
+    def from_otf2(cls, anchor: str | Path, **kw) -> Trace:
         """Imports a Score-P / g2gsim-tracer OTF2 archive (see readers/otf2_reader.py)."""
         from .readers.otf2_reader import read_otf2
         return read_otf2(anchor, **kw)
 
     @classmethod
-    def from_dumpi(cls, meta: str | Path, **kw) -> "Trace":
+    def from_dumpi(cls, meta: str | Path, **kw) -> Trace:
         """Imports an SST DUMPI trace from its .meta file (see readers/dumpi_reader.py)."""
         from .readers.dumpi_reader import read_dumpi
         return read_dumpi(meta, **kw)

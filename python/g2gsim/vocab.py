@@ -3,7 +3,7 @@ and their classes, modes, sharing models, memory spaces, copy kinds, the report'
 the native format's columns.  Python code takes these sets from here and never spells them again.
 
 The definitions live in ``crates/g2g-trace/src/vocab.rs`` (operations, columns),
-``crates/g2g-mpi/src/vocab.rs`` and ``report.rs`` (modes, size classes) and
+``crates/g2g-mpi/src/options.rs`` and ``report.rs`` (modes, size classes) and
 ``crates/g2g-net/src/lmm.rs`` (sharing).
 """
 from __future__ import annotations

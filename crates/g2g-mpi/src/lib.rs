@@ -5,7 +5,7 @@
 //! (the driver: event loop and rank executor) over `ops/` (what each trace operation does) over
 //! `model/` (matching, protocols, requests, transfers, GPU streams, routes, factors, HostCopy
 //! staging, communicators), with `state.rs` (the replay's data) and the leaves `event.rs`,
-//! `options.rs`, `stats.rs`, `report.rs`, `timeline.rs`, `vocab.rs`.  See ARCHITECTURE.md.
+//! `options.rs`, `stats.rs`, `report.rs`, `timeline.rs`.  See ARCHITECTURE.md.
 mod event;
 mod model;
 mod ops;
@@ -16,7 +16,6 @@ mod sim;
 mod state;
 mod stats;
 mod timeline;
-mod vocab;
 
 pub use options::{Mapping, Mode, Progress, SimError, SimOptions};
 pub use report::{OpStat, PathStat, RankStat, Report, SIZE_CLASSES, SIZE_CLASS_MAX_BYTES};

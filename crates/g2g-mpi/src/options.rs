@@ -16,13 +16,11 @@ pub enum Mode {
 }
 
 impl Mode {
+    /// Every mode, in the order documentation and command lines list them (`_core.vocabulary()`).
+    pub const ALL: [Mode; 3] = [Mode::AsTraced, Mode::HostCopy, Mode::GpuDirect];
+
     pub fn parse(s: &str) -> Option<Mode> {
-        match s {
-            "as-traced" => Some(Mode::AsTraced),
-            "hostcopy" => Some(Mode::HostCopy),
-            "gpudirect" => Some(Mode::GpuDirect),
-            _ => None,
-        }
+        Mode::ALL.into_iter().find(|m| m.name() == s)
     }
     pub fn name(self) -> &'static str {
         match self {
@@ -220,5 +218,18 @@ impl ModePolicy {
     /// The mode as the report names it.
     pub fn name(&self) -> String {
         self.mode.name().to_string() + if self.staged_as_device { "+staged-as-device" } else { "" }
+    }
+}
+
+#[cfg(test)]
+mod mode_tests {
+    use super::*;
+
+    #[test]
+    fn every_mode_round_trips_through_its_name() {
+        for m in Mode::ALL {
+            assert_eq!(Mode::parse(m.name()), Some(m));
+        }
+        assert_eq!(Mode::parse("GPUDirect"), None);
     }
 }

@@ -55,6 +55,9 @@ pub struct Report {
     pub trace: String,
     pub machine: String,
     pub mode: String,
+    /// how flows shared links in this run: `max-min` (exact, incremental), `max-min-full`
+    /// (exact, whole-component solves) or `bottleneck` (the approximation)
+    pub sharing: String,
     pub nranks: u32,
     pub nodes: u32,
     pub gpus_per_node: u32,

@@ -158,6 +158,7 @@ fn report(st: &State, opt: &SimOptions, trace: String, machine: String, wall_s: 
         trace,
         machine,
         mode: st.policy.name(),
+        sharing: st.m.net.sharing.name().to_string(),
         nranks: st.world.nranks,
         nodes: place.nodes,
         gpus_per_node: place.gpus_per_node,

@@ -8,16 +8,22 @@
 //! versions (lazy invalidation).  Starts and ends at one instant are batched into one solve.
 //!
 //! Exact max-min is solved incrementally (`Sharing::MaxMin`).  The allocation before a change is
-//! max-min; after it, only the flows of the changed links are re-rated (the set U), by progressive
-//! filling over the capacity the other flows leave; then the max-min condition is checked around
-//! them: every flow must have a *bottleneck link*, saturated and carrying no faster flow
-//! (Bertsekas & Gallager, Data Networks, 6.5.2).  A flow that fails, or a flow faster than a U flow
-//! on the U flow's saturated link, joins U and the filling is repeated.  Flows away from the changed
-//! links keep their rates and their bottleneck links, so the check only visits the links of U.
-//! When U stops growing the allocation is the max-min one (each fixed flow has its bottleneck link,
-//! each U flow its saturated link in the residual problem, on which no flow is faster); when U grows
-//! past a quarter of the flows, the whole component is solved instead.  `Sharing::MaxMinFull`
-//! always solves the whole component (the reference the incremental solve is tested against).
+//! max-min; after it, only a set U of flows is re-rated -- at first the flows started since the
+//! last solve -- by progressive filling over the capacity the other flows leave on U's links
+//! and the links where flows started or ended (R); then the max-min condition is checked: every
+//! flow must have a *bottleneck link*, saturated and carrying no faster flow (Bertsekas &
+//! Gallager, Data Networks, 6.5.2).  A U flow that fails pulls in the faster fixed flows of its
+//! saturated links; a fixed flow can only have lost its bottleneck on an R link that was
+//! saturated before, and is no longer or now carries a U flow faster than every flow before:
+//! only there are the fastest fixed flows (the ones the link can have been the bottleneck of)
+//! checked, and a failing one joins U.  The filling and the check are repeated until U stops
+//! growing; then every flow has a bottleneck link and the allocation is the max-min one.  No
+//! link's flows are summed for this: each link keeps the sum of its flows' rates (in exact fixed
+//! point, so it never drifts from a fresh sum) and its largest rate with how many flows have it.
+//! When U grows past a quarter of the flows, the whole component is solved instead.
+//! `Sharing::MaxMinFull` always solves the whole component (the reference the incremental solve
+//! is tested against).  New finish times are returned in flow order and rounded up to the ns
+//! with a tolerance for last-bit noise (`finish_ns`), so both solves schedule the same.
 
 use crate::topology::LinkId;
 
@@ -36,6 +42,61 @@ struct Link {
     cap: f64,
     flows: LinkFlows,
     mark: u32,
+    /// exact max-min: the sum of its flows' rates, kept up to date by every re-rating, start and
+    /// finish, so that the incremental solve never sums a link's flows.  In fixed point (`fx`):
+    /// exact and independent of the order of updates, so it does not drift from a fresh sum
+    load: i128,
+    /// exact max-min: the largest rate of its flows and how many flows have exactly that rate
+    /// (`nmax == 0` with flows on the link: not known, a scan finds it)
+    lmax: f64,
+    nmax: u32,
+}
+
+impl Link {
+    /// One of its flows goes from rate `old` to `new` (keeps `lmax`/`nmax`).
+    #[inline]
+    fn rate_moved(&mut self, old: f64, new: f64) {
+        if self.nmax == 0 {
+            return; // not known: found by a scan when needed
+        }
+        if old == self.lmax {
+            self.nmax -= 1;
+            if self.nmax == 0 {
+                return;
+            }
+        }
+        if new > self.lmax {
+            self.lmax = new;
+            self.nmax = 1;
+        } else if new == self.lmax {
+            self.nmax += 1;
+        }
+    }
+}
+
+/// A rate (bytes per ns) in the fixed point of `Link::load`: units of 2^-64 byte per ns.
+#[inline]
+fn fx(r: f64) -> i128 {
+    (r * 18_446_744_073_709_551_616.0) as i128
+}
+
+#[inline]
+fn from_fx(x: i128) -> f64 {
+    x as f64 * (1.0 / 18_446_744_073_709_551_616.0)
+}
+
+/// What the incremental max-min check knows of a link in one check round (`FlowNet::tick`).
+#[derive(Clone, Copy, Debug, Default)]
+struct LinkStat {
+    tick: u32,
+    /// sum of rates with U's staged rates
+    sum: f64,
+    /// largest staged rate of a U flow on it (0 if none)
+    umax: f64,
+    /// largest rate of a flow not in U, or NaN until needed
+    fmax: f64,
+    /// U flows whose committed rate is the link's `lmax`
+    u_at_max: u32,
 }
 
 /// Field order fixed (`repr(C)`, 64-byte aligned): what a scan of a link's flows reads (`rate`,
@@ -98,11 +159,24 @@ impl Flow {
             self.last = now;
             self.rate = r;
             self.version = self.version.wrapping_add(1);
-            let d = if r > 0.0 { (self.remaining / r).ceil() } else { f64::MAX };
-            let finish = if d >= 1e18 { u64::MAX / 2 } else { now + d as u64 };
+            let finish = finish_ns(now, self.remaining, r);
             out.push(Reschedule { flow: id, finish, version: self.version });
         }
     }
+}
+
+/// When a flow with `remaining` bytes at rate `r` (bytes per ns) from `now` finishes: the next
+/// whole ns, where a quotient above a whole number by rounding noise only (1e-10 of it) counts as
+/// that number.  Incremental and whole-component solves reach the same rate through different
+/// sums, equal to the last bits or so; with round sizes and bandwidths the quotient is often a
+/// whole number, and a plain `ceil` would then put one solve a ns after the other.
+#[inline]
+fn finish_ns(now: Time, remaining: f64, r: f64) -> Time {
+    let x = if r > 0.0 { remaining / r } else { f64::MAX };
+    if x >= 1e18 {
+        return u64::MAX / 2;
+    }
+    now + (x - x * 1e-10).ceil().max(0.0) as u64
 }
 
 /// One flow whose finish time changed: schedule its completion at `finish` with `version`.
@@ -126,6 +200,8 @@ pub struct FlowNet {
     stack: Vec<LinkId>,
     link_rem: Vec<f64>,
     link_n: Vec<u32>,
+    /// incremental max-min: per R link, the fixed-point sum of the rates of its flows not in U
+    link_fixed: Vec<i128>,
     live: Vec<LinkId>,
     new_rates: Vec<(FlowId, f64)>,
     /// how concurrent flows share links
@@ -137,8 +213,10 @@ pub struct FlowNet {
     pub component_solves: u64,
     u_flows: Vec<FlowId>,
     r_links: Vec<LinkId>,
-    /// per link: (tick, sum of rates, largest rate) cached during one check
-    link_stat: Vec<(u32, f64, f64)>,
+    /// per link: what one check round knows of it
+    link_stat: Vec<LinkStat>,
+    /// exact max-min: flows started since the last resolve (the incremental solve's first U)
+    started: Vec<FlowId>,
     tick: u32,
     /// bottleneck sharing: each link's fair share (capacity / flows) as of the last re-rating;
     /// up to date for every link once a resolve has run (a link's flow count only changes by a
@@ -166,16 +244,18 @@ impl FlowNet {
         self.links.reserve(n);
         self.link_rem.reserve(n);
         self.link_n.reserve(n);
+        self.link_fixed.reserve(n);
         self.link_stat.reserve(n);
         self.last_share.reserve(n);
     }
 
     /// Adds a link of `bw_bytes_per_s`; returns its id (ids are dense from 0).
     pub fn add_link(&mut self, bw_bytes_per_s: f64) -> LinkId {
-        self.links.push(Link { cap: bw_bytes_per_s * 1e-9, flows: LinkFlows::new(), mark: 0 });
+        self.links.push(Link { cap: bw_bytes_per_s * 1e-9, flows: LinkFlows::new(), mark: 0, load: 0, lmax: 0.0, nmax: 0 });
         self.link_rem.push(0.0);
         self.link_n.push(0);
-        self.link_stat.push((0, 0.0, 0.0));
+        self.link_fixed.push(0);
+        self.link_stat.push(LinkStat::default());
         self.last_share.push(f64::INFINITY);
 
         (self.links.len() - 1) as LinkId
@@ -230,9 +310,19 @@ impl FlowNet {
             (self.flows.len() - 1) as FlowId
         };
         for &l in links {
-            self.links[l as usize].flows.push(id);
+            let lk = &mut self.links[l as usize];
+            lk.flows.push(id);
+            if lk.flows.len() == 1 {
+                lk.lmax = 0.0;
+                lk.nmax = 1;
+            } else if lk.nmax > 0 && lk.lmax == 0.0 {
+                lk.nmax += 1;
+            }
         }
         self.dirty.extend_from_slice(links);
+        if self.sharing != Sharing::Bottleneck {
+            self.started.push(id);
+        }
         self.active_flows += 1;
         id
     }
@@ -244,11 +334,22 @@ impl FlowNet {
         f.active = false;
         f.version = f.version.wrapping_add(1);
         let token = f.token;
+        let rate = f.rate;
         let links = std::mem::take(&mut f.links);
         for &l in &links {
-            let v = &mut self.links[l as usize].flows;
+            let lk = &mut self.links[l as usize];
+            let v = &mut lk.flows;
             if let Some(p) = v.iter().position(|&x| x == id) {
                 v.swap_remove(p);
+            }
+            if lk.flows.is_empty() {
+                lk.load = 0;
+                lk.nmax = 0;
+            } else {
+                lk.load -= fx(rate);
+                if lk.nmax > 0 && rate == lk.lmax {
+                    lk.nmax -= 1;
+                }
             }
         }
         self.dirty.extend_from_slice(&links);
@@ -282,12 +383,23 @@ impl FlowNet {
     }
 
     /// Re-solves every component touched since the last call; appends new finish times.
+    /// They come in flow order, whichever way the solve went (so that a caller that schedules
+    /// them as they come does the same for the incremental and the whole-component solve).
     pub fn resolve(&mut self, now: Time, out: &mut Vec<Reschedule>) {
+        let from = out.len();
+        self.resolve_any(now, out);
+        if self.sharing != Sharing::Bottleneck && out.len() - from > 1 {
+            out[from..].sort_unstable_by_key(|r| r.flow);
+        }
+    }
+
+    fn resolve_any(&mut self, now: Time, out: &mut Vec<Reschedule>) {
         if self.sharing == Sharing::Bottleneck {
             self.resolve_bottleneck(now, out);
             return;
         }
         if self.dirty.is_empty() {
+            self.started.clear();
             return;
         }
         if self.sharing == Sharing::MaxMin {
@@ -304,6 +416,7 @@ impl FlowNet {
             }
             self.solve_component(seed, now, out);
         }
+        self.started.clear();
         self.epoch = self.epoch.wrapping_add(1);
     }
 
@@ -316,42 +429,70 @@ impl FlowNet {
         self.tick
     }
 
-    /// Rate of flow `f`, the staged one if it is in U (marked `mark`).
+    /// Largest rate of link `l`'s flows as committed (before the solve under way), by a scan if
+    /// not known.
     #[inline]
-    fn rate_in(&self, f: FlowId, mark: u32) -> f64 {
-        let fl = &self.flows[f as usize];
-        if fl.mark == mark {
-            fl.staged
-        } else {
-            fl.rate
+    fn lmax(&mut self, l: LinkId) -> f64 {
+        let lk = &self.links[l as usize];
+        if lk.nmax > 0 || lk.flows.is_empty() {
+            return lk.lmax;
         }
-    }
-
-    /// (sum of rates, largest rate) of link `l`, cached for check round `tick`.
-    fn stat(&mut self, l: LinkId, mark: u32, tick: u32) -> (f64, f64) {
-        let c = self.link_stat[l as usize];
-        if c.0 == tick {
-            return (c.1, c.2);
-        }
-        let (mut sum, mut max) = (0.0f64, 0.0f64);
-        for &g in &self.links[l as usize].flows {
-            let r = self.rate_in(g, mark);
-            sum += r;
+        let (mut max, mut n) = (0.0f64, 0u32);
+        for &g in &lk.flows {
+            let r = self.flows[g as usize].rate;
             if r > max {
                 max = r;
+                n = 1;
+            } else if r == max {
+                n += 1;
             }
         }
-        self.link_stat[l as usize] = (tick, sum, max);
-        (sum, max)
+        let lk = &mut self.links[l as usize];
+        lk.lmax = max;
+        lk.nmax = n;
+        max
+    }
+
+    /// Largest rate among link `l`'s flows not in U (not marked `mark`), cached in the round's
+    /// stat of the link.
+    #[inline]
+    fn fmax(&mut self, l: LinkId, mark: u32) -> f64 {
+        let st = self.link_stat[l as usize];
+        if !st.fmax.is_nan() {
+            return st.fmax;
+        }
+        // a fixed flow has the link's largest committed rate: that is the answer
+        let lmax = self.lmax(l);
+        if self.links[l as usize].nmax > st.u_at_max {
+            self.link_stat[l as usize].fmax = lmax;
+            return lmax;
+        }
+        let mut max = 0.0f64;
+        for &g in &self.links[l as usize].flows {
+            let fl = &self.flows[g as usize];
+            if fl.mark != mark && fl.rate > max {
+                max = fl.rate;
+            }
+        }
+        self.link_stat[l as usize].fmax = max;
+        max
     }
 
     /// Does flow `f` at rate `r` have a bottleneck link: saturated, and no flow on it faster?
+    /// Links of R have their stat for round `tick` (sum and U's largest rate with U's staged
+    /// rates); any other link is as committed (its `load`).
     fn has_bottleneck(&mut self, f: FlowId, r: f64, mark: u32, tick: u32) -> bool {
         for j in 0..self.flows[f as usize].links.len() {
             let l = self.flows[f as usize].links[j];
-            let (sum, max) = self.stat(l, mark, tick);
             let cap = self.links[l as usize].cap;
-            if sum >= cap * (1.0 - 1e-9) && r >= max * (1.0 - 1e-9) {
+            let st = &mut self.link_stat[l as usize];
+            if st.tick != tick {
+                *st = LinkStat { tick, sum: from_fx(self.links[l as usize].load), umax: 0.0, fmax: f64::NAN, u_at_max: 0 };
+            }
+            if st.sum < cap * (1.0 - 1e-9) || r < st.umax * (1.0 - 1e-9) {
+                continue;
+            }
+            if r >= self.fmax(l, mark) * (1.0 - 1e-9) {
                 return true;
             }
         }
@@ -432,35 +573,43 @@ impl FlowNet {
     /// The incremental exact max-min solve (module docs).  Commits and returns true when the
     /// check holds with U at most a quarter of the flows (at least 64); otherwise changes no rate
     /// and returns false.
+    ///
+    /// U starts as the flows started since the last solve; R is the dirty links (a flow started
+    /// or ended there) and the links of U.  Each round: the capacity the fixed flows leave on R
+    /// (`load` less U's committed rates: no link is summed), progressive filling of U over it,
+    /// then the check.  A U flow without a bottleneck pulls in the faster fixed flows of its
+    /// saturated links.  A fixed flow can only lose its bottleneck on an R link that is no longer
+    /// saturated or now carries a U flow faster than every fixed flow: only then are that link's
+    /// fastest fixed flows (the ones it can have been the bottleneck of) checked.
     fn resolve_incremental(&mut self, now: Time, out: &mut Vec<Reschedule>) -> bool {
         let mark = self.epoch.wrapping_add(1);
         let mut u = std::mem::take(&mut self.u_flows);
         let mut rl = std::mem::take(&mut self.r_links);
         u.clear();
         rl.clear();
+        for i in 0..self.started.len() {
+            let f = self.started[i];
+            let fl = &mut self.flows[f as usize];
+            if fl.active && fl.mark != mark {
+                fl.mark = mark;
+                u.push(f);
+            }
+        }
         for i in 0..self.dirty.len() {
             // a link is dirty once per flow started or ended on it: visit it once
             let l = self.dirty[i];
-            if self.links[l as usize].mark == mark {
-                continue;
-            }
-            self.links[l as usize].mark = mark;
-            rl.push(l);
-            for k in 0..self.links[l as usize].flows.len() {
-                let f = self.links[l as usize].flows[k];
-                if self.flows[f as usize].mark != mark {
-                    self.flows[f as usize].mark = mark;
-                    u.push(f);
-                }
+            if self.links[l as usize].mark != mark {
+                self.links[l as usize].mark = mark;
+                rl.push(l);
             }
         }
-        // a change that touches more than an eighth of the flows directly (all-to-all traffic on
-        // shared links) is left to the whole-component solve at once; U may grow to a quarter
+        // R's first links are the dirty ones: on the others, `load` is still the sum before the
+        // solve, and a link that was not saturated then was nobody's bottleneck
+        let ndirty = rl.len();
         let limit = (self.active_flows / 4).max(64);
-        let first = (self.active_flows / 8).max(64);
         let mut linked = 0;
         let ok = loop {
-            if u.len() > limit || (linked == 0 && u.len() > first) {
+            if u.len() > limit {
                 break false;
             }
             // the links of U's new flows join R
@@ -477,26 +626,48 @@ impl FlowNet {
             linked = u.len();
             // capacity the fixed flows leave on R, and U's flows there
             for &l in &rl {
-                let mut rem = self.links[l as usize].cap;
-                let mut n = 0u32;
-                for &g in &self.links[l as usize].flows {
-                    let fl = &self.flows[g as usize];
-                    if fl.mark == mark {
-                        n += 1;
-                    } else {
-                        rem -= fl.rate;
-                    }
+                self.link_fixed[l as usize] = self.links[l as usize].load;
+                self.link_n[l as usize] = 0;
+            }
+            for &f in &u {
+                let fl = &self.flows[f as usize];
+                let r = fx(fl.rate);
+                for &l in &fl.links {
+                    self.link_fixed[l as usize] -= r;
+                    self.link_n[l as usize] += 1;
                 }
-                self.link_rem[l as usize] = rem.max(0.0);
-                self.link_n[l as usize] = n;
+            }
+            for &l in &rl {
+                let fixed = from_fx(self.link_fixed[l as usize]);
+                self.link_rem[l as usize] = (self.links[l as usize].cap - fixed).max(0.0);
             }
             self.u_flows = u;
             self.r_links = rl;
             self.fill_u(mark);
             u = std::mem::take(&mut self.u_flows);
             rl = std::mem::take(&mut self.r_links);
-            // check: U flows, then the fixed flows that share a link with U
+            // the round's stat of every R link: sum and U's largest rate with the staged rates
             let tick = self.next_tick();
+            for &l in &rl {
+                self.lmax(l);
+                let fixed = from_fx(self.link_fixed[l as usize]);
+                self.link_stat[l as usize] = LinkStat { tick, sum: fixed, umax: 0.0, fmax: f64::NAN, u_at_max: 0 };
+            }
+            for &f in &u {
+                let fl = &self.flows[f as usize];
+                let (old, new) = (fl.rate, fl.staged);
+                for &l in &fl.links {
+                    let st = &mut self.link_stat[l as usize];
+                    st.sum += new;
+                    if new > st.umax {
+                        st.umax = new;
+                    }
+                    if old == self.links[l as usize].lmax {
+                        st.u_at_max += 1;
+                    }
+                }
+            }
+            // check: U flows, then the fixed flows that can have lost their bottleneck
             let before = u.len();
             for i in 0..before {
                 let f = u[i];
@@ -507,6 +678,9 @@ impl FlowNet {
                 // a faster fixed flow shares f's saturated link: it joins U
                 for j in 0..self.flows[f as usize].links.len() {
                     let l = self.flows[f as usize].links[j];
+                    if self.link_stat[l as usize].sum < self.links[l as usize].cap * (1.0 - 1e-9) {
+                        continue;
+                    }
                     for k in 0..self.links[l as usize].flows.len() {
                         let g = self.links[l as usize].flows[k];
                         let fl = &mut self.flows[g as usize];
@@ -520,9 +694,25 @@ impl FlowNet {
             let seen = self.next_tick();
             for li in 0..rl.len() {
                 let l = rl[li];
+                let st = self.link_stat[l as usize];
+                let cap = self.links[l as usize].cap;
+                if li >= ndirty && from_fx(self.links[l as usize].load) < cap * (1.0 - 1e-9) {
+                    continue; // not saturated before the change: no fixed flow's bottleneck
+                }
+                // a fixed flow it was the bottleneck of had the link's largest rate (`lmax`, as
+                // committed): it keeps it if the link is still saturated and no U flow is faster
+                let lmax = self.links[l as usize].lmax;
+                if st.sum >= cap * (1.0 - 1e-9) && st.umax <= lmax {
+                    continue;
+                }
+                if st.u_at_max >= self.links[l as usize].nmax && self.fmax(l, mark) < lmax * (1.0 - 1e-9) {
+                    continue; // every flow at the top is in U: no fixed flow had it as bottleneck
+                }
+                let top = lmax * (1.0 - 1e-9);
                 for k in 0..self.links[l as usize].flows.len() {
                     let g = self.links[l as usize].flows[k];
-                    if self.flows[g as usize].mark == mark || self.flows[g as usize].seen == seen {
+                    let fl = &self.flows[g as usize];
+                    if fl.mark == mark || fl.seen == seen || fl.rate < top {
                         continue;
                     }
                     self.flows[g as usize].seen = seen;
@@ -542,10 +732,21 @@ impl FlowNet {
             self.incremental_solves += 1;
             for &f in &u {
                 let fl = &mut self.flows[f as usize];
+                let old = fl.rate;
                 let r = fl.staged;
                 fl.rerate(f, now, r, out);
+                let new = fl.rate;
+                if new != old {
+                    for j in 0..self.flows[f as usize].links.len() {
+                        let l = self.flows[f as usize].links[j];
+                        let lk = &mut self.links[l as usize];
+                        lk.load += fx(new) - fx(old);
+                        lk.rate_moved(old, new);
+                    }
+                }
             }
             self.dirty.clear();
+            self.started.clear();
             self.epoch = mark;
         }
         self.u_flows = u;
@@ -671,13 +872,22 @@ impl FlowNet {
                 fl.rate = r;
                 if changed {
                     fl.version = fl.version.wrapping_add(1);
-                    let dt = if r > 0.0 { (fl.remaining / r).ceil() } else { f64::MAX };
-                    let finish = if dt >= 1e18 { u64::MAX / 2 } else { now + dt as u64 };
+                    let finish = finish_ns(now, fl.remaining, r);
                     out.push(Reschedule { flow: f, finish, version: fl.version });
                 }
             }
         }
         self.new_rates = new_rates;
+        // the component's links: their load at the new rates
+        for &l in &self.comp_links {
+            let mut load = 0i128;
+            for &f in &self.links[l as usize].flows {
+                load += fx(self.flows[f as usize].rate);
+            }
+            let lk = &mut self.links[l as usize];
+            lk.load = load;
+            lk.nmax = 0; // found by a scan when needed
+        }
     }
 }
 
@@ -704,6 +914,7 @@ impl Sharing {
     pub fn parse(s: &str) -> Option<Sharing> {
         Sharing::ALL.into_iter().find(|m| m.name() == s)
     }
+    /// The name `parse` reads (also the reports' `sharing`).
     pub fn name(self) -> &'static str {
         match self {
             Sharing::MaxMin => "max-min",
@@ -815,7 +1026,7 @@ mod tests {
 
     /// 1 to 4 distinct links out of `nlinks`, in random order (a flow's path).
     fn random_path(rng: &mut Xs, nlinks: usize) -> Vec<LinkId> {
-        let len = 1 + rng.below(4) as usize;
+        let len = (1 + rng.below(4) as usize).min(nlinks);
         let mut links: Vec<LinkId> = vec![];
         while links.len() < len {
             let l = rng.below(nlinks as u64) as LinkId;
@@ -827,14 +1038,16 @@ mod tests {
     }
 
     /// The incremental max-min solve gives the rates of the whole-component solve after every
-    /// change, over random networks (shared "NIC" links, a few "spine" links, uneven capacities)
+    /// change, and the same finish times to the ns for the same flows in the same order, over
+    /// random networks (shared "NIC" links, a few "spine" links, uneven capacities)
     /// and random sequences of flow starts and ends, several per instant.
     #[test]
     fn incremental_max_min_equals_full_solve() {
         let mut total_incremental = 0;
-        for seed in 1..=60u64 {
+        for seed in 1..=90u64 {
             let mut rng = Xs(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
-            let nlinks = 4 + rng.below(40) as usize;
+            // seeds above 60: few links, many flows each (spine-like links carrying hundreds)
+            let nlinks = if seed > 60 { 3 + rng.below(6) as usize } else { 4 + rng.below(40) as usize };
             let mut inc = FlowNet::new();
             let mut full = FlowNet::new();
             full.sharing = Sharing::MaxMinFull;
@@ -845,10 +1058,11 @@ mod tests {
                 full.add_link(bw);
             }
             let mut live: Vec<(FlowId, FlowId)> = vec![];
+            let (mut fin_a, mut fin_b) = (std::collections::HashMap::new(), std::collections::HashMap::new());
             let mut now = 0;
             for _step in 0..400 {
                 now += rng.below(3);
-                let starts = rng.below(4);
+                let starts = if seed > 60 { rng.below(8) } else { rng.below(4) };
                 for _ in 0..starts {
                     let links = random_path(&mut rng, nlinks);
                     let bytes = 1000.0 + rng.below(100_000) as f64;
@@ -873,15 +1087,16 @@ mod tests {
                     let (x, y) = (inc.rate_bytes_per_s(a), full.rate_bytes_per_s(b));
                     assert!((x - y).abs() <= 1e-6 * y.max(1.0), "seed {seed}: flow rates {x} (incremental) vs {y} (full)");
                 }
-                // the finish times scheduled now agree too
-                let mut fa: Vec<(usize, Time)> = ra.iter().map(|r| (live.iter().position(|p| p.0 == r.flow).unwrap(), r.finish)).collect();
-                let mut fb: Vec<(usize, Time)> = rb.iter().map(|r| (live.iter().position(|p| p.1 == r.flow).unwrap(), r.finish)).collect();
-                fa.sort();
-                fb.sort();
-                for (x, y) in fa.iter().zip(&fb) {
-                    if x.0 == y.0 {
-                        assert!(x.1.abs_diff(y.1) <= 1, "seed {seed}: finish {} vs {}", x.1, y.1);
-                    }
+                // every live flow's latest finish time agrees to the ns (a solve may re-rate a
+                // flow by a last-bit difference that the other leaves as it was: same finish)
+                for r in &ra {
+                    fin_a.insert(r.flow, r.finish);
+                }
+                for r in &rb {
+                    fin_b.insert(r.flow, r.finish);
+                }
+                for &(a, b) in &live {
+                    assert_eq!(fin_a[&a], fin_b[&b], "seed {seed}: finish times differ");
                 }
             }
             assert_eq!(full.incremental_solves, 0);

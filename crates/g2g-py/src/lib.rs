@@ -1,4 +1,6 @@
 //! The only crate that knows Python: the private module `g2gsim._core`.
+// pyo3 0.22's #[pyfunction] expansion converts every PyResult error into itself
+#![allow(clippy::useless_conversion)]
 use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;

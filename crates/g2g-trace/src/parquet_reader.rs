@@ -654,7 +654,7 @@ impl ParquetTrace {
         let b = ParquetRecordBatchReaderBuilder::new_with_metadata(f, self.meta.clone());
         // only the columns the replay reads: timestamps and call sites are for reports
         let roots: Vec<usize> = b.schema().fields().iter().enumerate()
-            .filter(|(_, f)| crate::vocab::column(f.name()).map_or(true, |c| c.replayed))
+            .filter(|(_, f)| crate::vocab::column(f.name()).is_none_or(|c| c.replayed))
             .map(|(i, _)| i)
             .collect();
         let mask = ProjectionMask::roots(b.parquet_schema(), roots);

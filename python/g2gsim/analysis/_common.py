@@ -8,8 +8,18 @@ from typing import Any
 import numpy as np
 
 from ..trace import Comm, Trace
-from ..vocab import (COLLECTIVES, COMPUTE_OPS, COPY_OPS, MARKER_OPS, MODES, P2P_OPS,  # noqa: F401
-                     SEND_OPS, SIZE_CLASSES, TEST_OPS, WAIT_OPS)
+from ..vocab import (  # noqa: F401
+    COLLECTIVES,
+    COMPUTE_OPS,
+    COPY_OPS,
+    MARKER_OPS,
+    MODES,
+    P2P_OPS,
+    SEND_OPS,
+    SIZE_CLASSES,
+    TEST_OPS,
+    WAIT_OPS,
+)
 
 KiB, MiB = 1 << 10, 1 << 20
 
@@ -106,7 +116,7 @@ def world_members(comms: list[Comm], nranks: int) -> dict[int, np.ndarray]:
     return out
 
 
-def looks_staged(td: "TraceData | str | Path") -> bool:
+def looks_staged(td: TraceData | str | Path) -> bool:
     """True when the trace is HostCopy-style: MPI buffers in host memory and explicit d2h/h2d copies.
     Takes a TraceData or a native trace path (then reads only three columns)."""
     if isinstance(td, TraceData):

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+
 import numpy as np
 import pandas as pd
 
@@ -169,8 +170,8 @@ class Attributor:
         try:
             with open(path) as f:
                 doc = json.load(f)
-        except (OSError, ValueError) as e:
-            notes.append(f"timeline {path} unreadable ({e}); using the estimate")
+        except (OSError, ValueError) as err:
+            notes.append(f"timeline {path} unreadable ({err}); using the estimate")
             return None
         ev = doc["traceEvents"] if isinstance(doc, dict) else doc
         rk, sq, du = [], [], []

@@ -246,7 +246,8 @@ def register(group: click.Group) -> None:
     @common_sim_options
     @click.option("--gpus-per-node", type=click.IntRange(1), default=None, help="override GPUs (ranks) per node")
     @click.option("--mixed", is_flag=True, help="add the columns 'gpudirect >= 64KiB' and 'gpudirect collectives only'")
-    @click.option("--gpudirect-min-bytes", callback=_size, default=None, help="add a column: GPU-direct only for messages of at least this size (65536, 64KiB)")
+    @click.option("--gpudirect-min-bytes", callback=_size, default=None,
+                  help="add a column: GPU-direct only for messages of at least this size (65536, 64KiB)")
     @click.option("--gpudirect-collectives-only", is_flag=True, help="add a column: GPU-direct for collectives only")
     @click.option("--staged-buffers-are-device/--no-staged-buffers-are-device", "staged", default=None,
                   help="GPUDirect columns treat host MPI buffers as device data and drop staging copies "

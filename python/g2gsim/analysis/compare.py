@@ -4,15 +4,30 @@ from __future__ import annotations
 import math
 import re
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 from ..sim import simulate
-from ._common import (COLL_CLASS, COPY_CLASS, SEND_OPS, SIZE_EDGES, SIZE_LABELS, KiB, TraceData, categories,
-                      category, load_trace, looks_staged, ratio, size_class, size_label)
+from ._common import (
+    COLL_CLASS,
+    COPY_CLASS,
+    SEND_OPS,
+    SIZE_EDGES,
+    SIZE_LABELS,
+    KiB,
+    TraceData,
+    categories,
+    category,
+    load_trace,
+    looks_staged,
+    ratio,
+    size_class,
+    size_label,
+)
 from .attribution import UNKNOWN_SITE, Attributor, core_supports_timeline
 from .metrics import pop_metrics, profile_tables, summary
 
@@ -203,7 +218,7 @@ def _assemble(td, machine, cols, reports, atts, method, gains, notes, timelines,
     f = s_hc["comm_share"]
     amdahl_ratio = (1 - f) + f / S if np.isfinite(S) and S > 0 else float("nan")
     traced_cs = trace_compute_share(td)
-    runtime = {
+    runtime: dict[str, Any] = {
         "hostcopy_s": s_hc["runtime_s"], "gpudirect_s": s_gd["runtime_s"],
         "simulated_change": ratio(s_gd["runtime_s"], s_hc["runtime_s"]) - 1,
         "comm_share_hostcopy": f,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -144,7 +145,7 @@ def read_mapping(path: str | Path) -> list[int]:
         text = p.read_bytes().decode("utf-8")
     except UnicodeDecodeError as e:
         raise ValueError(f"{p}: not UTF-8 text (byte {e.start}); a mapping file holds one node index per rank") from None
-    out = []
+    out: list[int] = []
     for ln, line in enumerate(text.splitlines(), 1):
         for x in line.split("#", 1)[0].split():
             try:
@@ -178,7 +179,7 @@ def map_trace(trace, machine="lassen", *, gpus_per_node: int | None = None, mode
     cands = {"linear": linear_mapping(td.nranks, gpn), "round-robin": round_robin_mapping(td.nranks, gpn),
              "optimised": opt}
     total = float(W.sum())
-    rows = []
+    rows: list[dict[str, Any]] = []
     sim_kw = {k: v for k, v in sim_kw.items() if v is not None}
     sim_kw.pop("mapping", None)
     for name, m in cands.items():

@@ -4,8 +4,9 @@ Every function returns a Figure; ``png_bytes`` / ``save`` turn it into a file or
 from __future__ import annotations
 
 import io
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from .._extras import require
 
@@ -66,7 +67,7 @@ def comm_compute_bars(labels: Sequence[str], comm_s: Sequence[float], compute_s:
     return fig
 
 
-def speedup_bars(groups: Sequence[str], series: dict[str, Sequence[float]], title: str = "GPUDirect speedup over HostCopy",
+def speedup_bars(groups: Sequence[str], series: Mapping[str, Sequence[float]], title: str = "GPUDirect speedup over HostCopy",
                  xlabel: str = "", ylabel: str = "communication speedup (x)"):
     """Fig. 5/6 style: grouped bars of speedups; groups on x (e.g. rank counts), one series per
     configuration (e.g. GPUs per node). A dashed line marks 1x."""

@@ -4,8 +4,9 @@ from __future__ import annotations
 import base64
 import datetime as _dt
 import html as _html
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -268,7 +269,8 @@ def sweep_report(df, figures: dict[str, Any]) -> HtmlReport:
                         "mapping", "comm_s", "runtime_s", "compute_s", "error"] if c in df.columns]
     rows = []
     for _, x in df[show].head(500).iterrows():
-        rows.append([fmt_s(v) if k.endswith("_s") and isinstance(v, (float, np.floating)) else v for k, v in x.items()])
+        rows.append([fmt_s(float(v)) if k.endswith("_s") and isinstance(v, (float, np.floating)) else v
+                     for k, v in x.items()])
     r.table(show, rows, numeric_from=3)
     return r
 

@@ -18,9 +18,10 @@ import sys
 import time
 import tomllib
 import uuid
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from .. import machines
 from ..vocab import MODES
@@ -149,7 +150,7 @@ def load_sweep(path: str | Path) -> Sweep:
     ms = _as_list(spec.get("machines", spec.get("machine", ["lassen"])))
     for m in ms:
         try:
-            machines.resolve(m if not str(m).endswith(".toml") or Path(m).is_absolute() else str((p.parent / m)))
+            machines.resolve(m if not str(m).endswith(".toml") or Path(m).is_absolute() else str(p.parent / m))
         except machines.MachineError as e:
             raise SweepError(f"{p}: machines: {e}") from None
     ms = [str((p.parent / m).resolve()) if str(m).endswith(".toml") and not Path(m).is_absolute() else str(m) for m in ms]
@@ -199,7 +200,8 @@ def point_machine(point: dict):
 
 
 def _expand_generate(p: Path, g: dict) -> list[TraceSpec]:
-    from ..generate import GENERATORS, params as gen_params
+    from ..generate import GENERATORS
+    from ..generate import params as gen_params
     w = g["workload"]
     if w not in GENERATORS:
         raise SweepError(f"{p}: generate: unknown workload {w!r}; known: {', '.join(sorted(GENERATORS))}")
@@ -273,6 +275,7 @@ def _materialise_traces(sw: Sweep, work: Path, hash_cache: dict) -> list[tuple[T
                 tmp.replace(f)
             path = f
         else:
+            assert t.path is not None              # a trace point without a generator names a file
             path = as_native(t.path, assume_buffers=sw.options.get("assume_buffers"))
         out.append((t, path, file_hash(path, hash_cache)))
     return out
@@ -565,7 +568,14 @@ def _progress(enabled: bool, total: int, done: int):
         yield lambda k: None
         return
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
     con = Console(stderr=True)
     with Progress(TextColumn("sweep"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn(),
                   console=con, transient=not con.is_terminal, disable=not con.is_terminal and not sys.stderr.isatty()) as p:

@@ -2,8 +2,9 @@
 per node, under HostCopy and GPUDirect, optionally with the NIC bandwidth scaled with the GPU count."""
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from .. import machines
 from ..sim import SimulationError, simulate

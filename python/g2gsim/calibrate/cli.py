@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import click
 from rich.console import Console
@@ -25,7 +26,7 @@ err_console = Console(stderr=True)
 HERE = Path(__file__).resolve().parent
 
 
-def _fail(msg: str, code: int = 1):
+def _fail(msg: str, code: int = 1) -> NoReturn:
     from .._errors import fail
     fail(msg, code)
 

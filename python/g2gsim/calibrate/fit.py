@@ -44,7 +44,7 @@ import numpy as np
 
 from .. import machines
 from ..units import parse_bandwidth, parse_duration_s, parse_size
-from .micro import KiB, MiB, P2PParams, Series, closed_form, copy_time, series_from_raw, simulate_series, load_raw
+from .micro import KiB, MiB, P2PParams, Series, closed_form, copy_time, load_raw, series_from_raw, simulate_series
 
 LARGE_FROM = 1 * MiB           # "large-message regime" of the host bandwidth fit
 BIN_TOL = 0.03                 # a size bin grows while one line fits all its points within this
@@ -363,7 +363,7 @@ def fit_bins(x, T, mode: str, p: P2PParams, tol: float = 0.03, T_blk=None) -> tu
     i = 0
     while i < n:
         j = i + 1
-        best = None
+        best: tuple | None = None
         while j <= n:
             if j > i + 1 and mode != "device" and (x[i] <= p.eager_limit) != (x[j - 1] <= p.eager_limit):
                 break
@@ -378,6 +378,7 @@ def fit_bins(x, T, mode: str, p: P2PParams, tol: float = 0.03, T_blk=None) -> tu
                 break
             best = (j, a, sl, err, xb, err_b)
             j += 1
+        assert best is not None                # the first candidate always fits
         j, a, sl, err, xb, err_b = best
         segs.append((i, j, a, sl, err, xb, err_b))
         i = j
@@ -798,7 +799,7 @@ def choose_collectives(series: list[Series], res: FitResult, workdir=None,
                 except Exception as e:      # noqa: BLE001 - an algorithm that cannot run this case
                     scores[a] = float("inf")
                     report.setdefault("errors", []).append(f"{op}={a}: {e}")
-            best = min(scores, key=scores.get)
+            best = min(scores, key=lambda k: scores[k])
             report[op] = {k: round(v / len(ss), 4) for k, v in scores.items()}
             if best != "default" and scores[best] < 0.9 * scores["default"]:
                 chosen[op] = best
@@ -834,7 +835,7 @@ def to_toml(res: FitResult, name: str = "h200x4-calibrated", raw_path: str | Non
     p, m, d = res.params, res.raw_meta, res.details
     base = res.base
     hosts = ", ".join(m.get("hosts") or [])
-    L = []
+    L: list[str] = []
     c = L.append
     c(f"# {name}: fitted by `g2gsim calibrate fit` to measurements of {m.get('date')} on {hosts}")
     c(f"#   ({m.get('nranks')} ranks, one per GPU).")
@@ -882,12 +883,19 @@ def to_toml(res: FitResult, name: str = "h200x4-calibrated", raw_path: str | Non
     if sb and p.shm_rank_bw:
         r2 = sb.get("two_pairs_ratio")
         rf = sb.get("fan_out_ratio")
-        c(f"shm_rank_bw = {_toml_value(fmt_bw(p.shm_rank_bw))}" + f"   # fitted: {sb['from']} >= {size_label(sb['sizes_from'])}, slope (each rank's own copy: ping-ping takes one ping-pong)")
+        c(f"shm_rank_bw = {_toml_value(fmt_bw(p.shm_rank_bw))}"
+          + f"   # fitted: {sb['from']} >= {size_label(sb['sizes_from'])}, slope"
+          + " (each rank's own copy: ping-ping takes one ping-pong)")
         if p.shm_rank_out_bw:
-            c(f"shm_rank_out_bw = {_toml_value(fmt_bw(p.shm_rank_out_bw))}" + f"  # fitted: one rank to {sb['fan_out_peers']} at once takes {rf:.2f} x one message")
-        c(f"shm_bw = {_toml_value(fmt_bw(p.shm_bw))}" + (f"        # fitted: node cap, two pairs at once take {r2:.2f} x one pair" if r2 else "  # 4 x shm_rank_bw (no two-pairs data)"))
+            c(f"shm_rank_out_bw = {_toml_value(fmt_bw(p.shm_rank_out_bw))}"
+              + f"  # fitted: one rank to {sb['fan_out_peers']} at once takes {rf:.2f} x one message")
+        c(f"shm_bw = {_toml_value(fmt_bw(p.shm_bw))}"
+          + (f"        # fitted: node cap, two pairs at once take {r2:.2f} x one pair" if r2
+             else "  # 4 x shm_rank_bw (no two-pairs data)"))
     elif sb:
-        c(f"shm_bw = {_toml_value(fmt_bw(p.shm_bw))}" + f"  # fitted: {sb['from']} >= {size_label(sb['sizes_from'])}, slope; ping-ping takes {sb['pingping_ratio']:.2f} x: one link shared by the node")
+        c(f"shm_bw = {_toml_value(fmt_bw(p.shm_bw))}"
+          + f"  # fitted: {sb['from']} >= {size_label(sb['sizes_from'])}, slope; ping-ping takes "
+          + f"{sb['pingping_ratio']:.2f} x: one link shared by the node")
     else:
         c(f"shm_bw = {_toml_value(fmt_bw(p.shm_bw))}" + "  # base")
     c(f"shm_latency = {_toml_value(fmt_dur(p.shm_latency))}" + "  # fitted: " + (d.get("eager", {}).get("why", "1/10 of the small-message latency")))
@@ -908,9 +916,13 @@ def to_toml(res: FitResult, name: str = "h200x4-calibrated", raw_path: str | Non
     c("[mpi]")
     hl = d.get("host_latency", {})
     c(f"eager_limit = {_toml_value(fmt_size(p.eager_limit))}" + "  # fitted: break of the host ping-pong curve")
-    c(f"send_overhead = {_toml_value(fmt_dur(p.send_overhead))}" + (f"  # fitted: host ping-pong <= 1 KiB, {hl.get('small_message_s', 0) * 1e6:.3f} us one way, minus shm_latency, halved" if hl else ""))
+    c(f"send_overhead = {_toml_value(fmt_dur(p.send_overhead))}"
+      + (f"  # fitted: host ping-pong <= 1 KiB, {hl.get('small_message_s', 0) * 1e6:.3f} us one way, "
+         "minus shm_latency, halved" if hl else ""))
     c(f"recv_overhead = {_toml_value(fmt_dur(p.recv_overhead))}")
-    c(f"call_overhead = {_toml_value(fmt_dur(p.call_overhead))}" + (f"  # fitted: host ping-pong one way {hl.get('pingpong_small_s', 0) * 1e6:.3f} us = c + X, ping-ping {(hl.get('pingping_small_s') or 0) * 1e6:.3f} us = 2c + max(c, X) (<= 1 KiB)" if hl else ""))
+    c(f"call_overhead = {_toml_value(fmt_dur(p.call_overhead))}"
+      + (f"  # fitted: host ping-pong one way {hl.get('pingpong_small_s', 0) * 1e6:.3f} us = c + X, "
+         f"ping-ping {(hl.get('pingping_small_s') or 0) * 1e6:.3f} us = 2c + max(c, X) (<= 1 KiB)" if hl else ""))
     for k, v in base.get("mpi", {}).items():
         if k not in ("eager_limit", "send_overhead", "recv_overhead", "call_overhead", "factors"):
             c(f"{k} = {_toml_value(v)}  # base")
@@ -918,7 +930,9 @@ def to_toml(res: FitResult, name: str = "h200x4-calibrated", raw_path: str | Non
     for path, bins in p.factors.items():
         info = fd.get(path, {})
         c("")
-        c(f"# size bins of path {path!r}: lines fitted on {' + '.join(info.get('from', [])[1:]) or info.get('from', [''])[0]} (nonblocking), blocking extra on {info.get('from', [''])[0]} (one-way time less call overhead"
+        c(f"# size bins of path {path!r}: lines fitted on "
+          f"{' + '.join(info.get('from', [])[1:]) or info.get('from', [''])[0]} (nonblocking), "
+          f"blocking extra on {info.get('from', [''])[0]} (one-way time less call overhead"
           + (" and the two copies" if path == "hostcopy" else "") + f"), each bin one line within {100 * info.get('tolerance', BIN_TOL):.0f}%")
         for b, seg in zip(bins, info.get("segments", [None] * len(bins))):
             c("[[mpi.factors]]")
@@ -939,7 +953,8 @@ def to_toml(res: FitResult, name: str = "h200x4-calibrated", raw_path: str | Non
                 c(f"recv_overhead = {_toml_value(fmt_dur(b['recv_overhead']))}")
             if b.get("blocking_send_overhead", 0.0) > 0:
                 c(f"blocking_send_overhead = {_toml_value(fmt_dur(b['blocking_send_overhead']))}"
-                  + (f"  # median residual of the blocking ping-pong over the nonblocking line, worst {100 * seg['blocking_max_rel_err']:.1f}%" if seg else ""))
+                  + (f"  # median residual of the blocking ping-pong over the nonblocking line, "
+                     f"worst {100 * seg['blocking_max_rel_err']:.1f}%" if seg else ""))
     rd = d.get("ring") or {}
     for path, bins in p.load_factors.items():
         info = rd.get(path, {})
@@ -998,10 +1013,12 @@ def to_toml(res: FitResult, name: str = "h200x4-calibrated", raw_path: str | Non
     c("")
     c("[gpu]")
     c(f"copy_delay = {_toml_value(fmt_dur(p.copy_delay))}" + ("  # fitted: cudaMemcpy pinned intercept minus pcie.latency" if cp else "  # base"))
-    c(f"gpudirect_delay = {_toml_value(fmt_dur(p.gpudirect_delay))}" + ("  # fitted: device intercept minus overheads, 2 x shm_latency, NVLink latency" if dv else "  # base"))
+    c(f"gpudirect_delay = {_toml_value(fmt_dur(p.gpudirect_delay))}"
+      + ("  # fitted: device intercept minus overheads, 2 x shm_latency, NVLink latency" if dv else "  # base"))
     ce = d.get("copy_engines")
     if p.copy_engines:
-        c(f"copy_engines = {p.copy_engines}  # fitted: least error on {', '.join(ce['series']) if ce else 'the multi-peer series'} >= {size_label(ENGINE_FROM)}")
+        c(f"copy_engines = {p.copy_engines}  # fitted: least error on "
+          f"{', '.join(ce['series']) if ce else 'the multi-peer series'} >= {size_label(ENGINE_FROM)}")
         c(f"copy_engine_bw = {_toml_value(fmt_bw(p.copy_engine_bw))}  # one pair's rate (node.nvlink.bw)")
     for k, v in base.get("gpu", {}).items():
         if k not in ("copy_delay", "gpudirect_delay", "copy_per_byte") and not (ce and k in ("copy_engines", "copy_engine_bw")):

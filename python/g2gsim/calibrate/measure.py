@@ -138,7 +138,7 @@ class Buffers:
 
 
 def _fromaddress(MPI, addr: int, n: int):
-    mod = getattr(MPI, "buffer", None) or getattr(MPI, "memory")
+    mod = getattr(MPI, "buffer", None) or MPI.memory
     return mod.fromaddress(addr, n)
 
 
@@ -477,7 +477,7 @@ class Runner:
         for kind, (dst, src, k) in (("d2h", (h, d, D2H)), ("h2d", (d, h, H2D))):
             for active in sorted({1, self.local_size}):
                 ts = []
-                for i in range(12):
+                for _i in range(12):
                     comm.Barrier()
                     t0 = time.perf_counter()
                     if self.local_rank < active:

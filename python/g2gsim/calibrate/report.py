@@ -1,7 +1,8 @@
 """Tables of the calibration and validation results: rich (terminal) and Markdown."""
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from .fit import FitResult, size_label
 
@@ -33,7 +34,8 @@ def params_rows(res: FitResult) -> list[list[str]]:
         "node.nvlink.bw": "device ping-pong + ping-ping >= 32 KiB, slope" if "device" in d else "base",
         "node.nvlink.latency": "base (folded into gpudirect_delay)",
         "node.host.shm_bw": ("host " + " + ".join(d["shm_bw"]["from"]) + f" >= {size_label(d['shm_bw']['sizes_from'])}") if "shm_bw" in d else "base",
-        "node.host.shm_latency": "1/10 of small-message latency (negative rendezvous step)" if d.get("eager", {}).get("step", 1) <= 0 else "rendezvous step / 2",
+        "node.host.shm_latency": ("1/10 of small-message latency (negative rendezvous step)"
+                                  if d.get("eager", {}).get("step", 1) <= 0 else "rendezvous step / 2"),
         "mpi.eager_limit": "protocol switch of the host ping-pong curve",
         "mpi.send_overhead": "host ping-pong <= 1 KiB minus shm_latency, halved",
         "mpi.recv_overhead": "same",
@@ -72,9 +74,10 @@ def detail_rows(rows: list[dict], kinds=("pingpong", "pingping")) -> tuple[list[
     out = []
     for b in sizes:
         line = [size_label(b)]
-        for k, c in cols.items():
-            r = c.get(b)
-            line.append("-" if r is None else f"{r['measured_s'] * 1e6:.2f} / {r['predicted_s'] * 1e6:.2f}, {100 * r['error']:+.0f}%")
+        for _k, c in cols.items():
+            cell = c.get(b)
+            line.append("-" if cell is None else f"{cell['measured_s'] * 1e6:.2f} / {cell['predicted_s'] * 1e6:.2f}, "
+                                                 f"{100 * cell['error']:+.0f}%")
         out.append(line)
     return header, out
 

@@ -34,6 +34,7 @@ import numpy as np
 
 from ..trace import Trace, TraceBuilder
 from ..vocab import MPI_OPS
+
 OTHER_MODE = {"hostcopy": "device", "device": "hostcopy"}
 
 
@@ -138,6 +139,7 @@ def _subset(trace: Trace, keep: np.ndarray, source: str, mem_device: np.ndarray 
             dur_ns: np.ndarray | None = None) -> Trace:
     """The rows of ``trace`` where ``keep``, renumbered per rank; optionally new mem_space / dur_ns."""
     import pyarrow as pa
+
     from ..trace import _seq_from_ranks
     t = trace.table
     if dur_ns is not None:
@@ -299,8 +301,9 @@ def compare_traced(pairs: list[tuple[Path, Run]], machine, workdir=None) -> list
                 opts = _mode_opts(mode, predict)
                 pred = _sim(tr, machine, td, f"traced-{wl}-{mode}-{predict}", **opts)
                 ref = by.get((wl, predict))
-                row = {"workload": wl, "trace": mode, "predicted_mode": predict, "how": "tracer (OTF2)",
-                       "sim_options": opts, "predicted_total_s": float(pred.max()), **ncomp}
+                row: dict[str, Any] = {"workload": wl, "trace": mode, "predicted_mode": predict,
+                                       "how": "tracer (OTF2)",
+                                       "sim_options": opts, "predicted_total_s": float(pred.max()), **ncomp}
                 # the same run's self-recorded trace, for comparison
                 own = _sim(trace_from_run(run), machine, td, f"self-{wl}-{mode}-{predict}", **opts)
                 row["self_recorded_total_s"] = float(own.max())

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .micro import KiB, closed_form, series_from_raw, simulate_series, load_raw
+from .micro import KiB, closed_form, load_raw, series_from_raw, simulate_series
 
 SPLIT = 32 * KiB
 TARGETS = {"large": {"median": 0.05, "worst": 0.10}, "small": {"median": 0.15, "worst": 0.15}}

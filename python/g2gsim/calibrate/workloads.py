@@ -41,6 +41,7 @@ import os
 import platform
 import sys
 import time
+from typing import Any
 
 import numpy as np
 
@@ -95,8 +96,8 @@ class Stream:
 class Backend:
     def __init__(self, gpu: int | None):
         self.gpu = gpu
-        self.cp = None
-        self.keep = []
+        self.cp: Any = None                    # cupy, when a GPU is used
+        self.keep: list = []
         if gpu is not None:
             import cupy as cp
             self.cp = cp
@@ -106,7 +107,7 @@ class Backend:
             self.prio = (0, -100)
         else:
             self.prio = (0, -1)
-        self._events = []
+        self._events: list = []
 
     @property
     def is_gpu(self) -> bool:
@@ -283,7 +284,7 @@ class Ctx:
     def msg(self, arr_or_ptr, n: int):
         """An MPI message of n bytes: a device pointer (device mode) or a host array."""
         if isinstance(arr_or_ptr, int):
-            mod = getattr(self.MPI, "buffer", None) or getattr(self.MPI, "memory")
+            mod = getattr(self.MPI, "buffer", None) or self.MPI.memory
             return [mod.fromaddress(arr_or_ptr, n), self.MPI.BYTE]
         return [arr_or_ptr[:n], self.MPI.BYTE]
 
@@ -416,8 +417,8 @@ def matmul(c: Ctx, params: dict):
     whole, part = n * n * 8, n * cols * 8
     stream = be.stream(0, high=False)
     A = be.random((n, n), seed=1) if me == root else be.zeros((n, n))
-    B = be.random((P, n, cols), seed=2) if me == root else None        # column blocks, contiguous
-    C = be.zeros((P, n, cols)) if me == root else None
+    B: Any = be.random((P, n, cols), seed=2) if me == root else None        # column blocks, contiguous
+    C: Any = be.zeros((P, n, cols)) if me == root else None
     Bblk = B[0] if me == root and not c.staged else be.zeros((n, cols))
     Cblk = C[0] if me == root and not c.staged else be.zeros((n, cols))
     if c.staged:
@@ -544,7 +545,7 @@ def main(argv=None):
                 "format": FORMAT, "version": VERSION, "workload": name, "mode": args.mode, "params": prm,
                 "nranks": P, "hosts": hosts, "gpus": gpus, "backend": "cupy" if be.is_gpu else "numpy",
                 "kernels_async": be.is_gpu, "gpu_name": be.name(),
-                "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
                 "mpi": MPI.Get_library_version().strip("\x00 \n").splitlines()[0],
                 "mpi4py": mpi4py.__version__, "ucx_tls": os.environ.get("UCX_TLS"), "mca_set": mca,
                 "command": " ".join([os.path.basename(sys.executable)] + sys.argv),

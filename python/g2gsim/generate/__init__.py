@@ -26,15 +26,24 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ..trace import Trace
 from . import matmul, micro, proxies, stencil, synthetic
 from ._params import Param, coerce, fmt_value, param_list
-from ._program import (DEFAULT_ROW_GROUP_ROWS, SMALL_TRACE_ROWS, SPILL_ROWS, Program, StreamWriter,
-                       auto_window_ops, file_metadata, trace_from_rows)
+from ._program import (
+    DEFAULT_ROW_GROUP_ROWS,
+    SMALL_TRACE_ROWS,
+    SPILL_ROWS,
+    Program,
+    StreamWriter,
+    auto_window_ops,
+    file_metadata,
+    trace_from_rows,
+)
 
 __all__ = ["GENERATORS", "Generator", "Param", "params", "choices", "describe", "generate",
            "generate_to_file", "source_text"]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from functools import lru_cache
 
 import numpy as np
@@ -30,7 +31,7 @@ def dims_create(n: int, ndims: int) -> tuple[int, ...]:
         raise ValueError(f"cannot decompose {n} ranks into {ndims} dimensions")
     if ndims == 1:
         return (n,)
-    best = None
+    best: tuple[tuple[int, int], tuple[int, ...]] | None = None
     divs = _divisors(n)
     for combo in itertools.combinations_with_replacement(divs, ndims - 1):
         p = 1
@@ -42,6 +43,7 @@ def dims_create(n: int, ndims: int) -> tuple[int, ...]:
         score = (dims[0], dims[0] - dims[-1])
         if best is None or score < best[0]:
             best = (score, dims)
+    assert best is not None                 # n itself is a divisor: one combination fits
     return best[1]
 
 
@@ -124,7 +126,7 @@ def opposite_index(offsets: list[tuple[int, ...]]) -> np.ndarray:
     return np.array([pos[tuple(-x for x in o)] for o in offsets], dtype=np.int64)
 
 
-def neighbour_table(cart: Cart, offsets: list[tuple[int, ...]], missing: int = NONE) -> np.ndarray:
+def neighbour_table(cart: Cart, offsets: Sequence[tuple[int, ...]], missing: int = NONE) -> np.ndarray:
     """``peers[rank, k]``: neighbour of every rank at ``offsets[k]``."""
     return np.stack([cart.shift(o, missing) for o in offsets], axis=1)
 

@@ -5,14 +5,15 @@ import dataclasses
 import re
 import typing
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 from ..units import parse_size
 
 
-
 class Param(tuple):
     """``(name, type, default, help)``; also ``.name .type .default .help .choices``."""
+
+    choices: tuple | None
 
     def __new__(cls, name: str, type_: Any, default: Any, help_: str, choices: tuple | None = None):
         self = tuple.__new__(cls, (name, type_, default, help_))
@@ -32,7 +33,8 @@ def P(default: Any, help: str, choices: tuple | None = None):  # noqa: A002 - mi
     """A parameter field with help text (and optional choices)."""
     md = {"help": help, "choices": choices}
     if isinstance(default, list):
-        return field(default_factory=lambda d=tuple(default): list(d), metadata=md)
+        items = tuple(default)
+        return field(default_factory=lambda: list(items), metadata=md)
     return field(default=default, metadata=md)
 
 
@@ -64,7 +66,7 @@ def param_list(cls: type) -> list[Param]:
     mine = list(getattr(cls, "__annotations__", {}))
     out = []
     for f in dataclasses.fields(cls):
-        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[operator]  # (MISSING only when default is set)
         t, _ = _base_type(hints[f.name])
         p = Param(f.name, t, default, f.metadata.get("help", ""), f.metadata.get("choices"))
         rank = 2 if f.name in common_names else (0 if f.name in mine else 1)
@@ -147,4 +149,4 @@ def fmt_value(v: Any) -> str:
     return str(v)
 
 
-OptInt = Optional[int]
+OptInt = int | None

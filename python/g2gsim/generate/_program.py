@@ -14,16 +14,29 @@ few windows plus the rows the slowest rank has not caught up with.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from ..trace import (ALL_OPS, COPY_KINDS, MEM_SPACES, NONBLOCKING_COLLECTIVES,  # noqa: F401
-                     PROC_NULL, ROW_GROUP_ROWS, SCHEMA, WINDOW_ROWS, Comm, NativeWriter, Trace,
-                     auto_window_ops, file_metadata)
+from ..trace import (  # noqa: F401
+    ALL_OPS,
+    COPY_KINDS,
+    MEM_SPACES,
+    NONBLOCKING_COLLECTIVES,
+    PROC_NULL,
+    ROW_GROUP_ROWS,
+    SCHEMA,
+    WINDOW_ROWS,
+    Comm,
+    NativeWriter,
+    Trace,
+    auto_window_ops,
+    file_metadata,
+)
 
 OP_NAMES = sorted(ALL_OPS)
 OP_CODE = {n: i for i, n in enumerate(OP_NAMES)}
@@ -76,11 +89,11 @@ class _Rows:
         return len(self.rank)
 
     @staticmethod
-    def empty() -> "_Rows":
+    def empty() -> _Rows:
         return _Rows(np.zeros(0, np.uint32), np.zeros(0, np.uint32), {}, {})
 
     @staticmethod
-    def concat(chunks: list[dict]) -> "_Rows":
+    def concat(chunks: list[dict]) -> _Rows:
         """Concatenate slot chunks (see ``Program.emit``) or already-built ``_Rows``."""
         if not chunks:
             return _Rows.empty()
@@ -125,7 +138,7 @@ class _Rows:
                            np.concatenate(flats) if flats else np.zeros(0, np.uint64))
         return _Rows(rank, seq, cols, lists)
 
-    def take(self, idx: np.ndarray) -> "_Rows":
+    def take(self, idx: np.ndarray) -> _Rows:
         cols = {k: v[idx] for k, v in self.cols.items()}
         lists = {}
         for name, (lens, flat) in self.lists.items():
@@ -254,7 +267,7 @@ class _WindowBuffer:
             arrays.update({f"c_{k}": v for k, v in rows.cols.items()})
             for k, (lens, flat) in rows.lists.items():
                 arrays[f"l_{k}"], arrays[f"f_{k}"] = lens, flat
-            np.savez(f, **arrays)
+            np.savez(f, **arrays)  # type: ignore[arg-type]  # (numpy's stub types allow_pickle too)
             self.files.setdefault(x, []).append(f)
 
     def ready(self, complete: int | None) -> list[int]:
@@ -434,6 +447,7 @@ class Program:
             return
         self._buf.add(chunk)
         self._since_check += n
+        assert self._sink is not None          # attached together with _buf
         if self._since_check >= self._sink.row_group_rows // 2:
             self._since_check = 0
             self._flush(final=False)
@@ -442,6 +456,7 @@ class Program:
         """Write the complete windows (every rank is past them) once they fill a row group; all
         remaining windows when ``final``."""
         buf, sink = self._buf, self._sink
+        assert buf is not None and sink is not None
         ready = buf.ready(None if final else int(self.next_seq.min()) // buf.w)
         if not ready or (not final and buf.rows_in(ready) < sink.row_group_rows):
             return
@@ -641,7 +656,7 @@ class Program:
                 self._h2d(r[m], recv_bytes[m, k])
 
     # ------------------------------------------------------------------ collectives
-    def collective(self, op: str, ranks=None, *, comm: int = 0, nbytes=0, recv_bytes=0, root: int = -1,
+    def collective(self, op: str, ranks=None, *, comm: int | np.ndarray = 0, nbytes=0, recv_bytes=0, root: int = -1,
                    root_world: int | None = None, counts_bytes=None, recv_counts_bytes=None) -> None:
         """A blocking collective over the world ranks ``ranks`` (the members of ``comm`` in comm-rank
         order; default all).  ``root`` is the comm rank, ``root_world`` its world rank.

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 import numpy as np
 
@@ -20,7 +19,7 @@ class MatmulParams(CommonParams):
     root: int = P(0, "rank that owns A, B and C")
     flops_per_s: float = P(5.3e12, "FP64 rate of the matmul kernel; 5.3e12 gives the seed's ~52 ms per "
                                    "kernel (258 ms / 5) for N=8192 on one 4-GPU node")
-    compute_ns: Optional[int] = P(None, "kernel time per repetition, ns (overrides the rate)")
+    compute_ns: int | None = P(None, "kernel time per repetition, ns (overrides the rate)")
 
 
 def build_matmul(p: Program, prm: MatmulParams) -> None:

@@ -16,13 +16,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Optional
 
 import numpy as np
 
 from ..trace import PROC_NULL
-from ._grid import (Cart, all_offsets, dims_create, face_offsets, neighbour_table, opposite_index,
-                    parse_grid)
+from ._grid import Cart, all_offsets, dims_create, face_offsets, neighbour_table, opposite_index, parse_grid
 from ._params import CommonParams, P
 from ._program import Program
 
@@ -41,7 +39,7 @@ def _allreduce_ns(nbytes: int, nranks: int, lat: float, bw: float) -> float:
     return 2 * math.ceil(math.log2(nranks)) * float(_xfer_ns(nbytes, lat, bw))
 
 
-def _compute_per_iteration(comm_ns: float, fraction: float, override: Optional[int]) -> float:
+def _compute_per_iteration(comm_ns: float, fraction: float, override: int | None) -> float:
     if override is not None:
         return float(override)
     if not 0.0 < fraction < 1.0:
@@ -77,7 +75,7 @@ class AmgxParams(CommonParams):
     comm_fraction: float = _f[0]
     net_bytes_per_s: float = _f[1]
     net_latency_ns: float = _f[2]
-    compute_ns: Optional[int] = _f[3]
+    compute_ns: int | None = _f[3]
 
 
 def build_amgx(p: Program, prm: AmgxParams) -> None:
@@ -133,7 +131,7 @@ class LuleshParams(CommonParams):
     comm_fraction: float = _f[0]
     net_bytes_per_s: float = _f[1]
     net_latency_ns: float = _f[2]
-    compute_ns: Optional[int] = _f[3]
+    compute_ns: int | None = _f[3]
 
 
 def _lulesh_phase(p: Program, peers: np.ndarray, recv_slots: list[int], send_slots: list[int],
@@ -234,7 +232,7 @@ class MinisweepParams(CommonParams):
     comm_fraction: float = _f[0]
     net_bytes_per_s: float = _f[1]
     net_latency_ns: float = _f[2]
-    compute_ns: Optional[int] = _f[3]
+    compute_ns: int | None = _f[3]
 
 
 def build_minisweep(p: Program, prm: MinisweepParams) -> None:
@@ -298,7 +296,7 @@ class Sw4liteParams(CommonParams):
     comm_fraction: float = _f[0]
     net_bytes_per_s: float = _f[1]
     net_latency_ns: float = _f[2]
-    compute_ns: Optional[int] = _f[3]
+    compute_ns: int | None = _f[3]
 
 
 def build_sw4lite(p: Program, prm: Sw4liteParams) -> None:

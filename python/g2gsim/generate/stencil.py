@@ -3,7 +3,6 @@ exercise (seed 003)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 import numpy as np
 
@@ -47,7 +46,7 @@ class JacobiParams(CommonParams):
     bytes_per_s: float = P(1.3e12, "memory bandwidth the stencil kernel achieves (A100 40GB: about "
                                    "1.3e12 of 1.555e12 B/s peak)")
     bytes_per_point: float = P(16.0, "DRAM bytes per grid point per iteration (read a, write a_new)")
-    compute_ns: Optional[int] = P(None, "Compute per iteration, ns (overrides the rate)")
+    compute_ns: int | None = P(None, "Compute per iteration, ns (overrides the rate)")
     gpu_streams: bool = P(False, "the stencil runs as kernels on GPU streams (seed 004) instead of "
                                  "host Compute: boundary kernel on a high-priority stream, "
                                  "EventRecord, interior kernel on a low-priority stream; the host "
@@ -151,7 +150,7 @@ class DiffusionParams(CommonParams):
     bytes_per_s: float = P(4.8e11, "kernel memory bandwidth; 4.8e11 B/s reproduces the seed's 1-node "
                                    "P100 time (5.58 s for 10,000 steps of 128x131072)")
     bytes_per_point: float = P(16.0, "DRAM bytes per grid point per step (read x0, write x1)")
-    compute_ns: Optional[int] = P(None, "Compute per step, ns (overrides the rate)")
+    compute_ns: int | None = P(None, "Compute per step, ns (overrides the rate)")
 
 
 def build_diffusion(p: Program, prm: DiffusionParams) -> None:

@@ -17,8 +17,14 @@ import numpy as np
 import pandas as pd
 
 from ..trace import ANY_SOURCE, ANY_TAG, COLLECTIVES, PROC_NULL, Trace, TraceError
-from ..vocab import (BLOCKING_RECV_OPS, BLOCKING_SEND_OPS, NONBLOCKING_RECV_OPS, NONBLOCKING_SEND_OPS,
-                     RECV_ONLY_OPS, SEND_OPS)
+from ..vocab import (
+    BLOCKING_RECV_OPS,
+    BLOCKING_SEND_OPS,
+    NONBLOCKING_RECV_OPS,
+    NONBLOCKING_SEND_OPS,
+    RECV_ONLY_OPS,
+    SEND_OPS,
+)
 
 NONBLOCKING_P2P = NONBLOCKING_SEND_OPS | NONBLOCKING_RECV_OPS
 BLOCKING_P2P = BLOCKING_SEND_OPS | BLOCKING_RECV_OPS | {"Sendrecv"}
@@ -125,7 +131,7 @@ def replay_check(trace: Trace, max_rows: int = 2_000_000) -> None:
     sendq: dict = defaultdict(deque)   # (src, dst, comm, tag) -> records of unmatched sends
     recvq: dict = defaultdict(deque)
     coll: dict = defaultdict(lambda: defaultdict(int))     # comm -> index -> arrivals
-    coll_pos = [defaultdict(int) for _ in range(trace.nranks)]
+    coll_pos: list[defaultdict[int, int]] = [defaultdict(int) for _ in range(trace.nranks)]
     posted: list[set] = [set() for _ in range(trace.nranks)]   # rows already posted (blocking ops)
 
     def post(kind, key):

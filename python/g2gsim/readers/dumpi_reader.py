@@ -52,11 +52,12 @@ import struct
 import sys
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from ..trace import ANY_SOURCE, ANY_TAG, PROC_NULL, Trace, TraceBuilder, TraceError
+from ..trace import ANY_TAG, Trace, TraceBuilder, TraceError
 from ..vocab import BLOCKING_SEND_OPS
 from .rules import Requests, completion, compute_gap, dest_peer, report_matching, source_peer
 
@@ -823,7 +824,7 @@ class DumpiFile:
         if p == 0:
             raise TraceError(f"{self.where()}: trace has no header record (before record 0)")
         try:
-            self.version = tuple(buf[p:p + 3])
+            self.version = tuple(buf[p:p + 3])  # type: ignore[assignment]  # (length checked below)
             if len(self.version) != 3:
                 raise _Short
             (self.starttime,) = struct.unpack_from(">Q", buf, p + 3)
@@ -1050,8 +1051,8 @@ def _open_rank(meta: DumpiMeta, rank: int) -> DumpiFile:
         raise TraceError(f"{path}: rank {rank}: DUMPI trace file is missing (meta file {meta.path} "
                          f"lists {meta.numprocs} ranks{also}) (before record 0)")
     f = DumpiFile.__new__(DumpiFile)
-    f.meta_version = meta.version  # used only to diagnose truncated files
-    f.__init__(path, rank)
+    f.meta_version = meta.version  # type: ignore[attr-defined]  # read only to diagnose truncated files
+    f.__init__(path, rank)  # type: ignore[misc]
     return f
 
 
@@ -1229,15 +1230,16 @@ def _resolve_comms(files: list[DumpiFile], recs: list[DumpiRecords], comms: _Com
                 pg = st.gid(a[0])
                 if pg is None:
                     raise fail(r, i, f"MPI_Comm_dup of unknown communicator handle {a[0]}")
+                new_dup: int
                 if pg == UNSUPPORTED:
-                    new = UNSUPPORTED
+                    new_dup = UNSUPPORTED
                 else:
                     key = st.next_key(pg)
-                    new = comms.new(("dup",) + key, comms.members[pg], f"dup{key[1]}({comms.names[pg]})")
+                    new_dup = comms.new(("dup",) + key, comms.members[pg], f"dup{key[1]}({comms.names[pg]})")
                     if pg in comms.cart:
-                        comms.cart[new] = comms.cart[pg]
-                st.local[a[1]] = new
-                created[(r, i)] = new
+                        comms.cart[new_dup] = comms.cart[pg]
+                st.local[a[1]] = new_dup
+                created[(r, i)] = new_dup
             elif fid == F["Comm_create"]:
                 pg = st.gid(a[0])
                 if pg is None:
@@ -1270,9 +1272,9 @@ def _resolve_comms(files: list[DumpiFile], recs: list[DumpiRecords], comms: _Com
                         st.local[newh] = UNSUPPORTED
                         created[(r, i)] = UNSUPPORTED
                         return True
-                    key = ("split",) + st.next_key(pg)
-                    splits.setdefault(key, {})[r] = (color, skey, i)
-                    st.pending = (key, pg)
+                    skey_ = ("split",) + st.next_key(pg)
+                    splits.setdefault(skey_, {})[r] = (color, skey, i)
+                    st.pending = (skey_, pg)
                 key, pg = st.pending
                 contrib = splits[key]
                 parent_members = comms.members[pg]
@@ -1656,6 +1658,7 @@ def _convert_rank(b: TraceBuilder, f: DumpiFile, rr: DumpiRecords, rank: int, co
 
     def comm_of(i: int, h: int) -> tuple[int, int]:
         """(gid, size) of a communicator handle used by record i."""
+        g: int | None
         if h == DUMPI_COMM_SELF and h not in local:
             g = comms.self_comm(rank)
         else:
@@ -1704,17 +1707,19 @@ def _convert_rank(b: TraceBuilder, f: DumpiFile, rr: DumpiRecords, rank: int, co
         t0, t1 = t0s[i], t1s[i]
         if t0 is not None:
             gap = compute_gap(prev_end, t0)
-            if gap is not None:
+            if gap is not None and prev_end is not None:
                 add(rank, "Compute", dur_ns=gap, t_start_ns=prev_end - origin, t_end_ns=t0 - origin)
+            assert t1 is not None                  # a record has both times or neither
             kw["t_start_ns"] = t0 - origin
             kw["t_end_ns"] = t1 - origin
-            prev_end = t1 if prev_end is None or t1 > prev_end else prev_end
+            prev_end = t1 if prev_end is None or (t1 is not None and t1 > prev_end) else prev_end
         add(rank, op, **kw)
 
     def emit_completion(i: int, qs: list[int], call: str, looked_at=()) -> None:
         op, kw = completion(qs, call, looked_at)
         emit(i, op, **kw)
 
+    kw: dict[str, Any]
     for i, fid in enumerate(fids):
         a = args_l[i]
         if fid in _REQ_CREATE:           # count, type, peer, tag, comm, request
@@ -1856,7 +1861,7 @@ def _convert_rank(b: TraceBuilder, f: DumpiFile, rr: DumpiRecords, rank: int, co
             commrank, commsize, scount, stype, root, ch, rcounts, rtype = a
             g, size = comm_of(i, ch)
             check_root(i, root, size)
-            kw: dict[str, Any] = {}
+            kw = {}
             if commrank == root and rcounts is not None:
                 per = [types.nbytes(c, rtype) for c in rcounts]
                 kw = dict(recv_counts_bytes=per, recv_bytes=sum(per))

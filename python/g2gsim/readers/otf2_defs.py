@@ -266,7 +266,7 @@ def read_plan(anchor: Path) -> OTF2Plan:
     S = lambda ref: strings.get(ref, "")  # noqa: E731
 
     # ---------------------------------------------------------------- ranks and locations
-    for ref, (name, ltype, nev, lg) in locs.items():
+    for ref, (name, _ltype, nev, _lg) in locs.items():
         plan.loc_name[ref] = S(name)
         plan.loc_nevents[ref] = int(nev)
     plan.total_events = sum(plan.loc_nevents.values())
@@ -282,7 +282,7 @@ def read_plan(anchor: Path) -> OTF2Plan:
                 raise TraceError(f"{anchor}: MPI location group names undefined location {loc}")
         plan.rank_cpu_loc = list(mpi_locgroup)
     else:   # no MPI: one "rank" per process that has a CPU thread
-        procs = {}
+        procs: dict = {}
         for ref in sorted(locs):
             name, ltype, nev, lg = locs[ref]
             if ltype == LT_CPU and lgroups.get(lg, (0, LGT_PROCESS))[1] == LGT_PROCESS:
@@ -307,7 +307,7 @@ def read_plan(anchor: Path) -> OTF2Plan:
     # stream ids: "CUDA[d:s]" / "HIP[d:s]" names (Score-P, our tracer) give s; where one rank's
     # locations span several devices with clashing stream numbers, d << 16 | s keeps them apart;
     # locations without such a name are numbered in definition order
-    for r, gl in enumerate(plan.rank_gpu_locs):
+    for _r, gl in enumerate(plan.rank_gpu_locs):
         parsed = {}
         for k, ref in enumerate(gl):
             m = _STREAM_RE.search(S(locs[ref][0]))
@@ -363,7 +363,7 @@ def read_plan(anchor: Path) -> OTF2Plan:
     world_ref = next((c[0] for c in cands if c[1] == "MPI_COMM_WORLD" and c[2] == full), None)
     if world_ref is None:
         world_ref = next((c[0] for c in cands if c[3] == UNDEF32 and c[2] == full), None)
-    for ref, cname, members, parent in cands:
+    for ref, cname, members, _parent in cands:
         if ref == world_ref:
             plan.comm_map[ref] = ("world", 0, None, plan.nranks)
         else:
@@ -379,7 +379,7 @@ def read_plan(anchor: Path) -> OTF2Plan:
     plan.intercomms = intercomms
 
     # ---------------------------------------------------------------- RMA windows
-    for wref, (name, cref) in wins.items():
+    for wref, (_name, cref) in wins.items():
         if cref in plan.comm_map:
             plan.mpi_windows.add(wref)
             continue
@@ -405,7 +405,7 @@ def read_plan(anchor: Path) -> OTF2Plan:
                                      for l in rl]
 
     # ---------------------------------------------------------------- our buffer attribute
-    for aref, (name, atype) in attrs.items():
+    for aref, (name, _atype) in attrs.items():
         if S(name) == MEM_ATTR_NAME:
             plan.mem_attr = aref
         if S(name) in G2G_ATTRS:

@@ -35,10 +35,24 @@ from _otf2.Config import conf  # noqa: E402
 
 from ..trace import ALL_OPS, COLLECTIVES, COPY_KINDS, TraceError
 from ..vocab import SEND_ONLY_OPS, TEST_OPS, WAIT_OPS
+from .otf2_defs import (
+    GPU_API_KINDS,
+    R_CPY_ASYNC,
+    R_CPY_SYNC,
+    R_DEVICE_SYNC,
+    R_EVENT_RECORD,
+    R_EVENT_SYNC,
+    R_KERNEL,
+    R_LAUNCH,
+    R_MPI,
+    R_STREAM_CREATE,
+    R_STREAM_SYNC,
+    R_STREAM_WAIT,
+    TYPE_STRING,
+    UNDEF32,
+    OTF2Plan,
+)
 from .rules import compute_gap
-from .otf2_defs import (GPU_API_KINDS, R_CPY_ASYNC, R_CPY_SYNC, R_DEVICE_SYNC, R_EVENT_RECORD,
-                        R_EVENT_SYNC, R_KERNEL, R_LAUNCH, R_MPI, R_STREAM_CREATE, R_STREAM_SYNC,
-                        R_STREAM_WAIT, TYPE_STRING, UNDEF32, OTF2Plan)
 
 # ------------------------------------------------------------------------------------ op codes
 OP_NAMES = sorted(ALL_OPS)
@@ -271,7 +285,7 @@ class AttrReader:
         self.active = bool(self.by_ref)
 
     def read(self, attrs) -> dict:
-        out = {}
+        out: dict = {}
         if not attrs:
             return out
         ref, typ, val, by_ref = self.ref, self.typ, self.val, self.by_ref
@@ -682,7 +696,7 @@ class RankConverter:
             self.last_t = st["t"]
         # requests posted but never completed in the trace: an Irecv / nonblocking collective
         # without its completion record has no peer, tag or size and cannot be replayed
-        for req, row in active.items():
+        for _req, row in active.items():
             if row[F_PEER] == -3:
                 row[F_OP] = DELETED
                 self.stats["incomplete_requests"] = self.stats.get("incomplete_requests", 0) + 1
@@ -918,7 +932,7 @@ class RankConverter:
                     p += 1
         launched: list[tuple] = []                # (launch time, stream) of the kernels placed
         per_stream: dict[int, list] = defaultdict(list)   # stream -> [(launch time, kernel end)]
-        for i, (t0, t1, corr, cs, row) in enumerate(L):
+        for i, (_t0, t1, _corr, _cs, row) in enumerate(L):
             j = match[i]
             if j is None:
                 row[F_OP] = DELETED
@@ -1434,7 +1448,7 @@ def _buffers(m: np.ndarray, mode: str) -> None:
         m[:, F_MEM] = np.where(data, MEM_DEVICE if mode == "device" else MEM_HOST, MEM_HOST)
 
 
-def _merge_compute(m: np.ndarray) -> np.ndarray:
+def _merge_compute(m: np.ndarray) -> np.ndarray | None:
     """Adjacent Compute rows (left where a cancelled request's row was dropped) become one; the
     time of the dropped call counts as compute.  Returns the indices of the rows kept (the first
     of each run of Compute rows, which gets the run's end and duration) or None when no row

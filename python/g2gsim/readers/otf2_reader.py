@@ -61,10 +61,8 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from ..trace import ANY_SOURCE, ANY_TAG, COPY_KINDS, MEM_SPACES, PROC_NULL, SCHEMA, Comm, Trace, \
-    TraceError
+from ..trace import COPY_KINDS, MEM_SPACES, SCHEMA, Comm, Trace, TraceError
 from .otf2_defs import OTF2Plan, find_anchor, read_plan
 from .otf2_events import OP_NAMES, convert_ranks
 from .rules import check_matching, report_matching  # noqa: F401  (check_matching: the public name)
@@ -162,6 +160,7 @@ def _mp_context():
 
 def _run_task(ranks: list[int]):
     try:
+        assert _W_PLAN is not None             # set by _init_worker
         return convert_ranks(_W_PLAN, ranks, _W_MODE)
     except TraceError as e:
         return e
@@ -185,7 +184,9 @@ def _partition(plan: OTF2Plan, processes: int | None) -> list[list[int]]:
         ntasks = 1
     weights = [plan.rank_events(r) + 1 for r in range(plan.nranks)]
     target = sum(weights) / max(ntasks, 1)
-    tasks, cur, acc = [], [], 0.0
+    tasks: list[list[int]] = []
+    cur: list[int] = []
+    acc = 0.0
     for r, w in enumerate(weights):
         cur.append(r)
         acc += w
@@ -238,14 +239,14 @@ def _assemble(plan: OTF2Plan, results: list[dict], mode: str) -> Trace:
     # communicators: the defined ones plus each rank's MPI_COMM_SELF that is used
     comms = list(plan.comms)
     used = set(np.unique(cat("comm_id")).tolist()) if n else set()
-    for ref, (base, name) in sorted(plan.self_comms.items()):
+    for _ref, (base, name) in sorted(plan.self_comms.items()):
         for r in range(plan.nranks):
             if base + r in used:
                 comms.append(Comm(base + r, f"{name} (rank {r})", [r]))
 
     stats: dict = {}
-    for r in results:
-        for k, v in r["stats"].items():
+    for part in results:
+        for k, v in part["stats"].items():
             stats[k] = stats.get(k, 0) + v
     stats["tasks"] = len(results)
     kern = [k for r in results for k in r["kernels"]]

@@ -45,8 +45,9 @@ Matching (``check_matching``, ``report_matching``)
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable, NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -430,12 +431,12 @@ def _wild_and_report(problems, sends, exact, wildr, so, ro, s_matched, r_matched
                         f"(comm {sends['comm'][i]}, tag {sends['tag'][i]}, {sends['nbytes'][i]} "
                         f"bytes) at seq {sends['seq'][i]}, t={sends['t'][i]} ns")
     for j in np.flatnonzero(~r_matched):
-        i = ro[j]
+        i = int(ro[j])
         problems.append(f"unmatched receive: rank {exact['rank'][i]} <- peer {exact['peer'][i]} "
                         f"(comm {exact['comm'][i]}, tag {exact['tag'][i]}) at seq "
                         f"{exact['seq'][i]}, t={exact['t'][i]} ns")
-    for jj in np.flatnonzero(~w_matched):
-        j = wo[jj]
-        problems.append(f"unmatched receive: rank {wildr['rank'][j]} <- peer {wildr['peer'][j]} "
-                        f"(comm {wildr['comm'][j]}, tag {wildr['tag'][j]}) at seq "
-                        f"{wildr['seq'][j]}, t={wildr['t'][j]} ns")
+    for wj in np.flatnonzero(~w_matched):
+        k = int(wo[wj])
+        problems.append(f"unmatched receive: rank {wildr['rank'][k]} <- peer {wildr['peer'][k]} "
+                        f"(comm {wildr['comm'][k]}, tag {wildr['tag'][k]}) at seq "
+                        f"{wildr['seq'][k]}, t={wildr['t'][k]} ns")

@@ -15,14 +15,23 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .._extras import require
 
 _otf2 = require("_otf2", "otf2", "writing OTF2 archives")
 import otf2  # noqa: E402
 from otf2.definitions import Location
-from otf2.enums import (CollectiveOp, GroupType, LocationGroupType, LocationType, MeasurementMode,
-                        Paradigm, RegionRole, Type)
+from otf2.enums import (
+    CollectiveOp,
+    GroupType,
+    LocationGroupType,
+    LocationType,
+    MeasurementMode,
+    Paradigm,
+    RegionRole,
+    Type,
+)
 
 UNDEF_ROOT = 0xFFFFFFFF
 MEM_CODES = {"host": 0, "device": 1, "managed": 2, "unknown": 3}
@@ -107,13 +116,13 @@ class SynthArchive:
         elif mem_attr == "uint8":
             self.mem_attr = d.attribute("g2g:mem_space", "buffer memory space", Type.UINT8)
         # the other attributes of g2gsim's tracer (tracer/README.md), defined when asked for
-        self.extra_attrs: dict[str, object] = {}
+        self.extra_attrs: dict[str, Any] = {}
         if tracer_attrs:
             for name, typ in (("g2g:contiguous", Type.UINT8), ("g2g:bytes", Type.UINT64),
                               ("g2g:recv_bytes", Type.UINT64), ("g2g:copy_kind", Type.UINT8),
                               ("g2g:stream", Type.UINT32), ("g2g:async", Type.UINT8)):
                 self.extra_attrs[name] = d.attribute(name, name, typ)
-        self.regions: dict[str, object] = {}
+        self.regions: dict[str, Any] = {}
         for r in range(nranks):
             self.cpu.append(_Loc(defs[r], self.w.event_writer_from_location(defs[r]).handle))
             if gpu:

@@ -112,8 +112,17 @@ import numpy as np
 
 from .. import units
 from ..trace import ANY_SOURCE, PROC_NULL, Trace
-from ..vocab import (COMPUTE_OPS, MARKER_OPS, NONBLOCKING_COLLECTIVES, NONBLOCKING_RECV_OPS,
-                     NONBLOCKING_SEND_OPS, RECV_ONLY_OPS, SEND_ONLY_OPS, TEST_OPS, WAIT_OPS)
+from ..vocab import (
+    COMPUTE_OPS,
+    MARKER_OPS,
+    NONBLOCKING_COLLECTIVES,
+    NONBLOCKING_RECV_OPS,
+    NONBLOCKING_SEND_OPS,
+    RECV_ONLY_OPS,
+    SEND_ONLY_OPS,
+    TEST_OPS,
+    WAIT_OPS,
+)
 
 __all__ = ["to_simgrid", "machine_params", "smpi_cfg", "platform_xml", "SimgridExportError"]
 
