@@ -347,3 +347,57 @@ def test_measure_script_sizes_follow_the_core_rule():
             measure.parse_size(bad)
         with pytest.raises(ValueError):
             units.parse_size(bad)
+
+
+def test_h100x2_calibrated_preset_loads_and_validates():
+    """The preset fitted on the 2 x H100 run (docs/validation/h100x2.md) is listed, valid, builds, and
+    cites the run it was fitted on; its fitted figures are those of the run's own curves."""
+    from g2gsim import machines
+    assert "h100x2-calibrated" in machines.presets()
+    assert machines.validate("h100x2-calibrated") == []
+    d = machines.check("h100x2-calibrated")
+    assert d["name"] == "h100x2-calibrated" and d["gpus_per_node"] == 2 and d["sockets"] == 1
+    text, _ = machines.resolve("h100x2-calibrated")
+    head = "\n".join(ln for ln in text.splitlines() if ln.startswith("#"))
+    for cite in ("2026-11-25", "on vm", "Open MPI v4.1.6", "UCX: 1.22.0", "NVIDIA H100 80GB HBM3",
+                 "docs/validation/h100x2/raw.json", "--base dgx-h100"):
+        assert cite in head, cite
+    # the large-message rates must be the run's: device ping-ping of 256 MiB (two opposite
+    # transfers at once) and the pinned 256 MiB copies, measured in raw.json
+    raw = json.loads((ROOT / "docs" / "validation" / "h100x2" / "raw.json").read_text())
+    pp = next(e for e in raw["p2p"] if e["pattern"] == "pingping" and e["mode"] == "device")
+    nvl = pp["sizes"][-1] / pp["stats"][-1]["median"]
+    assert abs(d["nvlink_bw_bytes_per_s"] / nvl - 1) < 0.10, (d["nvlink_bw_bytes_per_s"], nvl)
+    for e in raw["memcpy"]:
+        if e["host"] == "pinned":
+            bw = e["sizes"][-1] / e["stats"][-1]["median"]
+            assert abs(d["copy_bw_bytes_per_s"] / bw - 1) < 0.10, (e["kind"], d["copy_bw_bytes_per_s"], bw)
+
+
+def test_run_spread_between_two_runs(tmp_path):
+    """bench/calibrate/run_spread.py: a run against itself has no spread; a copy whose medians are
+    10 % slower shows 10 % between runs, and the within-run figure is the samples' (p90-p10)/median."""
+    sys.path.insert(0, str(ROOT / "bench" / "calibrate"))
+    import run_spread
+    raw = json.loads((SAMPLE / "raw.json").read_text())
+    rows = run_spread.spread_rows(raw, raw)
+    assert rows and all(r["between_worst"] == 0.0 for r in rows if "why" not in r)
+    slow = json.loads(json.dumps(raw))
+    for e in slow["p2p"]:
+        for s in e["stats"]:
+            s["median"] *= 1.1
+    rows = {(r["series"], r["sizes"]): r for r in run_spread.spread_rows(raw, slow) if "why" not in r}
+    r = rows[("pingpong host", ">= 32 KiB")]
+    assert abs(r["between_median"] - 0.1) < 1e-9 and abs(r["between_worst"] - 0.1) < 1e-9
+    assert rows[("memcpy d2h pinned", ">= 32 KiB")]["between_worst"] == 0.0
+    e = next(e for e in raw["p2p"] if e["pattern"] == "pingpong" and e["mode"] == "host")
+    big = [s for n, s in zip(e["sizes"], e["stats"]) if n >= 32 * 1024]
+    assert abs(r["within_a"] - float(np.median([(s["p90"] - s["p10"]) / s["median"] for s in big]))) < 1e-12
+    md = run_spread.markdown(list(rows.values()))
+    assert md.count("\n") == len(rows) + 2
+
+
+def test_fit_report_names_the_host_series():
+    from g2gsim.calibrate.report import _from_label
+    assert _from_label("pingpong host") == "pingpong host"
+    assert _from_label(["pingpong", "pingping"]) == "host pingpong + pingping"

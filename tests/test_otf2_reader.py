@@ -141,7 +141,8 @@ def _assert_agrees_with_raw(trace: Trace, raw: dict) -> None:
     # every rank has contiguous seq and rows in time order where the host timeline is concerned
     for r, g in df.groupby("rank"):
         assert list(g.seq) == list(range(len(g)))
-        host = g[g.op != "Memcpy"]
+        # (an Untraced row spans the measurement-off period inside the host time before it)
+        host = g[~g.op.isin(["Memcpy", "Untraced"])]
         assert np.all(np.diff(host.t_start_ns.to_numpy()) >= 0)
     assert (df[df.op == "Compute"].dur_ns >= 0).all()
 
@@ -170,7 +171,8 @@ def test_corpus_trace_imports(corpus, name, tmp_path):
     _assert_agrees_with_raw(trace, raw)
     assert check_matching(trace) == []
     assert trace.import_stats["events"] <= sum(raw["kinds"].values())
-    assert trace.buffers == "traced"
+    # Score-P and the other corpus tracers record no buffer space: host is an assumption (issue 23)
+    assert trace.buffers == "assumed-host"
     assert trace.source.startswith("otf2_reader: ")
     # none of these programs uses a communicator other than MPI_COMM_WORLD
     assert [c.to_json() for c in trace.comms] == [

@@ -29,7 +29,7 @@ def test_classes_partition_the_operations():
     assert len(vocab.BLOCKING_COLLECTIVES) == len(vocab.NONBLOCKING_COLLECTIVES) == 16
     assert vocab.NONBLOCKING_COLLECTIVES[1] == "Ibcast"
     groups = [vocab.P2P_OPS, vocab.WAIT_OPS, vocab.TEST_OPS, vocab.COLLECTIVES, vocab.COPY_OPS,
-              vocab.MARKER_OPS, vocab.GPU_OPS | vocab.COMPUTE_OPS]
+              vocab.MARKER_OPS, vocab.GPU_OPS | vocab.COMPUTE_OPS, vocab.UNTRACED_OPS]
     assert set().union(*groups) == vocab.ALL_OPS
     assert sum(len(g) for g in groups) == len(vocab.ALL_OPS)       # disjoint
     with pytest.raises(ValueError, match="unknown operation class"):

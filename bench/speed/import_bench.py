@@ -1,6 +1,12 @@
 #!/usr/bin/env python3
-"""OTF2 import speed (issue 9): events/s of ``g2gsim.readers.otf2_reader.read_otf2`` on the corpus
-archives and on a generated ~10-million-event Score-P-like archive.
+"""Import speed.  OTF2 (issue 9): events/s of ``g2gsim.readers.otf2_reader.read_otf2`` on the corpus
+archives and on a generated ~10-million-event Score-P-like archive.  DUMPI (issue 26, ``--format
+dumpi``): records/s and peak memory of ``import_dumpi`` (the Rust streaming converter, trace to
+native file) on every corpus DUMPI trace and on generated traces of several lengths
+(``bench/speed/dumpi_gen.py``), optionally against the Python reference (``--reference``):
+
+    python3 bench/speed/import_bench.py --format dumpi                 # corpus + 2M and 8M records
+    python3 bench/speed/import_bench.py --format dumpi --records 2e6,8e6,16e6 --reference
 
     python3 bench/speed/import_bench.py                       # corpus + 10M-event archive, 1 and 2 processes
     python3 bench/speed/import_bench.py --events 1e6 --processes 2
@@ -229,8 +235,97 @@ def table(results: list[dict]) -> str:
                            "Parquet write s", "peak RSS (all processes' max)", "status"], rows)
 
 
+# ----------------------------------------------------------------------------------- DUMPI
+DUMPI_RESULTS = Path(__file__).resolve().parent / "import_dumpi_results.json"
+DUMPI_SNIPPET = r"""
+import json, sys, time, warnings
+warnings.simplefilter("ignore")
+meta, out, engine = sys.argv[1], sys.argv[2], sys.argv[3]
+from g2gsim.readers.dumpi_reader import import_dumpi, read_dumpi
+t = time.perf_counter(); c = time.process_time()
+if engine == "rust":
+    st = import_dumpi(meta, out)
+    rows, records = st["rows"], st["records"]
+else:
+    from g2gsim.readers.dumpi_reader import read_dumpi_meta, _open_rank
+    tr = read_dumpi(meta, engine="python")
+    tr.write(out)
+    rows = tr.table.num_rows
+    m = read_dumpi_meta(meta)
+    records = sum(len(_open_rank(m, r).records().fids) for r in range(m.numprocs))
+print(json.dumps({"read_s": time.perf_counter() - t, "cpu_s": time.process_time() - c,
+                  "rows": rows, "records": records}))
+"""
+
+
+def run_dumpi(meta: str, engine: str, out: str, timeout: float, mem_limit: int) -> dict:
+    env = dict(os.environ, PYTHONPATH=str(REPO / "python") + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    m = measure([sys.executable, "-c", DUMPI_SNIPPET, meta, out, engine], timeout_s=timeout,
+                mem_limit_bytes=mem_limit, env=env)
+    r = {"meta": meta, "engine": engine, "status": m.status, "process_wall_s": round(m.wall_s, 3),
+         "max_rss_bytes": m.max_rss_bytes}
+    if m.status == "ok":
+        try:
+            r.update(json.loads(m.stdout.strip().splitlines()[-1]))
+            # python reference: records counted by decoding again, outside the timed part
+            r["records_per_s"] = r["records"] / r["read_s"] if r["read_s"] else None
+            r["records_per_cpu_s"] = r["records"] / r["cpu_s"] if r["cpu_s"] else None
+        except (ValueError, IndexError):
+            r["status"] = "error"
+    if r["status"] != "ok":
+        r["error_tail"] = m.stderr[-2000:]
+    Path(out).unlink(missing_ok=True)
+    return r
+
+
+def main_dumpi(a) -> int:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from dumpi_gen import generate_dumpi
+    mem_limit = int(a.mem_limit * (1 << 30))
+    traces: list[tuple[str, str]] = []
+    if not a.no_corpus:
+        for m in sorted(CORPUS.rglob("*.meta")):
+            traces.append((str(m.relative_to(CORPUS)), str(m)))
+    gen = []
+    if not a.no_generated:
+        for rec in [parse_rec for parse_rec in (int(float(x)) for x in a.records.split(",")) if parse_rec]:
+            gdir = a.archive_dir / f"dumpi-halo-{a.ranks}r-{rec}rec"
+            info = load_json(gdir / "generated.json")
+            if not info or not Path(info.get("meta", "")).exists():
+                print(f"writing a {rec:,}-record DUMPI trace to {gdir} ...", file=sys.stderr, flush=True)
+                info = generate_dumpi(gdir, a.ranks, rec)
+                (gdir / "generated.json").write_text(json.dumps(info))
+            gen.append(info)
+            traces.append((f"generated halo {a.ranks} ranks, {info['records']:,} records", info["meta"]))
+    engines = ["rust"] + (["python"] if a.reference else [])
+    results = []
+    out = str(a.archive_dir / "dumpi-import-out.g2g.parquet")
+    a.archive_dir.mkdir(parents=True, exist_ok=True)
+    for label, meta in traces:
+        for eng in engines:
+            print(f"importing {label} ({eng}) ...", file=sys.stderr, flush=True)
+            r = run_dumpi(meta, eng, out, a.timeout, mem_limit)
+            r["label"] = label
+            results.append(r)
+    save_json(a.out if a.out != RESULTS else DUMPI_RESULTS, {"host": host_info(), "generated": gen, "results": results})
+    rows = []
+    for r in results:
+        if r["status"] != "ok":
+            rows.append([r["label"], r["engine"], "-", "-", "-", "-", "-", fmt_bytes(r.get("max_rss_bytes")), r["status"]])
+            continue
+        rows.append([r["label"], r["engine"], f"{r['records']:,}", f"{r['rows']:,}", f"{r['read_s']:.2f}",
+                     f"{r['cpu_s']:.2f}", f"{fmt_rate(r['records_per_s'])} / {fmt_rate(r['records_per_cpu_s'])}",
+                     fmt_bytes(r.get("max_rss_bytes")), "ok"])
+    print(markdown_table(["trace", "engine", "records", "rows", "wall s", "CPU s", "records/s (wall / CPU)",
+                          "peak RSS (process)", "status"], rows))
+    return 0 if all(r["status"] == "ok" for r in results) else 1
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--format", choices=["otf2", "dumpi"], default="otf2")
+    ap.add_argument("--records", default="2e6,8e6", help="dumpi: comma list of generated trace lengths (records)")
+    ap.add_argument("--reference", action="store_true", help="dumpi: also time the Python reference reader")
     ap.add_argument("--events", type=float, default=10e6, help="events of the generated archive")
     ap.add_argument("--ranks", type=int, default=64, help="ranks of the generated archive")
     ap.add_argument("--raw-events", action="store_true", help="write events with _otf2.EvtWriter_* (faster)")
@@ -245,6 +340,10 @@ def main(argv=None) -> int:
     ap.add_argument("--mem-limit", type=float, default=21.0, help="GiB")
     ap.add_argument("--out", type=Path, default=RESULTS)
     a = ap.parse_args(argv)
+    if a.format == "dumpi":
+        if a.archive_dir == Path(os.environ.get("TMPDIR", "/tmp")) / "g2gsim-otf2-bench":
+            a.archive_dir = Path(os.environ.get("TMPDIR", "/tmp")) / "g2gsim-dumpi-bench"
+        return main_dumpi(a)
     if a.generate_only:
         info = generate_otf2(a.generate_only, a.ranks, int(a.events), raw=a.raw_events)
         (a.generate_only / "generated.json").write_text(json.dumps(info))

@@ -16,7 +16,7 @@ from ._errors import SafeGroup, error_line
 from ._errors import fail as _fail_line
 from ._errors import notice as _notice
 from ._io import atomic_output, write_text_atomic
-from .sim import SimulationError, as_native
+from .sim import BUFFERS, WINDOWS, SimulationError, as_native
 from .sim import simulate as run_simulation
 from .trace import Trace, TraceError
 from .vocab import MODES, SEND_OPS, SHARING
@@ -107,6 +107,14 @@ def print_summary(rep: dict):
     t.add_row("communication (avg per rank)", _fmt_s(rep["comm_time_s"]))
     t.add_row("compute (avg per rank)", _fmt_s(rep["compute_time_s"]))
     t.add_row("copies (avg per rank)", _fmt_s(rep["copy_time_s"]))
+    if rep.get("untraced_s"):
+        t.add_row("untraced (avg per rank)", _fmt_s(rep["untraced_s"] / max(rep["nranks"], 1))
+                  + (" skipped" if rep.get("window") == "traced" else " simulated as host time"))
+    bs = rep.get("buffer_stats")
+    if bs:
+        t.add_row("MPI data buffers: device / staged / host", f"{bs['device']:,} / {bs['staged']:,} / "
+                  f"{bs['mpi_buffers'] - bs['device'] - bs['staged']:,} (--buffers {rep.get('buffers')})")
+        t.add_row("staging copies recognised / removed", f"{bs['staging_copies']:,} / {bs['staging_copies_removed']:,}")
     t.add_row("point-to-point / collective messages", f"{rep['p2p_messages']:,} / {rep['collective_messages']:,}")
     for k, v in rep["paths"].items():
         t.add_row(f"  via {k}", f"{v['messages']:,} msgs, {v['bytes']:,} B")
@@ -139,16 +147,20 @@ def sim_options(f):
         click.option("--gpus-per-node", type=click.IntRange(1), default=None, help="override GPUs (ranks) per node"),
         click.option("--mapping", default=None, help="linear (default), round-robin, or a file of node indices per rank"),
         click.option("--coll-algo", "coll_algos", default="", help="override algorithms: allreduce=ring,bcast=binomial"),
-        click.option("--staged-buffers-are-device", is_flag=True,
-                     help="gpudirect what-if for HostCopy traces: host MPI buffers hold GPU data; staging copies are dropped"),
+        click.option("--buffers", type=click.Choice(BUFFERS), default=None,
+                     help="where MPI data buffers live: traced (default: as recorded; explicit staging copies are "
+                          "recognised), device or host (docs/semantics.md)"),
+        click.option("--window", type=click.Choice(WINDOWS), default="traced", show_default=True,
+                     help="traced: skip stretches the tracer did not record (reported per rank); all: simulate them as host time"),
+        click.option("--staged-buffers-are-device", is_flag=True, hidden=True, help="replaced by --buffers device"),
         click.option("--gpudirect-min-bytes", type=click.IntRange(0), default=0,
                      help="mixed what-if: GPU-direct only for messages of at least this size"),
         click.option("--gpudirect-collectives-only", is_flag=True, help="mixed what-if: GPU-direct for collectives only"),
         click.option("--network-scale", type=float, default=1.0, help="multiply NIC and network bandwidth"),
         click.option("--no-overlap", is_flag=True, help="what-if: GPU work waits for completion (no compute/communication overlap)"),
         click.option("--sharing", type=click.Choice(SHARING), default=None, help="link sharing model (default: the machine file's, max-min)"),
-        click.option("--assume-buffers", type=click.Choice(["traced", "host", "device", "infer"]), default=None,
-                     help="buffer spaces for imported traces that lack them"),
+        click.option("--assume-buffers", type=click.Choice(["traced", "host", "device", "infer"]), default=None, hidden=True,
+                     help="replaced by --buffers"),
         click.option("--no-progress", is_flag=True, help="no progress bar"),
         click.option("--no-cache", is_flag=True, help="import OTF2 / DUMPI afresh, not from the import cache"),
         click.option("--strict", is_flag=True, help="end-of-trace warnings (unreceived messages, requests never waited for) are errors"),
@@ -159,14 +171,81 @@ def sim_options(f):
 
 
 def _kw(gpus_per_node, mapping, coll_algos, staged_buffers_are_device, gpudirect_min_bytes,
-        gpudirect_collectives_only, network_scale, assume_buffers, sharing=None, no_overlap=False, no_cache=False,
-        strict=False):
+        gpudirect_collectives_only, network_scale, assume_buffers, buffers=None, window="traced", sharing=None,
+        no_overlap=False, no_cache=False, strict=False):
     return dict(cache=False if no_cache else None, strict=strict or None, sharing=sharing,
                 no_overlap=no_overlap or None, gpus_per_node=gpus_per_node, mapping=_parse_mapping(mapping),
                 coll_algos=coll_algos,
-                staged_as_device=staged_buffers_are_device, gpudirect_min_bytes=gpudirect_min_bytes,
+                staged_as_device=staged_buffers_are_device or None, gpudirect_min_bytes=gpudirect_min_bytes,
                 gpudirect_collectives_only=gpudirect_collectives_only, network_scale=network_scale,
-                assume_buffers=assume_buffers)
+                assume_buffers=assume_buffers, buffers=buffers, window=window)
+
+
+def machine_defaulted(param: str = "machine") -> bool:
+    """True when the user gave no --machine (the preset came from the default)."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return False
+    try:
+        return ctx.get_parameter_source(param) == click.core.ParameterSource.DEFAULT
+    except Exception:
+        return False
+
+
+def print_assumptions(rep: dict, out: Console | None = None):
+    """The first lines of every result: notices (options that changed nothing), then assumptions."""
+    out = out or console
+    for n in rep.get("notices", []):
+        out.print(f"[bold yellow]notice:[/] {n}", highlight=False)
+    for a in rep.get("assumptions", []):
+        out.print(f"[dim]assumed:[/] {a}", highlight=False)
+
+
+def _parse_ranks(spec: str | None):
+    if not spec:
+        return None
+    out = []
+    for part in spec.split(","):
+        try:
+            if "-" in part:
+                a, b = part.split("-", 1)
+                out.extend(range(int(a), int(b) + 1))
+            else:
+                out.append(int(part))
+        except ValueError:
+            _fail(f"--timeline-ranks {spec!r}: expected ranks and ranges like 0-3,8")
+    return out
+
+
+_TIME_UNITS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
+
+
+def _parse_time_ns(s: str, spec: str) -> int:
+    s = s.strip()
+    for unit in ("ns", "us", "ms", "s"):
+        if s.endswith(unit):
+            try:
+                return int(round(float(s[:-len(unit)]) * _TIME_UNITS[unit]))
+            except ValueError:
+                break
+    else:
+        try:
+            return int(s)
+        except ValueError:
+            pass
+    _fail(f"--timeline-window {spec!r}: expected START:END with units ns, us, ms or s (e.g. 1ms:2.5ms)")
+
+
+def _parse_window(spec: str | None):
+    if not spec:
+        return None
+    if ":" not in spec:
+        _fail(f"--timeline-window {spec!r}: expected START:END (e.g. 1ms:2.5ms)")
+    a, b = spec.split(":", 1)
+    t0, t1 = _parse_time_ns(a, spec), _parse_time_ns(b, spec)
+    if t1 <= t0:
+        _fail(f"--timeline-window {spec!r}: the end must be after the start")
+    return (t0, t1)
 
 
 @main.command()
@@ -175,13 +254,27 @@ def _kw(gpus_per_node, mapping, coll_algos, staged_buffers_are_device, gpudirect
 @click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None, help="write the full report as JSON")
 @click.option("--csv", "csv_dir", type=click.Path(file_okay=False), default=None,
               help="write the report's tables as CSV into this directory (summary, per_op, by_size, paths, per_rank)")
+@click.option("--timeline", type=click.Path(dir_okay=False), default=None,
+              help="write a Perfetto timeline of the simulated run (.json, or .json.gz compressed)")
+@click.option("--timeline-ranks", default=None, help="timeline: only these ranks, e.g. 0-3,8")
+@click.option("--timeline-window", default=None, help="timeline: only events overlapping START:END of simulated time, e.g. 1ms:2ms")
 @sim_options
-def simulate(trace, mode, json_out, csv_dir, machine, no_progress, **kw):
+def simulate(trace, mode, json_out, csv_dir, timeline, timeline_ranks, timeline_window, machine, no_progress, **kw):
     """Simulate TRACE on a machine and print a summary."""
-    rep = _sim(trace, machine, mode, progress=not no_progress, json_out=json_out, **_kw(**kw))
+    if (timeline_ranks or timeline_window) and not timeline:
+        _fail("--timeline-ranks / --timeline-window filter a timeline: add --timeline PATH")
+    tl = {}
+    if timeline:
+        tl = dict(timeline=str(timeline), timeline_ranks=_parse_ranks(timeline_ranks),
+                  timeline_window_ns=_parse_window(timeline_window))
+    rep = _sim(trace, machine, mode, progress=not no_progress, json_out=json_out,
+               machine_default=machine_defaulted(), **_kw(**kw), **tl)
+    print_assumptions(rep)
     print_summary(rep)
     for w in rep.get("warnings", []):
         _notice(w)
+    if timeline:
+        console.print(f"timeline written to {timeline} (open in https://ui.perfetto.dev)")
     if json_out:
         write_text_atomic(json_out, json.dumps(rep, indent=2))
         console.print(f"report written to {json_out}")
@@ -192,20 +285,26 @@ def simulate(trace, mode, json_out, csv_dir, machine, no_progress, **kw):
 
 @main.command()
 @click.argument("trace", type=click.Path(exists=True))
-@click.option("--assume-buffers", type=click.Choice(["traced", "host", "device", "infer"]), default=None)
+@click.option("--assume-buffers", type=click.Choice(["traced", "host", "device", "infer"]), default=None, hidden=True)
 @click.option("--no-cache", is_flag=True, help="import OTF2 / DUMPI afresh, not from the import cache")
 def info(trace, assume_buffers, no_cache):
-    """Ranks, operation counts, bytes by operation and a message-size histogram of TRACE."""
+    """Ranks, each rank's traced time span and untraced stretches, operation counts, bytes by operation
+    and a message-size histogram of TRACE."""
+    if assume_buffers is not None:
+        _fail("--assume-buffers is gone: a trace is read as recorded and where buffers live is decided at "
+              "simulate time (g2gsim simulate/compare --buffers traced|device|host)", 2)
     try:
-        t = Trace.read(as_native(trace, assume_buffers=assume_buffers, cache=False if no_cache else None))
+        t = Trace.read(as_native(trace, cache=False if no_cache else None))
     except (TraceError, ValueError) as e:
         _fail(str(e))
     df = t.table.select(["rank", "op", "bytes", "recv_bytes", "mem_space", "t_start_ns", "t_end_ns",
                          "dur_ns"]).to_pandas()
+    df["op"] = df["op"].astype(str)
     traced = df["t_end_ns"] - df["t_start_ns"]
     df["traced_s"] = traced.where(traced.notna(), df["dur_ns"].where(df["op"] == "Compute")) * 1e-9
     console.print(f"[bold]{trace}[/]: {t.nranks} ranks, {len(df):,} operations, "
                   f"{len(t.comms)} communicator(s); source: {t.source or '-'}; buffers: {t.buffers}")
+    print_spans(df, t.nranks)
     tab = Table(title="operations")
     for c in ("op", "count", "bytes sent", "bytes received", "device-buffer share", "traced time (all ranks)"):
         tab.add_column(c, justify="left" if c == "op" else "right")
@@ -231,6 +330,38 @@ def info(trace, assume_buffers, no_cache):
         for lab, c in zip(labels, counts):
             h.add_row(lab, f"{c:,}", f"{c / len(sends):.1%}")
         console.print(h)
+
+
+def print_spans(df, nranks: int, max_rows: int = 16):
+    """Each rank's traced time span and its untraced stretches (the rows `Untraced`)."""
+    g = df.groupby("rank")
+    t0, t1 = g["t_start_ns"].min(), g["t_end_ns"].max()
+    un = df[df["op"] == "Untraced"]
+    if t0.isna().all() and not len(un):
+        console.print("time span: the trace has no timestamps")
+        return
+    tab = Table(title="time span per rank (traced window = span minus untraced stretches)")
+    for c in ("rank", "first call (s)", "last call (s)", "span", "untraced stretches", "untraced", "traced window"):
+        tab.add_column(c, justify="right")
+    ranks = list(range(nranks))
+    shown = ranks if nranks <= max_rows else ranks[: max_rows // 2] + ranks[-max_rows // 2:]
+    for r in shown:
+        a, b = t0.get(r), t1.get(r)
+        u = un[un["rank"] == r]
+        span = (b - a) * 1e-9 if a == a and b == b and a is not None else float("nan")
+        ut = float(u["dur_ns"].sum()) * 1e-9
+        stretches = ", ".join(f"{x * 1e-9:.3f}-{y * 1e-9:.3f} s" for x, y in zip(u["t_start_ns"], u["t_end_ns"])
+                              if x == x and y == y) or ("-" if not len(u) else f"{len(u)}")
+        tab.add_row(str(r), "-" if a != a else f"{a * 1e-9:.6f}", "-" if b != b else f"{b * 1e-9:.6f}",
+                    "-" if span != span else _fmt_s(span), stretches, _fmt_s(ut),
+                    "-" if span != span else _fmt_s(span - ut))
+    console.print(tab)
+    if nranks > max_rows:
+        console.print(f"({nranks - len(shown)} ranks not shown)")
+    if len(un):
+        console.print(f"untraced: {un['rank'].nunique()} of {nranks} ranks have stretches the tracer did not record "
+                      f"({float(un['dur_ns'].sum()) * 1e-9 / nranks:.3f} s per rank on average); simulate/compare skip "
+                      f"them (--window traced) unless --window all", highlight=False)
 
 
 @main.command()
@@ -343,19 +474,46 @@ def cache_clear():
 @main.command("import")
 @click.argument("trace", type=click.Path(exists=True))
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="native trace to write (.g2g.parquet)")
-@click.option("--assume-buffers", type=click.Choice(["traced", "host", "device", "infer"]), default=None,
-              help="memory space of buffers when the trace has none (OTF2 default: traced; DUMPI: host)")
+@click.option("--assume-buffers", type=click.Choice(["traced", "host", "device", "infer"]), default=None, hidden=True,
+              help="gone: use --buffers of simulate/compare")
 def import_(trace, output, assume_buffers):
-    """Convert an OTF2 (Score-P or g2gsim's tracer) or DUMPI trace to the native format."""
-    from .sim import import_trace
+    """Convert an OTF2 (Score-P or g2gsim's tracer), DUMPI or Nsight Systems (.sqlite, .nsys-rep) trace to the
+    native format, as recorded (where buffers live is decided at simulate time: --buffers)."""
+    from .sim import import_to_file
+    if assume_buffers is not None:
+        _fail("import --assume-buffers is gone: the import keeps what the trace records and where buffers live "
+              f"is decided at simulate time: g2gsim simulate/compare {output} --buffers "
+              f"{'traced' if assume_buffers == 'infer' else assume_buffers}", 2)
     try:
-        t = import_trace(Path(trace), assume_buffers=assume_buffers, progress=sys.stderr.isatty())
-        t.write(output)  # Trace.write: a temporary file renamed into place
+        st = import_to_file(Path(trace), output, progress=sys.stderr.isatty())
     except (TraceError, ValueError) as e:
         _fail(str(e))
-    counts = t.op_counts()
-    console.print(f"wrote {output}: {t.nranks} ranks, {len(t.table):,} operations "
+    counts = st["op_counts"]
+    console.print(f"wrote {output}: {st['nranks']} ranks, {st['rows']:,} operations "
                   f"({', '.join(f'{k} {v}' for k, v in sorted(counts.items()))})")
+
+
+@main.command("export")
+@click.argument("trace", type=click.Path(exists=True))
+@click.option("--simgrid", "simgrid_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="write SimGrid time-independent traces, platform, hostfile and smpirun options into this directory")
+@click.option("--machine", "-m", default="lassen", show_default=True, help="preset name or machine TOML file (the platform)")
+@click.option("--gpus-per-node", type=click.IntRange(1), default=None, help="override GPUs (ranks) per node")
+@click.option("--host-speed", type=float, default=1e9, show_default=True, help="SimGrid host speed, flop/s (compute time = flops / speed)")
+@click.option("--latency", type=click.Choice(["same-leaf", "hop"]), default="same-leaf", show_default=True,
+              help="per-link latency of the platform (writers/simgrid_writer.py)")
+@click.option("--assume-buffers", type=click.Choice(["traced", "host", "device", "infer"]), default=None)
+def export(trace, simgrid_dir, machine, gpus_per_node, host_speed, latency, assume_buffers):
+    """Export TRACE for SimGrid/SMPI's time-independent replay (docs/importing.md)."""
+    from .writers.simgrid_writer import SimgridExportError, to_simgrid
+    try:
+        t = Trace.read(as_native(trace, assume_buffers=assume_buffers))
+        tl, plat, hf = to_simgrid(t, simgrid_dir, machine, gpus_per_node=gpus_per_node,
+                                  host_speed=host_speed, latency=latency)
+    except (SimgridExportError, TraceError, machines.MachineError, ValueError) as e:
+        _fail(str(e))
+    console.print(f"wrote {t.nranks} rank traces, {plat.name} and {hf.name} to {simgrid_dir}; replay with:")
+    console.print((Path(simgrid_dir) / "README.txt").read_text().splitlines()[-1].strip(), highlight=False, markup=False)
 
 
 @main.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})

@@ -246,6 +246,69 @@ def _overridden_by(doc: dict, key: str) -> str | None:
     return None
 
 
+
+# the parameters a HostCopy-vs-GPUDirect answer is most sensitive to (docs/semantics.md)
+KEY_PARAMS = ("gpu.copy_delay", "gpu.copy_per_byte", "gpu.gpudirect_delay", "node.pcie.bw", "node.nvlink.bw",
+              "node.nic.bw", "network.link_bw", "mpi.eager_limit")
+
+
+def _get(d: dict, key: str):
+    cur = d
+    for part in key.split("."):
+        if not isinstance(cur, dict) or part not in cur:
+            return None
+        cur = cur[part]
+    return cur
+
+
+def uncertainty(text: str, label: str = "machine") -> list[dict]:
+    """The machine file's ``[uncertainty."table.key"]`` entries: [{"key", "low", "high", "source"}].
+    Presets give ranges with their sources; ``g2gsim calibrate fit`` writes its fit's residual spread."""
+    import tomllib
+    try:
+        d = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise MachineError(f"{label}: {e}") from None
+    out = []
+    for key, v in (d.get("uncertainty") or {}).items():
+        if not isinstance(v, dict) or "low" not in v or "high" not in v:
+            raise MachineError(f"{label}: uncertainty.{key!r}: needs low = ..., high = ... (and source = \"...\")")
+        if _get(d, key) is None and key not in KEY_PARAMS:
+            raise MachineError(f"{label}: uncertainty.{key!r}: the file sets no key {key}")
+        out.append({"key": key, "low": v["low"], "high": v["high"], "source": str(v.get("source", ""))})
+    return out
+
+
+def with_overrides(text: str, label: str, sets: Mapping[str, Any]) -> str:
+    """The machine file ``text`` with ``{"table.key": value}`` set (units as in the file, e.g. "2us"):
+    the same settings as ``--set KEY=VALUE`` (``apply_sets``), checked by the core's schema."""
+    return apply_sets(text, label, [f"{k}={_format_value(v)}" for k, v in sets.items()])[0]
+
+
+def describe(text: str, label: str, default: bool = False) -> dict:
+    """What a result says about its machine: name, preset or file, calibrated, chosen by default,
+    the key parameters' values and the uncertainty ranges the file gives."""
+    import tomllib
+    try:
+        d = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise MachineError(f"{label}: {e}") from None
+    preset = label.startswith("preset:")
+    calibrated = "calibrate fit" in str(d.get("sources", "")) or "calibrated" in str(d.get("name", ""))
+    name = str(d.get("name", label))
+    params = {k: (str(_get(d, k)) if _get(d, k) is not None else "default") for k in KEY_PARAMS}
+    ranges = uncertainty(text, label)
+    kind = ("preset" if preset else "file") + (", calibrated" if calibrated else ", not calibrated")
+    sentence = f"machine: {name} ({kind}"
+    if default:
+        sentence += "; used by default: no --machine given"
+    sentence += ")"
+    if not ranges:
+        sentence += "; the file gives no ranges for its uncertain parameters"
+    return {"name": name, "label": label, "preset": preset, "calibrated": calibrated, "default": default,
+            "key_parameters": params, "ranges": ranges, "sentence": sentence}
+
+
 def validate(name_or_file: str | Path | MachineSpec) -> list[str]:
     """Every error of a machine file (each "file:line: key: message"); empty when it is valid. A file
     whose schema is valid is also built (2 nodes), so topology errors show too."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +87,32 @@ def _cache_key(path: Path, extra: str, kind: str = "") -> str:
     return h.hexdigest()[:20]
 
 
+BUFFERS = ("traced", "device", "host")
+WINDOWS = ("traced", "all")
+
+
+def legacy_buffers(assume_buffers: str | None = None, staged_as_device: bool | None = None) -> tuple[str | None, list[str]]:
+    """Maps the options ``--buffers`` replaced onto it: returns (buffers or None, notices).
+    ``assume_buffers`` (import time, before) and ``staged_as_device`` (gpudirect only, before) are both
+    the simulate-time question "where do the MPI buffers live" (docs/semantics.md)."""
+    notes = []
+    out = None
+    if assume_buffers is not None:
+        if assume_buffers not in ("traced", "host", "device", "infer"):
+            raise ValueError(f"assume_buffers={assume_buffers!r}: use buffers= traced, device or host")
+        out = "traced" if assume_buffers == "infer" else assume_buffers
+        why = (" (staging copies are now recognised by the simulator in every run)" if assume_buffers == "infer" else "")
+        notes.append(f"--assume-buffers {assume_buffers} is replaced by --buffers {out}{why}")
+    if staged_as_device:
+        if out not in (None, "device"):
+            raise ValueError("--staged-buffers-are-device and --assume-buffers "
+                             f"{assume_buffers} contradict each other: use --buffers device or --buffers {out}")
+        out = "device"
+        notes.append("--staged-buffers-are-device is replaced by --buffers device (every MPI data buffer on the "
+                     "GPU; hostcopy stages it, gpudirect moves it directly and drops the trace's staging copies)")
+    return out, notes
+
+
 def _source_tag(p: Path) -> str:
     return hashlib.sha256(str(p.resolve()).encode()).hexdigest()[:8]
 
@@ -140,7 +166,8 @@ def _no_cache_dir() -> Path:
 def as_native(trace: str | Path, assume_buffers: str | None = None, progress: bool = False,
               cache: bool | None = None) -> Path:
     """Returns a native .g2g.parquet for ``trace``: itself, or an OTF2 / DUMPI trace imported once
-    and cached under ~/.cache/g2gsim (G2GSIM_CACHE).
+    and cached under ~/.cache/g2gsim (G2GSIM_CACHE). The import records what the trace says; where
+    buffers live is decided at simulate time (``buffers=``), so ``assume_buffers`` is ignored here.
 
     The cache is keyed by the content of every file of the archive (names, sizes, mtimes and a hash
     of each file's head and tail) and the import options; an entry is used only if it is exactly the
@@ -157,10 +184,10 @@ def as_native(trace: str | Path, assume_buffers: str | None = None, progress: bo
         cache = os.environ.get("G2GSIM_NO_CACHE", "") in ("", "0")
     if not cache:
         out = _no_cache_dir() / f"{p.stem}.g2g.parquet"
-        import_trace(p, assume_buffers=assume_buffers, progress=progress).write(out)
+        import_to_file(p, out, progress=progress)
         return out
     try:
-        key = _cache_key(p, f"{kind}:{assume_buffers}", kind)
+        key = _cache_key(p, f"{kind}:v3", kind)
     except OSError as e:
         raise TraceError(f"{e.filename or p}: cannot read the trace ({e.strerror or e})") from None
     tag = _source_tag(p)
@@ -169,18 +196,46 @@ def as_native(trace: str | Path, assume_buffers: str | None = None, progress: bo
     meta = out.with_name(out.name + ".json")
     if out.exists() and _cache_valid(out, meta):
         return out
-    t = import_trace(p, assume_buffers=assume_buffers, progress=progress)
     # entries of this source with another key are stale: the archive changed since
     for old in CACHE_DIR.glob(f"{glob_escape(p.stem)}-{tag}-*.g2g.parquet*"):
         try:
             old.unlink()
         except OSError:
             pass
-    t.write(out)  # a temporary file renamed into place
+    import_to_file(p, out, progress=progress)  # a temporary file renamed into place
     from ._io import write_text_atomic
-    write_text_atomic(meta, json.dumps({"source": str(p.resolve()), "kind": kind, "assume_buffers": assume_buffers,
+    write_text_atomic(meta, json.dumps({"source": str(p.resolve()), "kind": kind,
                                         "key": key, "trace": _fingerprint(out)}))
     return out
+
+
+def import_to_file(p: Path, out: str | Path, assume_buffers: str | None = None,
+                   progress: bool = False) -> dict:
+    """Imports trace ``p`` into the native file ``out``; returns {"nranks", "rows", "op_counts"}.
+    DUMPI streams through the Rust converter (memory bounded per rank, not by the trace's
+    length); other formats are built in memory and written."""
+    p = Path(p)
+    if detect_format(p) == "dumpi":
+        from .readers.dumpi_reader import import_dumpi
+        from ._io import atomic_output
+        with atomic_output(out) as tmp:  # a temporary file renamed into place (removed on error)
+            st = import_dumpi(_dumpi_meta(p), tmp, assume_buffers="host",
+                              progress=progress)
+        return {"nranks": st["nranks"], "rows": st["rows"], "op_counts": st["op_counts"]}
+    t = import_trace(p, progress=progress)
+    t.write(out)
+    return {"nranks": t.nranks, "rows": len(t.table), "op_counts": t.op_counts()}
+
+
+def _dumpi_meta(p: Path) -> Path:
+    """The .meta of a DUMPI trace given as the file or as its directory (which must hold one)."""
+    if not p.is_dir():
+        return p
+    metas = sorted(p.glob("*.meta"))
+    if len(metas) != 1:
+        raise TraceError(f"{p}: directory holds {len(metas)} DUMPI .meta files "
+                         f"({', '.join(m.name for m in metas)}); name one")
+    return metas[0]
 
 
 def detect_format(p: Path) -> str:
@@ -196,37 +251,88 @@ def detect_format(p: Path) -> str:
         return "dumpi"
     if p.suffix == ".parquet":
         return "native"
-    raise TraceError(f"{p}: unknown trace format (expected .g2g.parquet, an OTF2 anchor .otf2 "
-                     f"or a DUMPI .meta)")
+    if p.suffix in (".sqlite", ".nsys-rep"):
+        return "nsys"
+    raise TraceError(f"{p}: unknown trace format (expected .g2g.parquet, an OTF2 anchor .otf2, "
+                     f"a DUMPI .meta or an Nsight Systems .sqlite / .nsys-rep)")
 
 
-def import_trace(p: Path, assume_buffers: str | None = None, progress: bool = False):
+def import_trace(p: Path, progress: bool = False):
+    """Reads an OTF2 or DUMPI trace as it was recorded (buffer spaces as traced; DUMPI records none:
+    host, marked ``assumed-host``)."""
     kind = detect_format(p)
     if kind == "otf2":
         from .readers.otf2_reader import read_otf2
-        return read_otf2(p, assume_buffers=assume_buffers or "traced", progress=progress)
+        return read_otf2(p, assume_buffers="traced", progress=progress)
     if kind == "dumpi":
         from .readers.dumpi_reader import read_dumpi
-        return read_dumpi(p, assume_buffers=assume_buffers or "host", progress=progress)
+        return read_dumpi(_dumpi_meta(p), assume_buffers="host", progress=progress)
+    if kind == "nsys":
+        from .readers.nsys_reader import read_nsys
+        return read_nsys(p, progress=progress)
     from .trace import Trace
     return Trace.read(p)
 
 
+def machine_info(machine: str | Path | machines.MachineSpec, explicit: bool = True) -> dict:
+    """What the report says about the machine: name, preset or the user's file, calibrated or not,
+    whether it was chosen by default, its key parameters and the ranges it gives for uncertain ones."""
+    text, label = machines.resolve(machine)
+    return machines.describe(text, label, default=not explicit)
+
+
 def simulate(trace: str | Path, machine: str | Path | machines.MachineSpec = "lassen", mode: str = "as-traced",
-             progress: Callable[[int, int], None] | None = None, assume_buffers: str | None = None,
-             cache: bool | None = None, **options: Any) -> Report:
+             progress: Callable[[int, int], None] | None = None, buffers: str | None = None,
+             window: str = "traced", machine_set: Mapping[str, Any] | Iterable[str] | None = None,
+             machine_default: bool = False, assume_buffers: str | None = None,
+             staged_as_device: bool | None = None, cache: bool | None = None, **options: Any) -> Report:
     """Simulates ``trace`` on ``machine`` (preset name, TOML path, or a ``machines.MachineSpec`` from
     ``machines.with_sets(name, {"node.nic.bw": "50GB/s"})``); returns the :class:`Report` (a dict).
 
-    options: staged_as_device, gpus_per_node, mapping ("linear", "round-robin" or a list of node
-    indices), coll_algos ("allreduce=ring,..."), gpudirect_min_bytes, gpudirect_collectives_only,
-    network_scale, per_rank. ``cache=False``: import OTF2 / DUMPI afresh (no import cache).
+    buffers: where MPI data buffers live: "traced" (as the trace records them; explicit staging
+    copies are recognised), "device" or "host" (docs/semantics.md). window: "traced" (default:
+    stretches the tracer did not record are skipped and reported) or "all" (simulated as host time).
+    machine_set: {"gpu.copy_delay": "2us", ...} (or ["gpu.copy_delay=2us", ...]): machine-file keys set
+    exactly as ``--set KEY=VALUE`` does (``machines.with_sets``; checked by the core's schema).
+    options: gpus_per_node, mapping ("linear", "round-robin" or a list of node indices), coll_algos
+    ("allreduce=ring,..."), gpudirect_min_bytes, gpudirect_collectives_only, network_scale, per_rank,
+    timeline (a Perfetto JSON file; ``.json.gz`` is gzip-compressed), timeline_ranks (list of ranks),
+    timeline_window_ns ((start, end) in simulated ns), timeline_max_events.
+    ``assume_buffers`` and ``staged_as_device`` are the old names of ``buffers`` (mapped, with a notice).
+    ``cache=False``: import OTF2 / DUMPI afresh (no import cache).
     """
-    native = as_native(trace, assume_buffers=assume_buffers, cache=cache)
+    legacy, notes = legacy_buffers(assume_buffers, staged_as_device)
+    if legacy is not None:
+        if buffers is not None and buffers != legacy:
+            raise ValueError(f"buffers={buffers!r} contradicts the old option that means buffers={legacy!r}")
+        buffers = legacy
+    buffers = buffers or "traced"
+    if buffers not in BUFFERS:
+        raise ValueError(f"buffers must be one of {', '.join(BUFFERS)}, not {buffers!r}")
+    if window not in WINDOWS:
+        raise ValueError(f"window must be one of {', '.join(WINDOWS)}, not {window!r}")
+    native = as_native(trace, cache=cache)
+    if machine_set:
+        machine = machines.with_sets(machine, machine_set)
     text, label = machines.resolve(machine)
-    opts = {"mode": mode, **{k: v for k, v in options.items() if v is not None}}
+    opts = {"mode": mode, "buffers": buffers, "window": window,
+            **{k: v for k, v in options.items() if v is not None}}
+    gz = None
+    if opts.get("timeline") and str(opts["timeline"]).endswith(".gz"):
+        gz = Path(opts["timeline"])
+        opts["timeline"] = str(gz.with_name(gz.name[:-3] + ".tmp"))
+    if "timeline_window_ns" in opts:
+        a, b = opts["timeline_window_ns"]
+        opts["timeline_window_ns"] = (int(a), int(b))
     try:
         out = _core.simulate(str(native), text, label, opts, progress)
+        if gz is not None:
+            import gzip
+            import shutil
+            tmp = Path(opts["timeline"])
+            with open(tmp, "rb") as src, gzip.open(gz, "wb", compresslevel=6) as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+            tmp.unlink()
     except _core.TraceError as e:
         raise TraceError(str(e)) from None
     except _core.MachineError as e:
@@ -236,6 +342,12 @@ def simulate(trace: str | Path, machine: str | Path | machines.MachineSpec = "la
         blocked = json.loads(e.args[1]) if len(e.args) > 1 and e.args[1] else []
         raise SimulationError(msg, blocked) from None
     rep = Report(json.loads(out))
+    info = machines.describe(text, label, default=machine_default)
     if isinstance(machine, machines.MachineSpec):     # the report says what it assumed
         rep["machine_set"] = list(machine.sets)
+        info["overrides"] = dict(machines.parse_set(item) for item in machine.sets)
+        info["overrides"] = {k: str(v) for k, v in info["overrides"].items()}
+    rep["machine_info"] = info
+    rep["notices"] = notes + list(rep.get("notices", []))
+    rep["assumptions"] = [info["sentence"]] + list(rep.get("assumptions", []))
     return rep

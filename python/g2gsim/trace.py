@@ -225,19 +225,18 @@ class Trace:
         return path
 
     @classmethod
-    def read(cls, path: str | Path, assume_buffers: str | None = None, progress: bool = False) -> Trace:
+    def read(cls, path: str | Path, progress: bool = False) -> Trace:
         """Reads a trace in any format ``g2gsim.simulate`` accepts: native ``.g2g.parquet``, a Score-P
         or g2gsim-tracer OTF2 archive (its ``traces.otf2`` anchor or directory), an SST DUMPI
-        ``.meta``.  Imported formats are converted in memory (nothing is cached);
-        ``assume_buffers`` (``traced``, ``host``, ``device``, ``infer``) is the buffer memory space
-        for imports that do not record it, as ``g2gsim import --assume-buffers``."""
+        ``.meta``.  Imported formats are converted in memory (nothing is cached), buffer spaces as
+        the trace records them (where buffers live is decided by ``simulate(..., buffers=...)``)."""
         path = Path(path)
         if not path.exists():
             raise TraceError(f"{path}: no such trace file")
         if not (path.is_file() and path.suffix == ".parquet"):
             from .sim import detect_format, import_trace
             if detect_format(path) != "native":
-                return import_trace(path, assume_buffers=assume_buffers, progress=progress)
+                return import_trace(path, progress=progress)
         try:
             pf = pq.ParquetFile(path)
         except Exception as e:  # noqa: BLE001 - pyarrow raises several kinds
@@ -281,6 +280,12 @@ class Trace:
         """Imports an SST DUMPI trace from its .meta file (see readers/dumpi_reader.py)."""
         from .readers.dumpi_reader import read_dumpi
         return read_dumpi(meta, **kw)
+
+    @classmethod
+    def from_nsys(cls, export: str | Path, **kw) -> "Trace":
+        """Imports an Nsight Systems SQLite export or .nsys-rep (see readers/nsys_reader.py)."""
+        from .readers.nsys_reader import read_nsys
+        return read_nsys(export, **kw)
 
     def to_pandas(self):
         """The operations as a pandas DataFrame, one row per operation (columns: docs/trace-format.md)."""

@@ -44,6 +44,7 @@ GPU_OPS = ops_in("gpu")
 COMPUTE_OPS = ops_in("compute")                # Compute, Kernel: a dur_ns
 COPY_OPS = ops_in("copy")
 MARKER_OPS = ops_in("marker")
+UNTRACED_OPS = ops_in("untraced")             # Untraced: a stretch the tracer did not record
 MPI_OPS = ops_in("mpi")                        # point-to-point, waits, tests, collectives
 BLOCKING_COLLECTIVES: tuple[str, ...] = tuple(_V["collectives"])   # in the core's order
 NONBLOCKING_COLLECTIVES: tuple[str, ...] = tuple(

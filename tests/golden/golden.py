@@ -56,6 +56,7 @@ if str(ROOT / "python") not in sys.path:
 # the engine's own counters (events, flow solves, peak flows) are implementation, not results
 IGNORED = {
     "trace": None,
+    "machine_info": {"label"},
     "engine": {"wall_s", "read_s", "events_per_s", "ops_per_s", "build", "events", "flow_solves",
                "flow_solves_component", "peak_flows"},
 }

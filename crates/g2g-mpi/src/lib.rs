@@ -17,6 +17,6 @@ mod state;
 mod stats;
 mod timeline;
 
-pub use options::{Mapping, Mode, Progress, SimError, SimOptions};
-pub use report::{OpStat, PathStat, RankStat, Report, SIZE_CLASSES, SIZE_CLASS_MAX_BYTES};
+pub use options::{Buffers, Mapping, Mode, Progress, SimError, SimOptions, Window};
+pub use report::{BufferStat, OpStat, PathStat, RankStat, Report, SIZE_CLASSES, SIZE_CLASS_MAX_BYTES};
 pub use setup::simulate;

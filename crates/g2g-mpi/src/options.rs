@@ -44,9 +44,10 @@ pub type Progress<'a> = &'a mut dyn FnMut(u64, u64) -> bool;
 #[derive(Clone, Debug)]
 pub struct SimOptions {
     pub mode: Mode,
-    /// gpudirect what-if for HostCopy traces: host-buffer messages are treated as device data and the
-    /// explicit D2H/H2D copies that only stage an MPI buffer are dropped
-    pub staged_as_device: bool,
+    /// where MPI data buffers live (`--buffers`, [`Buffers`]): as traced, all device, all host
+    pub buffers: Buffers,
+    /// untraced stretches: skipped (`traced`) or simulated as host time (`all`)
+    pub window: Window,
     pub gpus_per_node: Option<u32>,
     pub mapping: Mapping,
     /// "allreduce=ring,bcast=binomial"
@@ -68,6 +69,10 @@ pub struct SimOptions {
     pub timeline: Option<String>,
     /// stop writing timeline events after this many (the run goes on)
     pub timeline_max_events: u64,
+    /// the timeline keeps only these ranks' events (None: all)
+    pub timeline_ranks: Option<Vec<u32>>,
+    /// the timeline keeps only events overlapping [start, end) of simulated ns (None: all)
+    pub timeline_window_ns: Option<(u64, u64)>,
     /// end-of-trace warnings (unreceived messages, never-waited requests) are errors
     pub strict: bool,
 }
@@ -76,7 +81,8 @@ impl Default for SimOptions {
     fn default() -> Self {
         SimOptions {
             mode: Mode::AsTraced,
-            staged_as_device: false,
+            buffers: Buffers::Traced,
+            window: Window::Traced,
             gpus_per_node: None,
             mapping: Mapping::Linear,
             coll_algos: String::new(),
@@ -88,6 +94,8 @@ impl Default for SimOptions {
             no_overlap: false,
             timeline: None,
             timeline_max_events: 2_000_000,
+            timeline_ranks: None,
+            timeline_window_ns: None,
             strict: false,
         }
     }
@@ -146,8 +154,10 @@ impl From<TraceError> for SimError {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct ModePolicy {
     pub mode: Mode,
-    /// `SimOptions::staged_as_device`
-    pub staged_as_device: bool,
+    /// `SimOptions::buffers`
+    pub buffers: Buffers,
+    /// `SimOptions::window`
+    pub window: Window,
     pub gpudirect_min_bytes: u64,
     pub gpudirect_collectives_only: bool,
     /// `SimOptions::no_overlap`
@@ -158,31 +168,36 @@ impl ModePolicy {
     pub fn new(opt: &SimOptions) -> ModePolicy {
         ModePolicy {
             mode: opt.mode,
-            staged_as_device: opt.staged_as_device,
+            buffers: opt.buffers,
+            window: opt.window,
             gpudirect_min_bytes: opt.gpudirect_min_bytes,
             gpudirect_collectives_only: opt.gpudirect_collectives_only,
             no_overlap: opt.no_overlap,
         }
     }
 
-    /// The what-if that treats a HostCopy trace's host buffers as device data (gpudirect only).
+    /// Is the staging rule on (the trace's own D2H/H2D copies around host MPI buffers are
+    /// recognised as HostCopy staging)?  Everywhere but under `--buffers host`.
     #[inline]
-    fn staged_are_device(&self) -> bool {
-        self.staged_as_device && self.mode == Mode::GpuDirect
-    }
-
-    /// Is data in this buffer on the GPU for the purpose of the simulated mode?
-    #[inline]
-    pub fn on_gpu(&self, mem: MemSpace) -> bool {
-        mem.on_gpu() || self.staged_are_device()
+    pub fn recognises_staging(&self) -> bool {
+        self.buffers != Buffers::Host
     }
 
     /// Does an MPI call on this buffer hand the library a device pointer (and pay
     /// `mpi.device_call_overhead`)?  Not under HostCopy: the application stages, MPI sees host
     /// pointers.
     #[inline]
-    pub fn device_pointer_call(&self, mem: MemSpace) -> bool {
-        self.mode != Mode::HostCopy && self.on_gpu(mem)
+    /// A data buffer (`bytes` > 0; Barrier and zero-byte calls are synchronisation, host path)
+    /// is a device pointer when it is device memory after `--buffers`: traced device buffers, every
+    /// host data buffer under `--buffers device`, none under `--buffers host`.
+    pub fn device_pointer_call(&self, mem: MemSpace, bytes: u64) -> bool {
+        self.mode != Mode::HostCopy
+            && bytes > 0
+            && match self.buffers {
+                Buffers::Host => false,
+                Buffers::Device => true,
+                Buffers::Traced => mem.on_gpu(),
+            }
     }
 
     /// Does the MPI library move device data itself (GPU-aware) for a message of `bytes`?
@@ -197,16 +212,16 @@ impl ModePolicy {
         }
     }
 
-    /// Are the explicit D2H / H2D copies that only stage an MPI buffer dropped?
+    /// Are the recognised staging copies removed (and their buffers sent from the device)?
     #[inline]
     pub fn drops_staging_copies(&self) -> bool {
-        self.staged_are_device()
+        self.recognises_staging() && self.mode == Mode::GpuDirect
     }
 
     /// Are host receive buffers' sizes remembered (to recognise the H2D copy that stages one)?
     #[inline]
     pub fn remembers_recv_buffers(&self) -> bool {
-        self.staged_as_device
+        self.recognises_staging()
     }
 
     /// Does the host wait for every kernel and stream copy (no compute/communication overlap)?
@@ -217,7 +232,7 @@ impl ModePolicy {
 
     /// The mode as the report names it.
     pub fn name(&self) -> String {
-        self.mode.name().to_string() + if self.staged_as_device { "+staged-as-device" } else { "" }
+        self.mode.name().to_string()
     }
 }
 
@@ -232,4 +247,90 @@ mod mode_tests {
         }
         assert_eq!(Mode::parse("GPUDirect"), None);
     }
+
+    #[test]
+    fn device_call_overhead_follows_the_buffer_classes() {
+        let pol = |mode, buffers| ModePolicy::new(&SimOptions { mode, buffers, ..SimOptions::default() });
+        let gd = pol(Mode::GpuDirect, Buffers::Traced);
+        assert!(gd.device_pointer_call(MemSpace::Device, 8));
+        assert!(!gd.device_pointer_call(MemSpace::Host, 8));
+        assert!(!gd.device_pointer_call(MemSpace::Device, 0), "synchronisation: host path");
+        assert!(pol(Mode::AsTraced, Buffers::Device).device_pointer_call(MemSpace::Host, 8));
+        assert!(!pol(Mode::GpuDirect, Buffers::Host).device_pointer_call(MemSpace::Device, 8));
+        assert!(!pol(Mode::HostCopy, Buffers::Device).device_pointer_call(MemSpace::Device, 8), "HostCopy stages");
+    }
 }
+
+// ---------------------------------------------------------------- where buffers live
+// Where an MPI buffer lives, decided once at simulate time (`--buffers`), the one rule that
+// recognises the application's own staging copies (HostCopy, seed 002), and the traced window
+// (`--window`).  docs/semantics.md describes the same in the paper's terms.
+//
+// Every MPI data buffer of a run ends up in one of three classes:
+// * **device**: GPU memory.  `hostcopy` stages it through the host (the copies are added),
+//   `gpudirect` moves it GPU to GPU, `as-traced` lets the GPU-aware MPI move it.
+// * **staged**: host memory that the trace itself filled from, or emptied to, the GPU with an
+//   explicit copy (a HostCopy application).  `as-traced` and `hostcopy` replay the copy and the host
+//   message as recorded; `gpudirect` removes the copy and sends from the device.
+// * **host**: host memory with no staging copy: the same in every mode.
+//
+// `--buffers traced` takes the trace's `mem_space`; `device` makes every host data buffer device
+// (staged ones stay staged: their copy is the HostCopy staging); `host` makes every buffer host and
+// recognises no staging.  Calls that carry no data (Barrier, zero-byte messages) are
+// synchronisation: host path, whatever the mode or buffers.
+/// `--buffers`: where MPI data buffers live.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Buffers {
+    /// as the trace records them (`mem_space`); explicit staging copies are recognised
+    #[default]
+    Traced,
+    /// every MPI data buffer is GPU memory (the what-if for traces of host buffers)
+    Device,
+    /// every MPI buffer is host memory; copies are the application's own
+    Host,
+}
+
+impl Buffers {
+    pub fn parse(s: &str) -> Option<Buffers> {
+        match s {
+            "traced" => Some(Buffers::Traced),
+            "device" => Some(Buffers::Device),
+            "host" => Some(Buffers::Host),
+            _ => None,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Buffers::Traced => "traced",
+            Buffers::Device => "device",
+            Buffers::Host => "host",
+        }
+    }
+}
+
+/// `--window`: what the replay does with stretches the tracer did not record (`Untraced` rows).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Window {
+    /// skipped: the simulation covers the traced region only; the stretches are reported
+    #[default]
+    Traced,
+    /// simulated as host time, like `Compute`
+    All,
+}
+
+impl Window {
+    pub fn parse(s: &str) -> Option<Window> {
+        match s {
+            "traced" => Some(Window::Traced),
+            "all" => Some(Window::All),
+            _ => None,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Window::Traced => "traced",
+            Window::All => "all",
+        }
+    }
+}
+

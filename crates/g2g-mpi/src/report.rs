@@ -13,6 +13,27 @@ pub struct RankStat {
     pub compute_s: f64,
     /// explicit Memcpy operations and HostCopy staging copies
     pub copy_s: f64,
+    /// stretches the tracer did not record (`Untraced` rows): skipped under `--window traced`,
+    /// host time (inside `compute_s`) under `--window all`
+    pub untraced_s: f64,
+}
+
+/// What the replay found about where MPI buffers live and how the trace staged them
+/// (docs/semantics.md).
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct BufferStat {
+    /// MPI data buffers (point-to-point sends and collective calls with bytes) seen by the replay
+    pub mpi_buffers: u64,
+    /// of those, device-resident after `--buffers` (GPU data the mode moves)
+    pub device: u64,
+    /// of those, host buffers the trace staged with an explicit copy (HostCopy style)
+    pub staged: u64,
+    /// explicit copies recognised as staging an MPI buffer: D2H before a send, H2D after a receive
+    pub staging_copies: u64,
+    /// of those, removed by the mode (`gpudirect`)
+    pub staging_copies_removed: u64,
+    /// data-less calls (Barrier, zero-byte messages) kept on the host path
+    pub sync_calls: u64,
 }
 
 #[derive(Clone, Debug, Default, Serialize, PartialEq)]
@@ -55,6 +76,19 @@ pub struct Report {
     pub trace: String,
     pub machine: String,
     pub mode: String,
+    /// where MPI buffers are taken to live: `traced`, `device` or `host` (`--buffers`)
+    pub buffers: String,
+    /// how the trace recorded buffer spaces (`g2gsim.buffers` metadata)
+    pub trace_buffers: String,
+    /// `traced` (untraced stretches skipped) or `all` (simulated as host time)
+    pub window: String,
+    /// every assumption the run made, one sentence each
+    pub assumptions: Vec<String>,
+    /// options that changed nothing, and why (one line each)
+    pub notices: Vec<String>,
+    pub buffer_stats: BufferStat,
+    /// untraced time summed over ranks
+    pub untraced_s: f64,
     /// how flows shared links in this run: `max-min` (exact, incremental), `max-min-full`
     /// (exact, whole-component solves) or `bottleneck` (the approximation)
     pub sharing: String,

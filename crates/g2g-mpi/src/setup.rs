@@ -106,12 +106,12 @@ pub fn simulate(
     let load = Load::new(m.cfg.factors_by_load());
     let tl = match &opt.timeline {
         Some(p) => Some(
-            crate::timeline::Timeline::create(
+            crate::timeline::Timeline::create_filtered(
                 p,
                 opt.timeline_max_events,
                 m.place.nodes,
                 &m.place.node_of,
-                &m.place.gpu_of,
+                &crate::timeline::TimelineFilter { ranks: opt.timeline_ranks.clone(), window_ns: opt.timeline_window_ns },
             )
             .map_err(|e| SimError::Options(format!("timeline {p}: {e}")))?,
         ),
@@ -126,6 +126,9 @@ pub fn simulate(
         queues: (0..nranks).map(|_| VecDeque::new()).collect(),
         src,
         exhausted: false,
+        bufstat: Default::default(),
+        traced_device: 0,
+        untraced_ops: 0,
         read_s: 0.0,
         reqs: Requests::default(),
         msgs: Messages::default(),
@@ -158,6 +161,20 @@ fn report(st: &State, opt: &SimOptions, trace: String, machine: String, wall_s: 
         trace,
         machine,
         mode: st.policy.name(),
+        buffers: st.policy.buffers.name().to_string(),
+        trace_buffers: st.src.buffers().to_string(),
+        window: st.policy.window.name().to_string(),
+        buffer_stats: {
+            let b = &st.bufstat;
+            crate::report::BufferStat {
+                mpi_buffers: b.mpi_buffers,
+                device: b.device,
+                staged: b.staged,
+                staging_copies: b.staging_copies,
+                staging_copies_removed: b.staging_copies_removed,
+                sync_calls: b.sync_calls,
+            }
+        },
         sharing: st.m.net.sharing.name().to_string(),
         nranks: st.world.nranks,
         nodes: place.nodes,
@@ -171,8 +188,10 @@ fn report(st: &State, opt: &SimOptions, trace: String, machine: String, wall_s: 
         comm: rk.comm,
         compute: rk.compute,
         copy: rk.copy,
+        untraced: rk.untraced,
     });
     st.stats.fill(&mut rep, ranks, opt.per_rank);
+    explain(st, &mut rep);
     rep.warnings = st.checks.warnings.clone();
     rep.engine = engine_stat(
         &st.stats,
@@ -184,4 +203,81 @@ fn report(st: &State, opt: &SimOptions, trace: String, machine: String, wall_s: 
         st.m.num_links() as u64,
     );
     rep
+}
+
+/// The report's `assumptions` (what the run took for granted, one sentence each) and `notices`
+/// (options that changed nothing, and what to use instead).  docs/semantics.md.
+fn explain(st: &State, rep: &mut Report) {
+    use crate::model::hostcopy::LOOKAHEAD;
+    use crate::options::{Buffers, Mode, Window};
+    let b = &st.bufstat;
+    let (mode, bufs) = (st.policy.mode, st.policy.buffers);
+    let nranks = st.world.nranks;
+    let traced = match rep.trace_buffers.as_str() {
+        "traced" => "recorded by the tracer".to_string(),
+        "" => "not said by the trace".to_string(),
+        "assumed-host" => "not recorded by the trace (host assumed at import)".to_string(),
+        "assumed-device" => "not recorded by the trace (device assumed at import)".to_string(),
+        t => format!("{t} at import"),
+    };
+    let host = b.mpi_buffers - b.device - b.staged;
+    rep.assumptions.push(format!(
+        "buffers {}: of {} MPI data buffers, {} device, {} host buffers staged by the application's own copies, {} host (buffer spaces {traced})",
+        bufs.name(),
+        b.mpi_buffers,
+        b.device,
+        b.staged,
+        host
+    ));
+    rep.assumptions.push(format!(
+        "staging rule: a D2H copy followed within {LOOKAHEAD} operations of the same rank by a host send of its size, and an H2D copy after a host receive of its size, only stage an MPI buffer ({} recognised{})",
+        b.staging_copies,
+        if mode == Mode::GpuDirect { format!(", {} removed by gpudirect", b.staging_copies_removed) } else { String::new() }
+    ));
+    rep.assumptions.push(match mode {
+        Mode::AsTraced => "mode as-traced: each call moves its data as recorded (a GPU-aware MPI moves device buffers itself)".to_string(),
+        Mode::HostCopy => "mode hostcopy: device buffers are staged through host memory by the application (a D2H copy before the send, an H2D copy after the receive; added where the trace has none)".to_string(),
+        Mode::GpuDirect => "mode gpudirect: device and staged buffers move GPU to GPU (P2P within a node, RDMA or pipelined across nodes); recognised staging copies are removed".to_string(),
+    });
+    if b.sync_calls > 0 {
+        rep.assumptions.push(format!("synchronisation: {} Barrier and zero-byte calls take the host path in every mode", b.sync_calls));
+    }
+    let untraced_ranks = st.ranks.iter().filter(|rk| rk.untraced > 0).count();
+    if st.untraced_ops > 0 {
+        let per = rep.untraced_s / nranks.max(1) as f64;
+        rep.assumptions.push(match st.policy.window {
+            Window::Traced => format!(
+                "window traced: {untraced_ranks} of {nranks} ranks have stretches the tracer did not record ({per:.6} s per rank on average): skipped, not simulated (--window all simulates them as host time)"
+            ),
+            Window::All => format!(
+                "window all: {untraced_ranks} of {nranks} ranks have stretches the tracer did not record ({per:.6} s per rank on average): simulated as host time"
+            ),
+        });
+    } else if st.policy.window == Window::All {
+        rep.notices.push("--window all changes nothing: the trace has no untraced stretches".into());
+    }
+    // options that could not change this run
+    if mode != Mode::AsTraced && b.device + b.staged == 0 {
+        let why = if b.mpi_buffers == 0 {
+            "the trace moves no MPI data".to_string()
+        } else if bufs == Buffers::Host {
+            "--buffers host keeps every MPI buffer in host memory".to_string()
+        } else {
+            format!("none of the {} MPI data buffers is on the GPU or staged through explicit copies (buffer spaces {traced})", b.mpi_buffers)
+        };
+        let hint = if bufs == Buffers::Device || b.mpi_buffers == 0 { "" } else { "; --buffers device asks what GPU-resident buffers would give" };
+        rep.notices.push(format!("--mode {} changes nothing: {why}{hint}", mode.name()));
+    }
+    if bufs == Buffers::Device && b.mpi_buffers > 0 && st.traced_device + b.staged == b.mpi_buffers {
+        rep.notices.push("--buffers device changes nothing: every MPI data buffer is device memory or staged in the trace already".into());
+    }
+    if bufs == Buffers::Host && st.traced_device == 0 && b.mpi_buffers > 0 && !rep.per_op.contains_key("Memcpy") {
+        rep.notices.push("--buffers host changes nothing: the trace's MPI buffers are host memory and it has no copies".into());
+    }
+    if mode != Mode::GpuDirect && (st.policy.gpudirect_min_bytes > 0 || st.policy.gpudirect_collectives_only) {
+        rep.notices.push(format!(
+            "--gpudirect-min-bytes / --gpudirect-collectives-only change nothing under --mode {}: they choose which messages gpudirect moves directly",
+            mode.name()
+        ));
+    }
 }

@@ -27,6 +27,7 @@ fn is_mpi_call(k: OpKind) -> bool {
             | OpKind::EventSync
             | OpKind::Init
             | OpKind::Finalize
+            | OpKind::Untraced
     )
 }
 
@@ -214,8 +215,14 @@ impl State<'_> {
     /// The rank's next operation, in a box from the pool.
     fn next_op(&mut self, r: u32) -> Result<Option<Box<Op>>, SimError> {
         loop {
-            if !self.queues[r as usize].is_empty() {
-                let mut b = self.op_pool.pop().unwrap_or_else(|| Box::new(Op::new(OpKind::Compute)));
+            // the staging rule looks at the rank's next LOOKAHEAD operations: keep that many
+            // queued whatever the file's row groups (a result must not depend on the layout)
+            let n = self.queues[r as usize].len();
+            if n > 0 && (n > crate::model::hostcopy::LOOKAHEAD || self.exhausted) {
+                let mut b = self
+                    .op_pool
+                    .pop()
+                    .unwrap_or_else(|| Box::new(Op::new(OpKind::Compute)));
                 // swapped with the queue's front, then the spent op popped and dropped: moving
                 // the op out through an `Option<Op>` copies it in odd-offset pieces around the
                 // niche byte, which stall store-to-load forwarding (the hottest spot of `step`)
@@ -260,7 +267,7 @@ impl State<'_> {
                         if self.m.cfg.device_call_overhead_ns > 0.0
                             && is_mpi_call(op.kind)
                             && !is_wait(op.kind)
-                            && self.policy.device_pointer_call(op.mem)
+                            && self.policy.device_pointer_call(op.mem, op.bytes.max(op.recv_bytes()))
                         {
                             // a call on a device buffer: the library's memory-type query and IPC
                             // handle cache (mpi.device_call_overhead)
@@ -307,7 +314,8 @@ impl State<'_> {
             | OpKind::DeviceSync
             | OpKind::EventSync
             | OpKind::EventRecord
-            | OpKind::StreamWaitEvent => rk.compute += dt,
+            | OpKind::StreamWaitEvent
+            | OpKind::Untraced => rk.compute += dt,
             OpKind::Memcpy => rk.copy += dt,
             OpKind::Init | OpKind::Finalize => {}
             _ => rk.comm += dt,
@@ -353,6 +361,19 @@ impl State<'_> {
                 } else {
                     Ok(true)
                 }
+            }
+            OpKind::Untraced => {
+                // a stretch the tracer did not record: skipped (reported) unless --window all
+                if phase == 0 {
+                    self.untraced_ops += 1;
+                    self.ranks[r as usize].untraced += op.dur_ns();
+                    if self.policy.window == crate::options::Window::All && op.dur_ns() > 0 {
+                        self.ranks[r as usize].phase = 1;
+                        self.busy(r, op.dur_ns());
+                        return Ok(false);
+                    }
+                }
+                Ok(true)
             }
             OpKind::Memcpy => Ok(self.exec_memcpy(r, op, phase)),
             OpKind::Send | OpKind::Ssend | OpKind::Bsend | OpKind::Rsend | OpKind::Isend | OpKind::Issend => {

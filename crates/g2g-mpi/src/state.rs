@@ -70,8 +70,8 @@ pub(crate) struct Rank {
     // the rest
     /// staging copies (H2D bytes) owed after a completed wait
     pub pending_copies: Vec<u64>,
-    /// sizes of host receive buffers filled recently (the --staged-buffers-are-device what-if drops
-    /// an H2D copy of such a size: it only staged a received message)
+    /// sizes of host receive buffers filled recently (an H2D copy of such a size only staged a
+    /// received message: the staging rule)
     pub recent_recvs: Vec<u64>,
     pub copy: Time,
     pub copy_start: Time,
@@ -80,6 +80,12 @@ pub(crate) struct Rank {
     pub gpu: Option<Box<Gpu>>,
     /// H2D staging copy owed at the end of the current blocking collective (HostCopy)
     pub coll_h2d: u64,
+    /// sizes of send buffers a recognised D2H copy staged, not sent yet (the staging rule)
+    pub staged_sends: Vec<u64>,
+    /// untraced time (`Untraced` rows)
+    pub untraced: Time,
+    /// the current send's buffer class (`hostcopy::send_on_gpu`), kept across its phases
+    pub send_gpu: bool,
     /// when the rank's last message left (`mpi.gap`, LogGP g; 0: none yet)
     pub last_inject: Time,
 }
@@ -106,6 +112,9 @@ impl Rank {
             ops_done: 0,
             gpu: None,
             coll_h2d: 0,
+            staged_sends: Vec::new(),
+            untraced: 0,
+            send_gpu: false,
             last_inject: 0,
         }
     }
@@ -127,6 +136,12 @@ pub(crate) struct State<'a> {
     pub queues: Vec<VecDeque<Op>>,
     pub src: &'a mut dyn TraceSource,
     pub exhausted: bool,
+    /// where MPI buffers were found to live and what the staging rule recognised (the report's)
+    pub bufstat: crate::model::hostcopy::BufferCounts,
+    /// MPI data buffers the trace itself records as device memory
+    pub traced_device: u64,
+    /// `Untraced` rows met
+    pub untraced_ops: u64,
     /// seconds spent inside the trace source (decoding), part of the wall time
     pub read_s: f64,
     pub reqs: Requests,

@@ -75,9 +75,10 @@ impl Stats {
     /// figures but the engine's.
     pub fn fill(&self, rep: &mut Report, ranks: impl Iterator<Item = RankTimes>, per_rank: bool) {
         let mut end: Time = 0;
-        let (mut comm, mut comp, mut copy) = (0u128, 0u128, 0u128);
+        let (mut comm, mut comp, mut copy, mut untraced) = (0u128, 0u128, 0u128, 0u128);
         for (i, rk) in ranks.enumerate() {
             end = end.max(rk.end);
+            untraced += rk.untraced as u128;
             comm += rk.comm as u128;
             comp += rk.compute as u128;
             copy += rk.copy as u128;
@@ -90,6 +91,7 @@ impl Stats {
                     comm_s: rk.comm as f64 * 1e-9,
                     compute_s: rk.compute as f64 * 1e-9,
                     copy_s: rk.copy as f64 * 1e-9,
+                    untraced_s: rk.untraced as f64 * 1e-9,
                 });
             }
         }
@@ -98,6 +100,7 @@ impl Stats {
         rep.comm_time_s = comm as f64 * 1e-9 / n;
         rep.compute_time_s = comp as f64 * 1e-9 / n;
         rep.copy_time_s = copy as f64 * 1e-9 / n;
+        rep.untraced_s = untraced as f64 * 1e-9;
         for (i, s) in self.ops.iter().enumerate() {
             if s.count > 0 {
                 rep.per_op.insert(OpKind::from_index(i).name().to_string(), s.clone());
@@ -124,6 +127,7 @@ pub(crate) struct RankTimes {
     pub comm: Time,
     pub compute: Time,
     pub copy: Time,
+    pub untraced: Time,
 }
 
 /// The report's `engine` block.

@@ -1,42 +1,79 @@
-//! A Chrome trace-event file (opens in Perfetto / chrome://tracing) of the simulated run:
-//! one process per node, a track per rank (its MPI calls and compute), a track per GPU (copies and
-//! GPU-side data movement), and an arrow from each send to the arrival of its data.
+//! A Chrome trace-event file (opens in Perfetto / chrome://tracing) of the simulated run: one
+//! process per node, a track per rank (its MPI calls and compute), data movement (network
+//! transfers, copies) on per-node *lanes*, and an arrow from each send to the arrival of its data.
+//!
+//! Perfetto draws the complete ("X") slices of one track only when they nest: two slices of a
+//! track either are disjoint or one contains the other.  A rank's calls are sequential, so its
+//! track is disjoint by construction; transfers and copies overlap freely, so each goes to the
+//! first lane of its node whose previous slice ended by its start (a new lane when none has):
+//! every lane holds disjoint slices.  `check_nesting` (tests) verifies the rule on a written file.
+//!
+//! Filters: only events of the given ranks (a transfer when its source or destination is one),
+//! only events that overlap a time window; a cap on the number of events.
+use std::collections::HashSet;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 
 use g2g_engine::Time;
 use g2g_trace::Op;
 
+/// What the timeline keeps.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TimelineFilter {
+    /// ranks whose events are written (None: all)
+    pub ranks: Option<Vec<u32>>,
+    /// [start, end) in simulated ns: events that overlap it are written (None: the whole run)
+    pub window_ns: Option<(u64, u64)>,
+}
+
 pub struct Timeline {
     w: BufWriter<File>,
     n: u64,
     max: u64,
     node_of: Vec<u32>,
-    gpu_of: Vec<u32>,
     first: bool,
+    ranks: Option<HashSet<u32>>,
+    window: Option<(Time, Time)>,
+    /// per node: end time of each data-movement lane
+    lanes: Vec<Vec<Time>>,
+    /// flows whose start was written (their end is written only then)
+    flows: HashSet<u64>,
 }
 
-const GPU_TID: u64 = 1 << 30;
+/// tid of lane k of a node (rank tracks use the rank number, below this)
+const LANE_TID: u64 = 1 << 30;
 
 fn us(t: Time) -> f64 {
     t as f64 / 1000.0
 }
 
 impl Timeline {
-    pub fn create(path: &str, max: u64, nodes: u32, node_of: &[u32], gpu_of: &[u32]) -> std::io::Result<Timeline> {
+    pub fn create_filtered(path: &str, max: u64, nodes: u32, node_of: &[u32], filter: &TimelineFilter) -> std::io::Result<Timeline> {
         let mut w = BufWriter::with_capacity(1 << 20, File::create(path)?);
         w.write_all(b"{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n")?;
-        let mut t = Timeline { w, n: 0, max, node_of: node_of.to_vec(), gpu_of: gpu_of.to_vec(), first: true };
-        for n in 0..nodes.min(100_000) {
-            t.raw(&format!("{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{n},\"args\":{{\"name\":\"node {n}\"}}}}"));
-        }
-        let ranks = node_of.len().min(100_000);
-        for r in 0..ranks {
-            let (p, g) = (node_of[r], gpu_of[r]);
+        let ranks = filter.ranks.as_ref().map(|v| v.iter().copied().collect::<HashSet<u32>>());
+        let mut t = Timeline {
+            w,
+            n: 0,
+            max,
+            node_of: node_of.to_vec(),
+            first: true,
+            ranks,
+            window: filter.window_ns,
+            lanes: vec![Vec::new(); nodes as usize],
+            flows: HashSet::new(),
+        };
+        let mut named_nodes = HashSet::new();
+        for r in 0..node_of.len().min(1_000_000) {
+            if !t.keep_rank(r as u32) {
+                continue;
+            }
+            let p = node_of[r];
+            if named_nodes.insert(p) {
+                t.raw(&format!("{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{p},\"args\":{{\"name\":\"node {p}\"}}}}"));
+            }
             t.raw(&format!("{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{p},\"tid\":{r},\"args\":{{\"name\":\"rank {r}\"}}}}"));
-            t.raw(&format!("{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{p},\"tid\":{},\"args\":{{\"name\":\"GPU {g} (rank {r})\"}}}}", GPU_TID + r as u64));
         }
-        t.n = 0;
         Ok(t)
     }
 
@@ -48,13 +85,44 @@ impl Timeline {
         let _ = self.w.write_all(s.as_bytes());
     }
 
+    fn keep_rank(&self, r: u32) -> bool {
+        self.ranks.as_ref().map(|s| s.contains(&r)).unwrap_or(true)
+    }
+
+    fn in_window(&self, t0: Time, t1: Time) -> bool {
+        match self.window {
+            None => true,
+            Some((a, b)) => t1 >= a && t0 < b,
+        }
+    }
+
     fn ok(&mut self) -> bool {
         self.n += 1;
         self.n <= self.max
     }
 
+    /// The first lane of `node` free at `t0` (a new one when none is); marks it busy until `t1`.
+    fn lane(&mut self, node: u32, t0: Time, t1: Time) -> u64 {
+        let lanes = &mut self.lanes[node as usize];
+        let k = match lanes.iter().position(|&end| end <= t0) {
+            Some(k) => k,
+            None => {
+                lanes.push(0);
+                let k = lanes.len() - 1;
+                let s = format!(
+                    "{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{node},\"tid\":{},\"args\":{{\"name\":\"data movement {k}\"}}}}",
+                    LANE_TID + k as u64
+                );
+                self.raw(&s);
+                k
+            }
+        };
+        self.lanes[node as usize][k] = t1;
+        LANE_TID + k as u64
+    }
+
     pub fn op(&mut self, r: u32, op: &Op, seq: u64, t0: Time, t1: Time) {
-        if t1 == t0 && op.kind.name() == "Compute" || !self.ok() {
+        if t1 == t0 && op.kind.name() == "Compute" || !self.keep_rank(r) || !self.in_window(t0, t1) || !self.ok() {
             return;
         }
         let cat = if op.kind.name() == "Compute" { "compute" } else if op.kind.is_collective() { "collective" } else { "mpi" };
@@ -66,35 +134,41 @@ impl Timeline {
     }
 
     pub fn msg_start(&mut self, uid: u64, src: u32, t: Time) {
-        if !self.ok() {
+        if !self.keep_rank(src) || !self.in_window(t, t) || !self.ok() {
             return;
         }
+        self.flows.insert(uid);
         let s = format!("{{\"ph\":\"s\",\"name\":\"msg\",\"cat\":\"msg\",\"id\":{uid},\"pid\":{},\"tid\":{src},\"ts\":{:.3}}}", self.node_of[src as usize], us(t));
         self.raw(&s);
     }
 
     #[allow(clippy::too_many_arguments)]
     pub fn transfer(&mut self, src: u32, dst: u32, model: &str, bytes: u64, t0: Time, t1: Time, uid: u64) {
-        if !self.ok() {
+        if !(self.keep_rank(src) || self.keep_rank(dst)) || !self.in_window(t0, t1) || !self.ok() {
             return;
         }
+        let node = self.node_of[src as usize];
+        let tid = self.lane(node, t0, t1);
         let s = format!(
-            "{{\"ph\":\"X\",\"name\":\"{model} -> {dst}\",\"cat\":\"network\",\"pid\":{},\"tid\":{},\"ts\":{:.3},\"dur\":{:.3},\"args\":{{\"bytes\":{bytes},\"from\":{src},\"to\":{dst}}}}}",
-            self.node_of[src as usize], GPU_TID + src as u64, us(t0), us(t1 - t0)
+            "{{\"ph\":\"X\",\"name\":\"{model} {src} -> {dst}\",\"cat\":\"network\",\"pid\":{node},\"tid\":{tid},\"ts\":{:.3},\"dur\":{:.3},\"args\":{{\"bytes\":{bytes},\"from\":{src},\"to\":{dst}}}}}",
+            us(t0), us(t1 - t0)
         );
         self.raw(&s);
-        let f = format!("{{\"ph\":\"f\",\"bp\":\"e\",\"name\":\"msg\",\"cat\":\"msg\",\"id\":{uid},\"pid\":{},\"tid\":{dst},\"ts\":{:.3}}}", self.node_of[dst as usize], us(t1));
-        self.raw(&f);
+        if self.flows.remove(&uid) && self.keep_rank(dst) {
+            let f = format!("{{\"ph\":\"f\",\"bp\":\"e\",\"name\":\"msg\",\"cat\":\"msg\",\"id\":{uid},\"pid\":{},\"tid\":{dst},\"ts\":{:.3}}}", self.node_of[dst as usize], us(t1));
+            self.raw(&f);
+        }
     }
 
     pub fn copy(&mut self, r: u32, model: &str, bytes: u64, t0: Time, t1: Time) {
-        if !self.ok() {
+        if !self.keep_rank(r) || !self.in_window(t0, t1) || !self.ok() {
             return;
         }
-        let _ = self.gpu_of.len();
+        let node = self.node_of[r as usize];
+        let tid = self.lane(node, t0, t1);
         let s = format!(
-            "{{\"ph\":\"X\",\"name\":\"copy ({model})\",\"cat\":\"copy\",\"pid\":{},\"tid\":{},\"ts\":{:.3},\"dur\":{:.3},\"args\":{{\"bytes\":{bytes}}}}}",
-            self.node_of[r as usize], GPU_TID + r as u64, us(t0), us(t1 - t0)
+            "{{\"ph\":\"X\",\"name\":\"copy ({model}) rank {r}\",\"cat\":\"copy\",\"pid\":{node},\"tid\":{tid},\"ts\":{:.3},\"dur\":{:.3},\"args\":{{\"bytes\":{bytes},\"rank\":{r}}}}}",
+            us(t0), us(t1 - t0)
         );
         self.raw(&s);
     }

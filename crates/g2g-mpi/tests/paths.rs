@@ -245,7 +245,7 @@ fn rdma_up_to_a_size_then_pipelined() {
 }
 
 #[test]
-fn staged_as_device_drops_every_staging_copy() {
+fn gpudirect_removes_every_recognised_staging_copy() {
     use g2g_trace::CopyKind;
     let cp = |kind: CopyKind, b: u64| {
         let mut o = op(g2g_trace::OpKind::Memcpy);
@@ -277,9 +277,63 @@ fn staged_as_device_drops_every_staging_copy() {
     let traced = run(vec![rank(1), rank(0)], SIMPLE, SimOptions::default()).unwrap();
     assert_eq!(traced.per_op["Memcpy"].count, 12);
     assert!(traced.copy_time_s > 0.0);
-    let whatif = run(vec![rank(1), rank(0)], SIMPLE, SimOptions { mode: Mode::GpuDirect, staged_as_device: true, ..Default::default() }).unwrap();
+    assert_eq!(traced.buffer_stats.staging_copies, 12, "the rule recognises every copy, in every mode");
+    assert_eq!(traced.buffer_stats.staging_copies_removed, 0);
+    // buffers as traced: the staged host buffers move from the device under gpudirect
+    let whatif = run(vec![rank(1), rank(0)], SIMPLE, SimOptions { mode: Mode::GpuDirect, ..Default::default() }).unwrap();
     assert_eq!(whatif.copy_time_s, 0.0, "every copy only staged an MPI buffer");
     assert_eq!(whatif.paths["gpudirect-rdma"].messages, 4 + 2);
+    assert_eq!(whatif.buffer_stats.staged, 6);
+    assert_eq!(whatif.buffer_stats.staging_copies_removed, 12);
+    assert!(whatif.notices.is_empty(), "{:?}", whatif.notices);
+    // --buffers device asks the same question here: the same run
+    let dev = run(vec![rank(1), rank(0)], SIMPLE, SimOptions { mode: Mode::GpuDirect, buffers: g2g_mpi::Buffers::Device, ..Default::default() }).unwrap();
+    assert_eq!(dev.total_time_s, whatif.total_time_s);
+    // --buffers host: the copies are the application's own, nothing moves from the device
+    let host = run(vec![rank(1), rank(0)], SIMPLE, SimOptions { mode: Mode::GpuDirect, buffers: g2g_mpi::Buffers::Host, ..Default::default() }).unwrap();
+    assert_eq!(host.total_time_s, traced.total_time_s);
+    assert!(host.notices.iter().any(|n| n.starts_with("--mode gpudirect changes nothing")), "{:?}", host.notices);
+}
+
+#[test]
+fn barrier_and_zero_byte_messages_take_the_host_path_in_every_mode() {
+    let bar = |mem: g2g_trace::MemSpace| {
+        let mut o = op(g2g_trace::OpKind::parse("Barrier").unwrap());
+        o.mem = mem;
+        o
+    };
+    let ranks = |mem: g2g_trace::MemSpace| {
+        let mut z0 = send(1, 5, 0);
+        z0.mem = mem;
+        let mut z1 = recv(0, 5, 0);
+        z1.mem = mem;
+        vec![vec![bar(mem), z0, bar(mem)], vec![bar(mem), z1, bar(mem)]]
+    };
+    let reference = run(ranks(g2g_trace::MemSpace::Host), SIMPLE, SimOptions::default()).unwrap();
+    for mem in [g2g_trace::MemSpace::Host, g2g_trace::MemSpace::Device] {
+        for mode in [Mode::AsTraced, Mode::HostCopy, Mode::GpuDirect] {
+            for buffers in [g2g_mpi::Buffers::Traced, g2g_mpi::Buffers::Device, g2g_mpi::Buffers::Host] {
+                let r = run(ranks(mem), SIMPLE, SimOptions { mode, buffers, ..Default::default() }).unwrap();
+                assert_eq!(r.paths.keys().collect::<Vec<_>>(), vec!["host"], "{mem:?} {mode:?} {buffers:?}");
+                assert_eq!(r.total_time_s, reference.total_time_s, "{mem:?} {mode:?} {buffers:?}");
+                assert_eq!(r.buffer_stats.sync_calls, 5, "4 Barrier calls and 1 zero-byte send");
+                assert_eq!(r.buffer_stats.mpi_buffers, 0);
+            }
+        }
+    }
+}
+
+#[test]
+fn untraced_stretches_are_skipped_unless_window_all() {
+    let mut un = op(g2g_trace::OpKind::Untraced);
+    un.set_dur_ns(1_000_000);
+    let t = vec![vec![un.clone(), send(1, 0, 1000)], vec![recv(0, 0, 1000)]];
+    let skipped = run(t.clone(), SIMPLE, SimOptions::default()).unwrap();
+    let all = run(t, SIMPLE, SimOptions { window: g2g_mpi::Window::All, ..Default::default() }).unwrap();
+    assert_eq!(skipped.per_rank[0].untraced_s, 1e-3);
+    assert_eq!(all.per_rank[0].untraced_s, 1e-3);
+    assert_eq!(end_ns(&all, 1), end_ns(&skipped, 1) + 1_000_000);
+    assert!(skipped.assumptions.iter().any(|a| a.starts_with("window traced: 1 of 2 ranks")), "{:?}", skipped.assumptions);
 }
 
 // ---------------------------------------------------------------- per-rank shared-memory ports

@@ -354,6 +354,34 @@ fn sub<'a, 'b>(ctx: &'b Ctx<'a>, root: &'b toml::Table, path: &str) -> Result<T<
     Ok(T { ctx, path: path.into(), t, used: vec![] })
 }
 
+/// `[uncertainty."table.key"]`: the range of an uncertain parameter (`low`, `high`, `source`), read
+/// by `g2gsim compare` for its sensitivity band (docs/semantics.md); the replay does not use it.
+/// The key must name a parameter of the machine's tables, and `low` / `high` must be given.
+fn check_uncertainty(ctx: &Ctx, root: &toml::Table) -> Result<(), ConfigError> {
+    let Some(u) = root.get("uncertainty") else { return Ok(()) };
+    let Some(u) = u.as_table() else { return Err(ctx.err("uncertainty", "expected a table of [uncertainty.\"table.key\"] entries")) };
+    for (k, v) in u {
+        let key = format!("uncertainty.\"{k}\"");
+        let (table, _) = k.rsplit_once('.').unwrap_or(("", k));
+        if !["node", "node.pcie", "node.nvlink", "node.host", "node.nic", "network", "mpi", "gpu", "cpu"].contains(&table) {
+            return Err(ctx.err(&key, "names no machine parameter: use \"table.key\", e.g. \"gpu.copy_delay\""));
+        }
+        let Some(t) = v.as_table() else { return Err(ctx.err(&key, "expected a table with low, high and source")) };
+        for f in t.keys() {
+            if !["low", "high", "source"].contains(&f.as_str()) {
+                return Err(ctx.err(&format!("{key}.{f}"), "unknown key (valid here: high, low, source)"));
+            }
+        }
+        for f in ["low", "high"] {
+            match t.get(f) {
+                Some(toml::Value::String(_)) | Some(toml::Value::Integer(_)) | Some(toml::Value::Float(_)) => {}
+                _ => return Err(ctx.err(&format!("{key}.{f}"), "required: the parameter's value at that end, with its unit")),
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Line of the `i`-th (0-based) `[[mpi.factors]]` header.
 fn factor_line(text: &str, i: usize) -> Option<usize> {
     text.lines().enumerate().filter(|(_, l)| l.trim().trim_start_matches('[').trim_end_matches(']').trim() == "mpi.factors" && l.trim().starts_with("[["))
@@ -474,6 +502,7 @@ impl MachineConfig {
         let name = top.str_("name")?.unwrap_or_else(|| file.to_string());
         let description = top.str_("description")?.unwrap_or_default();
         let _ = top.get("sources");
+        check_uncertainty(&ctx, &root)?;
         top.finish()?;
 
         let mut node = sub(&ctx, &root, "node")?;

@@ -94,6 +94,8 @@ pub const TABLES: &[TableSpec] = &[
     t("cpu"),
     TableSpec { path: "collectives", open: Some(SIZE), array: false },
     TableSpec { path: "collectives.algorithms", open: Some(Kind::Str), array: false },
+    // `[uncertainty."table.key"]`: ranges for compare's sensitivity band, checked in config.rs
+    TableSpec { path: "uncertainty", open: Some(Kind::Other("a table with low, high and source")), array: false },
 ];
 
 /// Every key, its kind and bounds.
@@ -399,7 +401,9 @@ fn walk(tbl: &toml::Table, path: &str, idx: Option<usize>, text: &str, file: &st
             }
             _ => {}
         }
-        if let Some(kind) = this.and_then(|s| s.open).filter(|_| !v.is_table()) {
+        // an open table's entries are values, not tables; `[uncertainty."key"]` entries are tables
+        // (Kind::Other, checked by config.rs)
+        if let Some(kind) = this.and_then(|s| s.open).filter(|k| !v.is_table() || matches!(k, Kind::Other(_))) {
             if let Err(m) = check_value(&kind, v) {
                 errs.push(err(k, line_of(text, path, Some(k), idx), m));
             }

@@ -5,7 +5,7 @@ use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use g2g_mpi::{simulate as run_sim, Mapping, Mode, SimError, SimOptions};
+use g2g_mpi::{simulate as run_sim, Buffers, Mapping, Mode, SimError, SimOptions, Window};
 use g2g_net::MachineConfig;
 use g2g_trace::{ParquetTrace, TraceSource};
 
@@ -29,7 +29,20 @@ fn opts_from(d: Option<&Bound<'_, PyDict>>) -> PyResult<SimOptions> {
                 let s: String = v.extract().map_err(bad)?;
                 o.mode = Mode::parse(&s).ok_or_else(|| PyValueError::new_err(format!("mode must be as-traced, hostcopy or gpudirect, not {s:?}")))?;
             }
-            "staged_as_device" => o.staged_as_device = v.extract().map_err(bad)?,
+            "buffers" => {
+                let s: String = v.extract()?;
+                o.buffers = Buffers::parse(&s).ok_or_else(|| PyValueError::new_err(format!("buffers must be traced, device or host, not {s:?}")))?;
+            }
+            "window" => {
+                let s: String = v.extract()?;
+                o.window = Window::parse(&s).ok_or_else(|| PyValueError::new_err(format!("window must be traced or all, not {s:?}")))?;
+            }
+            "staged_as_device" => {
+                // the option --buffers replaced: the same question
+                if v.extract::<bool>()? {
+                    o.buffers = Buffers::Device;
+                }
+            }
             "gpus_per_node" => {
                 let g: Option<i64> = v.extract().map_err(bad)?;
                 o.gpus_per_node = match g {
@@ -66,6 +79,8 @@ fn opts_from(d: Option<&Bound<'_, PyDict>>) -> PyResult<SimOptions> {
                 o.sharing = Some(g2g_net::lmm::Sharing::parse(&s).ok_or_else(|| PyValueError::new_err(format!("sharing must be max-min, max-min-full or bottleneck, not {s:?}")))?);
             }
             "timeline_max_events" => o.timeline_max_events = v.extract().map_err(bad)?,
+            "timeline_ranks" => o.timeline_ranks = v.extract().map_err(bad)?,
+            "timeline_window_ns" => o.timeline_window_ns = v.extract().map_err(bad)?,
             "strict" => o.strict = v.extract().map_err(bad)?,
             _ => return Err(PyValueError::new_err(format!("unknown simulation option {k:?}"))),
         }
@@ -257,6 +272,135 @@ fn trace_meta(path: &str) -> PyResult<(u32, u64, String, String)> {
     Ok((t.nranks(), t.total_rows, t.source.clone(), t.buffers.clone()))
 }
 
+type DumpiRank = (String, u32, u64, u64, (u8, u8, u8), Vec<i64>);
+
+fn dumpi_files(ranks: Vec<DumpiRank>) -> Vec<g2g_dumpi::decode::RankFile> {
+    ranks
+        .into_iter()
+        .map(|(path, rank, body_off, stream_end, version, type_sizes)| g2g_dumpi::decode::RankFile { path, rank, body_off, stream_end, version, type_sizes })
+        .collect()
+}
+
+/// DUMPI arguments as the Python reader's decoders give them (ints, tuples, str, statuses).
+fn dumpi_args_py(py: Python<'_>, a: &g2g_dumpi::decode::Args) -> PyObject {
+    use g2g_dumpi::decode::Val;
+    use pyo3::types::PyTuple;
+    let mut out: Vec<PyObject> = Vec::with_capacity(a.v.len());
+    for (k, v) in a.v.iter().enumerate() {
+        out.push(match v {
+            Val::Int(x) => x.into_py(py),
+            Val::None | Val::NoSts => py.None(),
+            Val::Arr(..) => PyTuple::new_bound(py, a.a(k).iter()).into_py(py),
+            Val::Arr2(..) => PyTuple::new_bound(py, a.sub_arrays(k).into_iter().map(|s| PyTuple::new_bound(py, s.iter()))).into_py(py),
+            Val::Strs(_, _, kind) => {
+                let s = a.strings(k);
+                if *kind == 1 {
+                    s.into_iter().next().unwrap_or_default().into_py(py)
+                } else {
+                    PyTuple::new_bound(py, s).into_py(py)
+                }
+            }
+            Val::Sts(..) => PyTuple::new_bound(py, a.statuses(k).unwrap_or(&[]).iter().map(|s| PyTuple::new_bound(py, s.iter()))).into_py(py),
+        });
+    }
+    PyTuple::new_bound(py, out).into_py(py)
+}
+
+type ScanOut = (Option<i64>, u64, Vec<(u64, u64, u16, PyObject)>);
+
+/// dumpi_scan(ranks, full) -> per rank (first call time ns or None, records decoded,
+/// [(record index, byte offset, function id, args)] of its communicator/group calls).
+/// ranks: [(bin path, rank, body offset, END_OF_STREAM offset, version, datatype sizes)];
+/// without `full` only the first timed record is decoded.
+#[pyfunction]
+fn dumpi_scan(py: Python<'_>, ranks: Vec<DumpiRank>, full: bool) -> PyResult<Vec<ScanOut>> {
+    let files = dumpi_files(ranks);
+    let chunk = g2g_dumpi::chunk_for(files.len());
+    let mut out = Vec::with_capacity(files.len());
+    for f in files {
+        let s = py.allow_threads(|| g2g_dumpi::scan(f, full, chunk)).map_err(TraceError::new_err)?;
+        let ev = s.comm_events.iter().map(|(i, off, fid, a)| (*i, *off, *fid, dumpi_args_py(py, a))).collect();
+        out.push((s.first_t0, s.records, ev));
+        py.check_signals()?;
+    }
+    Ok(out)
+}
+
+/// dumpi_convert(ranks, created, out_path, origin_ns, mem_space, window_ops, members, names,
+/// self_gids, self_base, resolved, finish, progress=None) -> stats dict.  Converts every rank's
+/// records to native rows written to out_path a window at a time; `finish(stats)` returns the
+/// file's [(key, value)] metadata, written before the file is closed.
+#[pyfunction]
+#[pyo3(signature = (ranks, created, out_path, origin, mem_space, window_ops, members, names, self_gids, self_base, resolved, finish, progress=None))]
+#[allow(clippy::too_many_arguments)]
+fn dumpi_convert(
+    py: Python<'_>,
+    ranks: Vec<DumpiRank>,
+    created: Vec<Vec<(u64, Option<i64>)>>,
+    out_path: &str,
+    origin: i64,
+    mem_space: &str,
+    window_ops: u64,
+    members: std::collections::HashMap<i64, Vec<u32>>,
+    names: std::collections::HashMap<i64, String>,
+    self_gids: std::collections::HashMap<u32, i64>,
+    self_base: i64,
+    resolved: bool,
+    finish: PyObject,
+    progress: Option<PyObject>,
+) -> PyResult<PyObject> {
+    let mem: &'static str = match mem_space {
+        "host" => "host",
+        "device" => "device",
+        _ => return Err(PyValueError::new_err(format!("mem_space must be host or device, not {mem_space:?}"))),
+    };
+    let files = dumpi_files(ranks);
+    if created.len() != files.len() {
+        return Err(PyValueError::new_err("created: one list per rank"));
+    }
+    let inputs: Vec<g2g_dumpi::RankInput> = files.into_iter().zip(created).map(|(file, created)| g2g_dumpi::RankInput { file, created }).collect();
+    let mut comms = g2g_dumpi::convert::Comms { members, self_gid: self_gids, self_base, names, resolved };
+    let mut w = g2g_trace::writer::NativeWriter::create(out_path).map_err(|e| TraceError::new_err(e.to_string()))?;
+    let mut failure: Option<PyErr> = None;
+    let mut windows = 0u64;
+    let mut cb = |records: u64| -> bool {
+        windows += 1;
+        if windows % 64 != 0 {
+            return true;
+        }
+        if let Err(e) = py.check_signals() {
+            failure = Some(e);
+            return false;
+        }
+        if let Some(p) = &progress {
+            if let Err(e) = p.call1(py, (records,)) {
+                failure = Some(e);
+                return false;
+            }
+        }
+        true
+    };
+    let res = g2g_dumpi::convert(inputs, &mut comms, origin, mem, window_ops, &mut w, Some(&mut cb));
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    let c = res.map_err(TraceError::new_err)?;
+    let d = PyDict::new_bound(py);
+    d.set_item("rows", c.rows)?;
+    d.set_item("records", c.records)?;
+    d.set_item("unknown_type_uses", c.stats.unknown_type_uses)?;
+    d.set_item("orphan_requests", c.stats.orphan_requests)?;
+    let mut used: Vec<i64> = c.stats.used_comms.into_iter().collect();
+    used.sort();
+    d.set_item("used_comms", used)?;
+    d.set_item("self_gids", comms.self_gid.clone())?;
+    d.set_item("fid_counts", c.fid_counts)?;
+    d.set_item("op_counts", c.op_counts.into_iter().map(|(k, v)| (k.to_string(), v)).collect::<std::collections::HashMap<String, u64>>())?;
+    let md: Vec<(String, String)> = finish.call1(py, (d.clone(),))?.extract(py)?;
+    w.finish(&md).map_err(|e| TraceError::new_err(e.to_string()))?;
+    Ok(d.into_py(py))
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
@@ -265,6 +409,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(models, m)?)?;
     m.add_function(wrap_pyfunction!(coll_algorithms, m)?)?;
     m.add_function(wrap_pyfunction!(trace_meta, m)?)?;
+    m.add_function(wrap_pyfunction!(dumpi_scan, m)?)?;
+    m.add_function(wrap_pyfunction!(dumpi_convert, m)?)?;
     m.add_function(wrap_pyfunction!(parse_size, m)?)?;
     m.add_function(wrap_pyfunction!(parse_duration_ns, m)?)?;
     m.add_function(wrap_pyfunction!(parse_bandwidth, m)?)?;

@@ -2,6 +2,7 @@
 pub mod model;
 pub mod parquet_reader;
 mod pages;
+pub mod writer;
 pub mod vocab;
 
 pub use model::*;
@@ -75,6 +76,11 @@ pub trait TraceSource {
     fn name(&self) -> &str;
     fn nranks(&self) -> u32;
     fn comms(&self) -> &[CommDef];
+    /// How the trace's `mem_space` values were decided (`g2gsim.buffers`: `traced`,
+    /// `assumed-host`, `assumed-device`, `inferred`; empty when not said).
+    fn buffers(&self) -> &str {
+        ""
+    }
     /// Appends the next chunk of operations to the per-rank queues; `Ok(false)` once exhausted.
     fn fill(&mut self, queues: &mut [VecDeque<Op>]) -> Result<bool, TraceError>;
 }

@@ -28,6 +28,9 @@ pub enum OpKind {
     StreamSync,
     DeviceSync,
     EventSync,
+    /// A stretch the tracer did not record (measurement or profiling switched off) lasting
+    /// `dur_ns`: skipped by default (`--window traced`), host time with `--window all`.
+    Untraced,
     /// Blocking collective; the kind index is into `COLL_NAMES`.
     Coll(u8),
     /// Nonblocking collective (Ibcast, ...).
@@ -35,12 +38,12 @@ pub enum OpKind {
 }
 
 /// The unit variants, in a fixed order (statistics index).
-const UNIT: [OpKind; 24] = [
+const UNIT: [OpKind; 25] = [
     OpKind::Compute, OpKind::Send, OpKind::Ssend, OpKind::Bsend, OpKind::Rsend, OpKind::Isend,
     OpKind::Issend, OpKind::Recv, OpKind::Irecv, OpKind::Sendrecv, OpKind::Wait, OpKind::Waitall,
     OpKind::Waitany, OpKind::Waitsome, OpKind::Test, OpKind::Memcpy, OpKind::Init, OpKind::Finalize,
     OpKind::Kernel, OpKind::EventRecord, OpKind::StreamWaitEvent, OpKind::StreamSync,
-    OpKind::DeviceSync, OpKind::EventSync,
+    OpKind::DeviceSync, OpKind::EventSync, OpKind::Untraced,
 ];
 
 /// Collective names in the order used by `OpKind::Coll(i)`; equal to g2g-coll's `CollKind::ALL`.
@@ -83,6 +86,7 @@ impl OpKind {
             "StreamSynchronize" => StreamSync,
             "DeviceSynchronize" => DeviceSync,
             "EventSynchronize" => EventSync,
+            "Untraced" => Untraced,
             _ => {
                 if let Some(i) = COLL_NAMES.iter().position(|n| *n == s) {
                     Coll(i as u8)
@@ -122,6 +126,7 @@ impl OpKind {
             StreamSync => "StreamSynchronize",
             DeviceSync => "DeviceSynchronize",
             EventSync => "EventSynchronize",
+            Untraced => "Untraced",
             Coll(i) => COLL_NAMES[i as usize],
             ICol(i) => ICOLL_NAMES[i as usize],
         }
@@ -157,6 +162,7 @@ impl OpKind {
             StreamSync => 21,
             DeviceSync => 22,
             EventSync => 23,
+            Untraced => 24,
             Coll(i) => UNIT.len() + i as usize,
             ICol(i) => UNIT.len() + 16 + i as usize,
         }
@@ -302,7 +308,7 @@ impl OpKind {
     /// takes the slot of `recv_bytes`.
     #[inline]
     pub fn has_duration(self) -> bool {
-        matches!(self, OpKind::Compute | OpKind::Kernel)
+        matches!(self, OpKind::Compute | OpKind::Kernel | OpKind::Untraced)
     }
     #[inline]
     fn slots(self) -> Slots {

@@ -678,6 +678,9 @@ impl TraceSource for ParquetTrace {
     fn comms(&self) -> &[CommDef] {
         &self.comms
     }
+    fn buffers(&self) -> &str {
+        &self.buffers
+    }
     fn fill(&mut self, queues: &mut [VecDeque<Op>]) -> Result<bool, TraceError> {
         if self.next_rg >= self.row_groups {
             return Ok(false);

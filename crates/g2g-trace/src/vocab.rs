@@ -45,10 +45,12 @@ pub enum OpClass {
     Gpu,
     /// `Init`, `Finalize`: mark the MPI lifetime, take no time
     Marker,
+    /// `Untraced`: a stretch the tracer did not record (skipped unless `--window all`)
+    Untraced,
 }
 
 impl OpClass {
-    pub const ALL: [OpClass; 18] = [
+    pub const ALL: [OpClass; 19] = [
         OpClass::Send,
         OpClass::BlockingSend,
         OpClass::NonblockingSend,
@@ -67,6 +69,7 @@ impl OpClass {
         OpClass::Copy,
         OpClass::Gpu,
         OpClass::Marker,
+        OpClass::Untraced,
     ];
 
     pub fn name(self) -> &'static str {
@@ -89,6 +92,7 @@ impl OpClass {
             OpClass::Copy => "copy",
             OpClass::Gpu => "gpu",
             OpClass::Marker => "marker",
+            OpClass::Untraced => "untraced",
         }
     }
 }
@@ -114,10 +118,11 @@ impl OpKind {
             OpClass::Mpi => {
                 self.is(OpClass::P2p) || self.is(OpClass::Wait) || self.is(OpClass::Test) || self.is_collective()
             }
-            OpClass::Compute => self.has_duration(),
+            OpClass::Compute => self.has_duration() && self != Untraced,
             OpClass::Copy => matches!(self, Memcpy),
             OpClass::Gpu => self.is_gpu(),
             OpClass::Marker => matches!(self, Init | Finalize),
+            OpClass::Untraced => self == Untraced,
         }
     }
 }
@@ -227,7 +232,7 @@ pub const COLUMNS: [Column; 24] = {
         col("op", T::Str, D::Required, true, "operation name (op_names)"),
         col("t_start_ns", T::I64, D::Null, false, "traced start time"),
         col("t_end_ns", T::I64, D::Null, false, "traced end time"),
-        col("dur_ns", T::I64, D::Int(0), true, "duration of Compute and Kernel"),
+        col("dur_ns", T::I64, D::Int(0), true, "duration of Compute, Kernel and Untraced"),
         col("peer", T::I32, D::Int(-1), true, "destination or source (communicator rank); -1 ANY_SOURCE, -2 PROC_NULL"),
         col("tag", T::I32, D::Int(-1), true, "tag; -1 ANY_TAG"),
         col("comm_id", T::U32, D::Int(0), true, "communicator (0: MPI_COMM_WORLD)"),
@@ -295,6 +300,7 @@ mod tests {
                 OpClass::Copy,
                 OpClass::Marker,
                 OpClass::Gpu,
+                OpClass::Untraced,
             ];
             let n_top = top.iter().filter(|c| is(**c) && !(**c == OpClass::Gpu && is(OpClass::Compute))).count();
             assert_eq!(n_top, 1, "{n}");

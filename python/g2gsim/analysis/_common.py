@@ -88,13 +88,14 @@ _COLUMNS = ["rank", "seq", "op", "dur_ns", "t_start_ns", "t_end_ns", "peer", "co
 
 
 def load_trace(trace: str | Path | Trace, assume_buffers: str | None = None) -> TraceData:
-    """Reads a trace (native, OTF2 or DUMPI, as g2gsim.simulate accepts) into a TraceData."""
+    """Reads a trace (native, OTF2 or DUMPI, as g2gsim.simulate accepts) into a TraceData, as
+    recorded (``assume_buffers`` is ignored: buffers are decided at simulate time, ``buffers=``)."""
     if isinstance(trace, Trace):
         t = trace
         path = Path(t.path) if t.path else Path("<memory>")
     else:
         from ..sim import as_native
-        path = as_native(trace, assume_buffers=assume_buffers)
+        path = as_native(trace)
         t = Trace.read(path)
     cols = [c for c in _COLUMNS if c in t.table.column_names]
     df = t.table.select(cols).to_pandas()
@@ -114,26 +115,6 @@ def world_members(comms: list[Comm], nranks: int) -> dict[int, np.ndarray]:
     if 0 not in out:
         out[0] = np.arange(nranks)
     return out
-
-
-def looks_staged(td: TraceData | str | Path) -> bool:
-    """True when the trace is HostCopy-style: MPI buffers in host memory and explicit d2h/h2d copies.
-    Takes a TraceData or a native trace path (then reads only three columns)."""
-    if isinstance(td, TraceData):
-        df = td.df
-    else:
-        import pyarrow.parquet as pq
-        df = pq.read_table(td, columns=["op", "mem_space", "copy_kind"]).to_pandas()
-        df["op"] = df["op"].astype(str)
-        df["mem_space"] = df["mem_space"].astype(object)
-        df["copy_kind"] = df["copy_kind"].astype(object)
-    cat = categories(df["op"])
-    mpi = df[(cat == "p2p") | (cat == "collective")]
-    if not len(mpi):
-        return False
-    host_share = float((mpi["mem_space"] == "host").mean())
-    copies = df[(df["op"] == "Memcpy") & df["copy_kind"].isin(["d2h", "h2d"])]
-    return host_share > 0.5 and len(copies) > 0
 
 
 # ------------------------------------------------------------------------------------- formatting

@@ -63,7 +63,12 @@ def common_sim_options(f):
         click.option("--coll-algo", "coll_algos", default=None, help="override algorithms: allreduce=ring,bcast=binomial"),
         click.option("--network-scale", type=float, default=1.0, show_default=True, help="multiply NIC and network bandwidth"),
         click.option("--assume-buffers", type=click.Choice(["traced", "host", "device", "infer"]), default=None,
-                     help="buffer spaces for imported traces that lack them"),
+                     hidden=True, help="replaced by --buffers"),
+        click.option("--buffers", type=click.Choice(["traced", "device", "host"]), default=None,
+                     help="where MPI data buffers live: traced (default: as recorded; explicit staging copies are "
+                          "recognised), device or host (docs/semantics.md)"),
+        click.option("--window", type=click.Choice(["traced", "all"]), default="traced", show_default=True,
+                     help="traced: skip stretches the tracer did not record (reported per rank); all: simulate them as host time"),
         click.option("--no-progress", is_flag=True, help="no progress output"),
     ]
     for o in reversed(opts):
@@ -106,7 +111,50 @@ def _write_json(path, obj):
 
 
 # ----------------------------------------------------------------------------------------- printing
+def _defaulted(param: str) -> bool:
+    """True when the user did not give this option (its default was used)."""
+    ctx = click.get_current_context(silent=True)
+    try:
+        return ctx is not None and ctx.get_parameter_source(param) == click.core.ParameterSource.DEFAULT
+    except Exception:
+        return False
+
+
+def _print_head(res: dict):
+    """The first lines of a result: what it assumed (machine first) and options that changed nothing."""
+    mi = res.get("machine_info")
+    if mi:
+        console.print(f"[bold]{mi['sentence']}[/]", highlight=False)
+    for a in res.get("assumptions", []):
+        if mi and a == mi["sentence"]:
+            continue
+        console.print(f"[dim]assumed:[/] {a}", highlight=False)
+    for n in res.get("notices", []):
+        console.print(f"[bold yellow]notice:[/] {n}", highlight=False)
+
+
+def print_sensitivity(res: dict):
+    sens = res.get("sensitivity")
+    mi = res.get("machine_info") or {}
+    kp = mi.get("key_parameters") or {}
+    if kp:
+        console.print("key parameters: " + ", ".join(f"{k} = {v}" for k, v in kp.items()), highlight=False)
+    if not sens:
+        return
+    if sens.get("note"):
+        console.print(f"[yellow]sensitivity:[/] {sens['note']}", highlight=False)
+    if sens["parameters"]:
+        t = Table(title="sensitivity: HostCopy vs GPUDirect at the ends of each uncertain parameter (most sensitive first)")
+        for c in ("parameter", "value", "low", "change at low", "high", "change at high", "source"):
+            t.add_column(c, justify="left" if c in ("parameter", "source") else "right")
+        for p in sens["parameters"]:
+            t.add_row(p["key"], str(p["value"]), str(p["low"]), f"{fmt_pct(p['change_low'], True)} ({p['verdict_low']})",
+                      str(p["high"]), f"{fmt_pct(p['change_high'], True)} ({p['verdict_high']})", p["source"])
+        console.print(t)
+
+
 def print_compare(res: dict):
+    _print_head(res)
     cols = res["columns"]
     t = Table(title=f"HostCopy vs GPUDirect: {Path(res['trace']).name} on {res['machine']} "
                     f"({res['nranks']} ranks, {res['nodes']} nodes x {res['gpus_per_node']} GPUs)")
@@ -120,6 +168,7 @@ def print_compare(res: dict):
     t.add_row("[bold]comm. speedup vs hostcopy", *[f"[bold]{fmt_x(res['speedup'][c])}" for c in cols])
     console.print(t)
     rt = res["runtime"]
+    console.print(f"[bold]{rt.get('verdict_statement', rt['verdict'])}[/]", highlight=False)
     console.print(f"[bold]{rt['verdict']}[/]: run time {fmt_s(rt['hostcopy_s'])} -> {fmt_s(rt['gpudirect_s'])} "
                   f"({fmt_pct(rt['simulated_change'], True)} simulated; Amdahl with a "
                   f"{fmt_pct(rt['comm_share_hostcopy'])} communication share: {fmt_pct(rt['amdahl_change'], True)}"
@@ -177,6 +226,7 @@ def print_compare(res: dict):
                    ("device_communication_efficiency", "device communication efficiency")):
         t.add_row(lab, *[fmt_pct(res["pop"][c][k]) for c in cols])
     console.print(t)
+    print_sensitivity(res)
     for n in res["notes"]:
         console.print(f"[yellow]note:[/] {n}", highlight=False)
 
@@ -249,9 +299,9 @@ def register(group: click.Group) -> None:
     @click.option("--gpudirect-min-bytes", callback=_size, default=None,
                   help="add a column: GPU-direct only for messages of at least this size (65536, 64KiB)")
     @click.option("--gpudirect-collectives-only", is_flag=True, help="add a column: GPU-direct for collectives only")
-    @click.option("--staged-buffers-are-device/--no-staged-buffers-are-device", "staged", default=None,
-                  help="GPUDirect columns treat host MPI buffers as device data and drop staging copies "
-                       "(default: on when the trace looks HostCopy-staged)")
+    @click.option("--staged-buffers-are-device/--no-staged-buffers-are-device", "staged", default=None, hidden=True,
+                  help="replaced by --buffers device")
+    @click.option("--no-sensitivity", is_flag=True, help="skip the re-simulations at the ends of the machine's uncertain parameters")
     @click.option("--attribution", type=click.Choice(["auto", "timeline", "estimate"]), default="auto", show_default=True,
                   help="per-call times for the size-class and call-site split: from the core's timeline (exact) or estimated")
     @click.option("--no-class-gains", is_flag=True, help="skip the extra simulations that measure the saving per size class")
@@ -262,9 +312,9 @@ def register(group: click.Group) -> None:
                   help="write Perfetto timelines: NAME-<column>.json for each column")
     @click.option("--profile", "profile_out", type=click.Path(dir_okay=False), default=None,
                   help="write the profile tables (HostCopy and GPUDirect: time per category and operation, per process) as text")
-    def compare(trace, machine, mapping, coll_algos, network_scale, assume_buffers, no_progress, gpus_per_node, mixed,
-                gpudirect_min_bytes, gpudirect_collectives_only, staged, attribution, no_class_gains, whatif_gpn,
-                json_out, report, timeline, profile_out):
+    def compare(trace, machine, mapping, coll_algos, network_scale, assume_buffers, buffers, window, no_progress,
+                gpus_per_node, mixed, gpudirect_min_bytes, gpudirect_collectives_only, staged, no_sensitivity,
+                attribution, no_class_gains, whatif_gpn, json_out, report, timeline, profile_out):
         """HostCopy vs GPUDirect on TRACE: communication speedup, run-time change, split by operation,
         message size and call site, p2p vs collective share, POP metrics, profiles."""
         from .compare import compare as do_compare
@@ -275,7 +325,9 @@ def register(group: click.Group) -> None:
                 res = do_compare(trace, machine, mixed=mixed, gpudirect_min_bytes=gpudirect_min_bytes,
                                  gpudirect_collectives_only=gpudirect_collectives_only, class_gains=not no_class_gains,
                                  attribution=attribution, timeline=timeline,
-                                 staged_as_device="auto" if staged is None else staged, assume_buffers=assume_buffers,
+                                 staged_as_device=staged or None, assume_buffers=assume_buffers,
+                                 buffers=buffers, window=window, sensitivity=not no_sensitivity,
+                                 machine_default=_defaulted("machine"),
                                  progress=st, gpus_per_node=gpus_per_node, mapping=_mapping(mapping),
                                  coll_algos=coll_algos, network_scale=network_scale)
                 w = None
@@ -283,7 +335,7 @@ def register(group: click.Group) -> None:
                     from .whatif import whatif
                     w = whatif(trace, machine, _gpn_list(None, None, whatif_gpn), mapping=_mapping(mapping),
                                network_scale=network_scale, assume_buffers=assume_buffers, progress=st,
-                               coll_algos=coll_algos)
+                               coll_algos=coll_algos, buffers=res["buffers"], window=window)
         except _errors() as e:
             _fail(str(e))
         print_compare(res)
@@ -312,7 +364,7 @@ def register(group: click.Group) -> None:
     @click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None)
     @click.option("--report", type=click.Path(dir_okay=False), default=None, help="self-contained HTML report")
     @click.option("--plot", type=click.Path(dir_okay=False), default=None, help="plot computation + communication per GPUs-per-node configuration (PNG)")
-    def whatif(trace, machine, mapping, coll_algos, network_scale, assume_buffers, no_progress, gpn,
+    def whatif(trace, machine, mapping, coll_algos, network_scale, assume_buffers, buffers, window, no_progress, gpn,
                scale_nic_with_gpus, modes, json_out, report, plot):
         """Communication time of TRACE per GPUs-per-node configuration, HostCopy and GPUDirect."""
         from .whatif import whatif as do_whatif
@@ -325,9 +377,11 @@ def register(group: click.Group) -> None:
             with _Status(not no_progress, "simulating") as st:
                 w = do_whatif(trace, machine, gpn, scale_nic_with_gpus=scale_nic_with_gpus, mapping=_mapping(mapping),
                               modes=ms, network_scale=network_scale, assume_buffers=assume_buffers, progress=st,
-                              coll_algos=coll_algos)
+                              coll_algos=coll_algos, buffers=buffers, window=window,
+                              machine_default=_defaulted("machine"))
         except _errors() as e:
             _fail(str(e))
+        _print_head(w)
         print_whatif(w)
         if json_out:
             _write_json(json_out, w)
@@ -350,12 +404,14 @@ def register(group: click.Group) -> None:
     @click.option("--no-collectives", is_flag=True, help="traffic matrix from point-to-point messages only")
     @click.option("--coll-algo", "coll_algos", default=None)
     @click.option("--network-scale", type=float, default=1.0, show_default=True)
-    @click.option("--assume-buffers", type=click.Choice(["traced", "host", "device", "infer"]), default=None)
+    @click.option("--assume-buffers", type=click.Choice(["traced", "host", "device", "infer"]), default=None, hidden=True)
+    @click.option("--buffers", type=click.Choice(["traced", "device", "host"]), default=None,
+                  help="where MPI data buffers live (docs/semantics.md)")
     @click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None)
     @click.option("--report", type=click.Path(dir_okay=False), default=None, help="self-contained HTML report")
     @click.option("--no-progress", is_flag=True)
     def map_(trace, machine, output, gpus_per_node, mode, no_collectives, coll_algos, network_scale, assume_buffers,
-             json_out, report, no_progress):
+             buffers, json_out, report, no_progress):
         """Optimise the rank-to-node mapping of TRACE: place heavily communicating ranks on one node,
         write the mapping, compare simulated communication time with linear and round-robin."""
         from .mapping import map_trace, write_mapping
@@ -363,7 +419,7 @@ def register(group: click.Group) -> None:
             with _Status(not no_progress, "mapping") as st:
                 m = map_trace(trace, machine, gpus_per_node=gpus_per_node, mode=mode, collectives=not no_collectives,
                               assume_buffers=assume_buffers, progress=st, coll_algos=coll_algos,
-                              network_scale=network_scale)
+                              network_scale=network_scale, buffers=buffers)
         except _errors() as e:
             _fail(str(e))
         print_mapping(m)
@@ -383,8 +439,8 @@ def register(group: click.Group) -> None:
     @click.option("--gpus-per-node", type=click.IntRange(1), default=None)
     @click.option("--timeline", type=click.Path(dir_okay=False), default=None, help="also write the Perfetto timeline")
     @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="write the tables as text (one space-separated line per row)")
-    def profile(trace, machine, mapping, coll_algos, network_scale, assume_buffers, no_progress, mode, gpus_per_node,
-                timeline, output):
+    def profile(trace, machine, mapping, coll_algos, network_scale, assume_buffers, buffers, window, no_progress, mode,
+                gpus_per_node, timeline, output):
         """Profile table (Category, Operation, Avg_Total_Time, Avg_Min_Time, Avg_Max_Time,
         Instances_per_Process, ms) and POP efficiencies of one simulated run of TRACE."""
         from ..sim import simulate
@@ -392,9 +448,10 @@ def register(group: click.Group) -> None:
         from .attribution import Attributor, core_supports_timeline
         from .metrics import pop_metrics, profile_tables, profile_text
         try:
-            td = load_trace(trace, assume_buffers=assume_buffers)
+            td = load_trace(trace)
             opts = dict(gpus_per_node=gpus_per_node, mapping=_mapping(mapping), coll_algos=coll_algos,
-                        network_scale=network_scale)
+                        network_scale=network_scale, assume_buffers=assume_buffers, buffers=buffers, window=window,
+                        machine_default=_defaulted("machine"))
             if timeline and not core_supports_timeline():
                 err_console.print("[yellow]note:[/] the compiled core predates the timeline option: none written")
                 timeline = None
@@ -404,6 +461,7 @@ def register(group: click.Group) -> None:
             att = Attributor(td).attribute(rep, timeline)
         except _errors() as e:
             _fail(str(e))
+        _print_head(rep)
         tabs = profile_tables(rep, att)
         print_profile(tabs, f"{Path(trace).name} ({mode}, per-call times: {att.method})")
         pop = pop_metrics(rep)

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ..sim import simulate
+from ..sim import legacy_buffers, machine_info, simulate
 from ._common import (
     COLL_CLASS,
     COPY_CLASS,
@@ -23,7 +23,6 @@ from ._common import (
     categories,
     category,
     load_trace,
-    looks_staged,
     ratio,
     size_class,
     size_label,
@@ -83,37 +82,39 @@ def trace_compute_share(td: TraceData) -> float | None:
 def compare(trace: str | Path, machine: str | Path = "lassen", *, mixed: bool = False,
             gpudirect_min_bytes: int | None = None, gpudirect_collectives_only: bool = False,
             class_gains: bool = True, attribution: str = "auto", timeline: str | Path | None = None,
-            staged_as_device: bool | str = "auto", assume_buffers: str | None = None,
+            buffers: str | None = None, window: str = "traced", sensitivity: bool = True,
+            machine_default: bool = False, staged_as_device: bool | str | None = None,
+            assume_buffers: str | None = None,
             progress: Callable[[str], None] | None = None, **sim_kw: Any) -> dict:
     """Simulates ``trace`` as traced, under HostCopy and GPUDirect (plus mixed what-if columns) and
     returns the comparison as a JSON-serialisable dict (see docs/analysis.md for every field).
 
+    buffers / window: as g2gsim.simulate (docs/semantics.md); every column uses the same.
+    sensitivity: re-simulate HostCopy and GPUDirect at the low and high end of every range the
+    machine file gives (``[uncertainty."table.key"]``) and say whether the verdict holds.
     sim_kw are simulate()'s options (gpus_per_node, mapping, coll_algos, network_scale, ...).
     attribution: "timeline" (exact per-call times; needs a core with timeline support), "estimate"
     or "auto" (timeline when the core supports it and the trace has at most 200k rows).
     timeline: a path; each column's Perfetto timeline is written next to it as NAME-<column>.json.
+    ``staged_as_device`` / ``assume_buffers``: the old names of ``buffers`` (mapped, with a notice;
+    "auto" is what ``buffers="traced"`` now does in every run).
     """
-    td = load_trace(trace, assume_buffers=assume_buffers)
+    notes: list[str] = []
+    sad = None if staged_as_device is None or staged_as_device == "auto" else bool(staged_as_device)
+    legacy, lnotes = legacy_buffers(assume_buffers, sad)
+    if legacy is not None:
+        if buffers is not None and buffers != legacy:
+            raise ValueError(f"buffers={buffers!r} contradicts the old option that means buffers={legacy!r}")
+        buffers = legacy
+    buffers = buffers or "traced"
+    td = load_trace(trace)
     native = td.path
     cols = columns_for(mixed, gpudirect_min_bytes, gpudirect_collectives_only)
-    notes: list[str] = []
-    staged = looks_staged(td)
-    if staged_as_device == "auto":
-        sad_gd = staged
-        if staged:
-            notes.append("the trace stages MPI buffers through host memory (HostCopy style): the GPUDirect "
-                         "columns treat those buffers as device data and drop the staging copies "
-                         "(staged_as_device)")
-    else:
-        sad_gd = bool(staged_as_device)
-    if not staged and host_buffer_share(td) > 0.5:
-        notes.append(f"{host_buffer_share(td):.0%} of the MPI calls use host buffers and the trace has no staging "
-                     "copies: HostCopy and GPUDirect move them as host data alike. To ask what GPU-resident "
-                     "buffers would give, import with --assume-buffers device (or use --staged-buffers-are-device)")
     sim_kw = {k: v for k, v in sim_kw.items() if v is not None}
-    sim_kw.pop("staged_as_device", None)
-    sim_kw.pop("gpudirect_min_bytes", None)
-    sim_kw.pop("gpudirect_collectives_only", None)
+    for k in ("staged_as_device", "gpudirect_min_bytes", "gpudirect_collectives_only", "buffers", "window",
+              "machine_default"):
+        sim_kw.pop(k, None)
+    sim_kw.update(buffers=buffers, window=window)
 
     tl_support = core_supports_timeline() if (attribution != "estimate" or timeline) else False
     use_tl = attribution == "timeline" or (attribution == "auto" and len(td.df) <= TIMELINE_AUTO_MAX_ROWS)
@@ -131,10 +132,6 @@ def compare(trace: str | Path, machine: str | Path = "lassen", *, mixed: bool = 
     try:
         for c in cols:
             opts = dict(sim_kw, **c.options)
-            if c.mode == TARGET and sad_gd:
-                opts["staged_as_device"] = True
-            elif staged_as_device is True:
-                opts["staged_as_device"] = True
             tl_path = None
             if tl_support and (use_tl or timeline):
                 if timeline:
@@ -148,7 +145,7 @@ def compare(trace: str | Path, machine: str | Path = "lassen", *, mixed: bool = 
                     timelines[c.name] = str(tl_path)
             if progress:
                 progress(c.name)
-            rep = simulate(native, machine, mode=c.mode, **opts)
+            rep = simulate(native, machine, mode=c.mode, machine_default=machine_default, **opts)
             reports[c.name] = rep
             atts[c.name] = att_engine.attribute(rep, tl_path if use_tl else None)
             if tl_path is not None and not timeline:
@@ -157,21 +154,93 @@ def compare(trace: str | Path, machine: str | Path = "lassen", *, mixed: bool = 
                 if n not in notes:
                     notes.append(n)
         method = atts[BASE].method
-        gains = _class_gains(native, machine, sim_kw, sad_gd, att_engine, reports, progress) if class_gains else None
+        gains = _class_gains(native, machine, sim_kw, att_engine, reports, progress) if class_gains else None
+        sens = _sensitivity(native, machine, sim_kw, reports, progress) if sensitivity else None
     finally:
         tmp.cleanup()
-    return _assemble(td, machine, cols, reports, atts, method, gains, notes, timelines, sim_kw)
+    res = _assemble(td, machine, cols, reports, atts, method, gains, notes, timelines, sim_kw)
+    # what every column assumed and which options changed nothing (the core's words, once each)
+    notices = list(dict.fromkeys(lnotes + [n for name in (BASE, TARGET) for n in reports[name].get("notices", [])]))
+    assumptions = list(dict.fromkeys(a for name in (BASE, TARGET) for a in reports[name].get("assumptions", [])))
+    res.update(notices=notices, assumptions=assumptions, trace_buffers=td.buffers, buffers=buffers, window=window,
+               machine_info=reports[BASE].get("machine_info"), sensitivity=sens)
+    bs = reports[TARGET].get("buffer_stats") or {}
+    if bs and bs.get("device", 0) + bs.get("staged", 0) == 0:
+        res["runtime"]["verdict"] = ("no GPU data in the MPI calls: HostCopy and GPUDirect are the same run "
+                                     f"(--buffers {buffers}; --buffers device asks what GPU-resident buffers would give)")
+    _apply_sensitivity(res)
+    return res
 
 
-def _class_gains(native, machine, sim_kw, sad_gd, att_engine, reports, progress) -> dict:
+def _sensitivity(native, machine, sim_kw, reports, progress) -> dict:
+    """HostCopy and GPUDirect at the low and high end of each range the machine file gives."""
+    info = reports[BASE].get("machine_info") or machine_info(machine)
+    base_change = ratio(summary(reports[TARGET])["runtime_s"], summary(reports[BASE])["runtime_s"]) - 1
+    rows = []
+    opts = {k: v for k, v in sim_kw.items() if k not in ("timeline", "timeline_max_events")}
+    opts["per_rank"] = False
+    for rg in info.get("ranges", []):
+        row = {"key": rg["key"], "low": rg["low"], "high": rg["high"], "source": rg["source"],
+               "value": info["key_parameters"].get(rg["key"], "default")}
+        for end in ("low", "high"):
+            if progress:
+                progress(f"sensitivity: {rg['key']} = {rg[end]}")
+            rt = {}
+            for mode in (BASE, TARGET):
+                rep = simulate(native, machine, mode=mode, machine_set={rg["key"]: rg[end]}, **opts)
+                rt[mode] = summary(rep)["runtime_s"]
+            ch = ratio(rt[TARGET], rt[BASE]) - 1
+            row[f"change_{end}"] = ch
+            row[f"verdict_{end}"] = _verdict(-ch)
+            row[f"hostcopy_s_{end}"], row[f"gpudirect_s_{end}"] = rt[BASE], rt[TARGET]
+        row["spread"] = abs(row["change_high"] - row["change_low"])
+        rows.append(row)
+    rows.sort(key=lambda r: -r["spread"])
+    return {"parameters": rows, "base_change": base_change,
+            "note": None if rows else f"{info['name']} gives no ranges for its uncertain parameters: "
+                                      "the verdict's sensitivity is not known ([uncertainty] in docs/machine-files.md)"}
+
+
+def _apply_sensitivity(res: dict) -> None:
+    """The verdict with its uncertainty: holds across every range, or depends on a parameter."""
+    rt = res["runtime"]
+    sens = res.get("sensitivity")
+    base = rt["verdict"]
+    if base.startswith("no GPU data"):
+        rt.update(verdict_holds=None, depends_on=[], band=None, verdict_statement=base)
+        return
+    if not sens or not sens["parameters"]:
+        rt["verdict_holds"] = None
+        rt["depends_on"] = []
+        rt["band"] = None
+        rt["verdict_statement"] = base + (" (sensitivity unknown: the machine gives no ranges)" if sens is not None else "")
+        return
+    ps = sens["parameters"]
+    changes = [rt["simulated_change"]] + [p[f"change_{e}"] for p in ps for e in ("low", "high")]
+    finite = [c for c in changes if c == c]
+    rt["band"] = [min(finite), max(finite)] if finite else None
+    flips = [p for p in ps if p["verdict_low"] != base or p["verdict_high"] != base]
+    rt["depends_on"] = [p["key"] for p in flips]
+    rt["verdict_holds"] = not flips
+    if flips:
+        p = flips[0]
+        rt["verdict_statement"] = (f"depends on {', '.join(rt['depends_on'])}: {p['verdict_low']} at {p['key']} = "
+                                   f"{p['low']} ({p['change_low']:+.1%}), {p['verdict_high']} at {p['high']} "
+                                   f"({p['change_high']:+.1%})")
+        rt["verdict"] = f"depends on {', '.join(rt['depends_on'])}"
+    else:
+        lo, hi = rt["band"]
+        rt["verdict_statement"] = (f"{base}; holds across {', '.join(p['key'] for p in ps)} "
+                                   f"(run-time change {lo:+.1%} to {hi:+.1%})")
+
+
+def _class_gains(native, machine, sim_kw, att_engine, reports, progress) -> dict:
     """GPUDirect saving per size class by simulation: messages of at least a threshold go GPU-direct
     (gpudirect_min_bytes); the saving of a class is the drop in communication time when the threshold
     moves from its upper to its lower bound. Classes are taken largest first."""
     present = [c for c in SIZE_LABELS if c in att_engine.class_messages]
     lower = {lab: (0 if i == 0 else SIZE_EDGES[i - 1] + 1) for i, lab in enumerate(SIZE_LABELS)}
     opts = dict(sim_kw)
-    if sad_gd:
-        opts["staged_as_device"] = True
     comm = {}
     thresholds = [1 << 62] + [lower[c] for c in reversed(present) if lower[c] > 0]
     for t in thresholds:

@@ -170,7 +170,9 @@ def map_trace(trace, machine="lassen", *, gpus_per_node: int | None = None, mode
     from .metrics import summary
     from .whatif import preset_gpus_per_node
 
-    td = load_trace(trace, assume_buffers=assume_buffers)
+    td = load_trace(trace)
+    if assume_buffers is not None:
+        sim_kw.setdefault("assume_buffers", assume_buffers)
     gpn = int(gpus_per_node or preset_gpus_per_node(machine))
     W = traffic_matrix(td, collectives=collectives)
     t0 = time.monotonic()

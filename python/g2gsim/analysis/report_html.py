@@ -22,6 +22,8 @@ h3{font-size:1.02em;margin:16px 0 6px}
      font-size:.9em}
 .verdict{background:#e8f5e9;border-left:4px solid #2e7d32;padding:8px 12px;margin:12px 0}
 .verdict b{font-size:1.05em}
+.assume{background:#e3f2fd;border-left:4px solid #1565c0;padding:6px 12px;margin:8px 0;font-size:.9em}
+.assume ul{margin:4px 0;padding-left:20px}
 table{border-collapse:collapse;margin:6px 0 14px;font-size:.86em}
 th,td{border:1px solid #ddd;padding:3px 8px} th{background:#f3f3f3;text-align:left}
 td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
@@ -100,13 +102,46 @@ def _sp(x) -> str:
     return fmt_x(x) if x is not None else "-"
 
 
+def assumptions_box(r: HtmlReport, res: dict):
+    """What the result assumed (machine first), and options that changed nothing."""
+    items = list(res.get("assumptions", []))
+    notices = list(res.get("notices", []))
+    if not items and not notices:
+        return
+    html = "<b>Assumptions</b><ul>" + "".join(f"<li>{esc(a)}</li>" for a in items) + "</ul>"
+    if notices:
+        html += "<b>Notices</b><ul>" + "".join(f"<li>{esc(n)}</li>" for n in notices) + "</ul>"
+    r.div(html, "assume")
+
+
+def sensitivity_section(r: HtmlReport, res: dict):
+    """The machine's key parameters and the verdict at the ends of each uncertain one."""
+    mi = res.get("machine_info") or {}
+    sens = res.get("sensitivity")
+    if not mi and not sens:
+        return
+    r.h2("Machine and sensitivity")
+    if mi:
+        r.p(mi.get("sentence", ""))
+        r.table(["parameter", "value"], [[k, v] for k, v in (mi.get("key_parameters") or {}).items()])
+    if sens and sens.get("note"):
+        r.div(esc(sens["note"]), "note")
+    if sens and sens.get("parameters"):
+        r.table(["parameter", "value", "low", "change at low", "verdict at low", "high", "change at high",
+                 "verdict at high", "source"],
+                [[p["key"], p["value"], p["low"], fmt_pct(p["change_low"], True), p["verdict_low"], p["high"],
+                  fmt_pct(p["change_high"], True), p["verdict_high"], p["source"]] for p in sens["parameters"]])
+
+
 # ----------------------------------------------------------------------------------------- compare
 def compare_report(res: dict, whatif_res: dict | None = None, mapping_res: dict | None = None) -> HtmlReport:
     from . import plots
     cols = res["columns"]
     r = HtmlReport(f"GPUDirect what-if: {Path(res['trace']).name} on {res['machine']}")
     r.p(f"{res['nranks']} ranks on {res['nodes']} nodes x {res['gpus_per_node']} GPUs; trace buffers: "
-        f"{res['buffers']}; per-call times: {res['attribution']}. Source: {res['source'] or '-'}", cls="meta")
+        f"{res.get('trace_buffers', '-')}; --buffers {res['buffers']}; per-call times: {res['attribution']}. "
+        f"Source: {res['source'] or '-'}", cls="meta")
+    assumptions_box(r, res)
     for n in res["notes"]:
         r.div(esc(n), "note")
     rt = res["runtime"]
@@ -115,7 +150,10 @@ def compare_report(res: dict, whatif_res: dict | None = None, mapping_res: dict 
          f"{fmt_pct(1 / S - 1 if S else float('nan'), True)} (speedup {fmt_x(S)}) and the run time by "
          f"{fmt_pct(rt['simulated_change'], True)} (simulated; Amdahl estimate from a "
          f"{fmt_pct(rt['comm_share_hostcopy'])} communication share: {fmt_pct(rt['amdahl_change'], True)}).")
+    if rt.get("verdict_statement"):
+        v = f"<b>{esc(rt['verdict_statement'])}</b><br>" + v
     r.div(v, "verdict")
+    sensitivity_section(r, res)
 
     r.h2("Summary (averages per rank)")
     rows = []
@@ -249,6 +287,7 @@ def mapping_section(r: HtmlReport, m: dict):
 
 def whatif_report(w: dict) -> HtmlReport:
     r = HtmlReport(f"Node configurations: {Path(w['trace']).name} on {w['machine']}")
+    assumptions_box(r, w)
     whatif_section(r, w)
     return r
 

@@ -29,7 +29,7 @@ from ..vocab import MODES
 SPEC_KEYS = {"machines", "machine", "modes", "gpus_per_node", "traces", "generate", "parameters", "options", "name",
              "set"}
 PARAM_KEYS = {"network_scale", "gpudirect_min_bytes", "gpudirect_collectives_only", "mapping", "coll_algos",
-              "staged_as_device", "scale_nic_with_gpus", "assume_buffers"}
+              "staged_as_device", "scale_nic_with_gpus", "assume_buffers", "buffers", "window"}
 RESULT_COLUMNS = ["total_time_s", "comm_time_s", "compute_time_s", "copy_time_s", "mpi_s", "memcpy_s", "comm_s",
                   "compute_s", "runtime_s", "comm_share", "p2p_messages", "collective_messages"]
 
@@ -276,7 +276,7 @@ def _materialise_traces(sw: Sweep, work: Path, hash_cache: dict) -> list[tuple[T
             path = f
         else:
             assert t.path is not None              # a trace point without a generator names a file
-            path = as_native(t.path, assume_buffers=sw.options.get("assume_buffers"))
+            path = as_native(t.path)
         out.append((t, path, file_hash(path, hash_cache)))
     return out
 

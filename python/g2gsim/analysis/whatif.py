@@ -8,7 +8,6 @@ from typing import Any
 
 from .. import machines
 from ..sim import SimulationError, simulate
-from ._common import looks_staged
 from .metrics import summary
 
 
@@ -28,19 +27,20 @@ def whatif(trace: str | Path, machine: str | Path = "lassen", gpus_per_node: Seq
     A mapping that does not fit a configuration gives a row with an ``error``.
     """
     from ..sim import as_native
-    path = as_native(trace, assume_buffers=assume_buffers)
+    path = as_native(trace)
+    if assume_buffers is not None:
+        sim_kw.setdefault("assume_buffers", assume_buffers)
     nranks = _nranks(path)
     base_gpn = preset_gpus_per_node(machine)
-    staged = looks_staged(path)
     sim_kw = {k: v for k, v in sim_kw.items() if v is not None}
     rows = []
+    assumptions: dict[str, None] = {}
+    minfo = None
     for gpn in gpus_per_node:
         gpn = int(gpn)
         scale = network_scale * (gpn / base_gpn if scale_nic_with_gpus else 1.0)
         for mode in modes:
             opts = dict(sim_kw)
-            if mode == "gpudirect" and staged and "staged_as_device" not in opts:
-                opts["staged_as_device"] = True
             if progress:
                 progress(f"{gpn} GPUs/node, {mode}")
             row: dict[str, Any] = {"gpus_per_node": gpn, "mode": mode, "network_scale": scale}
@@ -52,6 +52,9 @@ def whatif(trace: str | Path, machine: str | Path = "lassen", gpus_per_node: Seq
                 rows.append(row)
                 continue
             row.update(nodes=int(rep["nodes"]), **summary(rep))
+            row["notices"] = rep.get("notices", [])
+            minfo = minfo or rep.get("machine_info")
+            assumptions.update(dict.fromkeys(rep.get("assumptions", [])))
             rows.append(row)
     for mode in modes:
         ok = [r for r in rows if r["mode"] == mode and "error" not in r]
@@ -61,7 +64,8 @@ def whatif(trace: str | Path, machine: str | Path = "lassen", gpus_per_node: Seq
                 r["comm_change_vs_first"] = (r["comm_s"] / ref - 1) if ref else float("nan")
     return {"trace": str(path), "machine": str(machine), "nranks": nranks, "machine_gpus_per_node": base_gpn,
             "scale_nic_with_gpus": scale_nic_with_gpus, "mapping": mapping if isinstance(mapping, str) or mapping is None
-            else "file", "modes": list(modes), "rows": rows}
+            else "file", "modes": list(modes), "rows": rows, "assumptions": list(assumptions), "machine_info": minfo,
+            "notices": list(dict.fromkeys(n for r in rows for n in r.get("notices", [])))}
 
 
 def _nranks(path: Path) -> int:

@@ -428,7 +428,12 @@ def fit(raw, base: str | Path = "h200x4", host_bw_from: str = "pingpong", large_
         p.copy_delay = max(0.0, a - p.pcie_latency)
         if a < p.pcie_latency:
             p.pcie_latency = a
-        det["copy"] = {"intercept_s": a, "bw": p.copy_bw, "series": [s.name for s in cps]}
+        # the fit's residual spread of the latency: each small copy's time minus the fitted
+        # per-byte part, less pcie.latency (the sizes where the latency is most of the time)
+        small = x <= 64 * 1024
+        lat = (t[small] - sl * x[small]) - p.pcie_latency if small.any() else np.array([p.copy_delay])
+        det["copy"] = {"intercept_s": a, "bw": p.copy_bw, "series": [s.name for s in cps],
+                       "copy_delay_spread_s": [max(0.0, float(lat.min())), max(0.0, float(lat.max()))]}
     else:
         notes.append("no cudaMemcpy measurements: copy_delay and pcie.bw kept from the base file")
 
@@ -1023,6 +1028,7 @@ def to_toml(res: FitResult, name: str = "h200x4-calibrated", raw_path: str | Non
     for k, v in base.get("gpu", {}).items():
         if k not in ("copy_delay", "gpudirect_delay", "copy_per_byte") and not (ce and k in ("copy_engines", "copy_engine_bw")):
             c(f"{k} = {_toml_value(v)}  # base")
+    spread = (d.get("copy") or {}).get("copy_delay_spread_s") if cp else None
     if base.get("cpu"):
         c("")
         c("[cpu]")
@@ -1044,6 +1050,13 @@ def to_toml(res: FitResult, name: str = "h200x4-calibrated", raw_path: str | Non
                                               ("; " if forced else "") + "others: best-matching simulation"))
         for k, v in algos.items():
             c(f"{k} = {_toml_value(v)}")
+    if spread and spread[1] > spread[0]:
+        # read by `g2gsim compare` for its sensitivity band (docs/semantics.md)
+        c("")
+        c('[uncertainty."gpu.copy_delay"]')
+        c(f"low = {_toml_value(fmt_dur(spread[0]))}")
+        c(f"high = {_toml_value(fmt_dur(spread[1]))}")
+        c(f"source = {_toml_value('calibrate fit: residual spread of the cudaMemcpy latency over the copies of at most 64 KiB')}")
     return "\n".join(L) + "\n"
 
 

@@ -25,6 +25,11 @@ def markdown_table(header: list[str], rows: Iterable[list[str]]) -> str:
     return "\n".join(out)
 
 
+def _from_label(src) -> str:
+    """The series a parameter was fitted on: one series name ("pingpong host") or several."""
+    return src if isinstance(src, str) else "host " + " + ".join(src)
+
+
 def params_rows(res: FitResult) -> list[list[str]]:
     d = res.details
     src = {
@@ -33,7 +38,7 @@ def params_rows(res: FitResult) -> list[list[str]]:
         "node.nvlink.kind": "fan-out: {:.2f} x one message".format(d["nvlink_kind"]["fan_out_ratio"]) if "nvlink_kind" in d else "base",
         "node.nvlink.bw": "device ping-pong + ping-ping >= 32 KiB, slope" if "device" in d else "base",
         "node.nvlink.latency": "base (folded into gpudirect_delay)",
-        "node.host.shm_bw": ("host " + " + ".join(d["shm_bw"]["from"]) + f" >= {size_label(d['shm_bw']['sizes_from'])}") if "shm_bw" in d else "base",
+        "node.host.shm_bw": (_from_label(d["shm_bw"]["from"]) + f" >= {size_label(d['shm_bw']['sizes_from'])}") if "shm_bw" in d else "base",
         "node.host.shm_latency": ("1/10 of small-message latency (negative rendezvous step)"
                                   if d.get("eager", {}).get("step", 1) <= 0 else "rendezvous step / 2"),
         "mpi.eager_limit": "protocol switch of the host ping-pong curve",

@@ -47,7 +47,9 @@ Conversion rules (see docs/trace-format.md):
 """
 from __future__ import annotations
 
+import json
 import math
+import mmap
 import struct
 import sys
 import time
@@ -62,7 +64,7 @@ from ..vocab import BLOCKING_SEND_OPS
 from .rules import Requests, completion, compute_gap, dest_peer, report_matching, source_peer
 
 __all__ = [
-    "read_dumpi", "read_dumpi_meta", "read_dumpi_footer_counts", "DumpiMeta", "DumpiFile",
+    "read_dumpi", "import_dumpi", "read_dumpi_meta", "read_dumpi_footer_counts", "DumpiMeta", "DumpiFile",
     "DUMPI_FUNCTIONS", "SUPPORTED_VERSIONS", "DumpiImportNotice",
 ]
 
@@ -733,7 +735,13 @@ class DumpiFile:
             raise TraceError(f"{self.path}: rank {rank}: DUMPI trace file is missing "
                              f"(before record 0)")
         try:
-            self.buf = self.path.read_bytes()
+            # mapped, not read: the sections after the record stream are all most callers touch
+            # (the Rust converter streams the records itself)
+            if self.path.stat().st_size >= 8:
+                with open(self.path, "rb") as fh:
+                    self.buf = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+            else:
+                self.buf = self.path.read_bytes()
         except OSError as e:
             raise TraceError(f"{self.path}: rank {rank}: cannot read ({e}) (before record 0)") from None
         buf = self.buf
@@ -915,6 +923,19 @@ class DumpiFile:
             raise TraceError(f"{self.where()}: a trailing table (datatype sizes, perf labels, "
                              f"function addresses or key/values) is corrupt (before record 0)") from None
 
+    def close(self) -> None:
+        """Unmaps the file (the parsed sections stay; records() needs the file again)."""
+        if isinstance(self.buf, mmap.mmap):
+            self.buf.close()
+        self.buf = b""
+        self.rd = None
+
+    def stream_spec(self) -> tuple:
+        """What the Rust decoder needs: (path, rank, body offset, END_OF_STREAM offset, version,
+        datatype sizes)."""
+        return (str(self.path), self.rank, self.body_off, self.header_off - 2, tuple(self.version),
+                [int(x) for x in self.type_sizes])
+
     # ---------------------------------------------------------------- footer / records
     def footer_counts(self) -> dict[str, int]:
         """Per-function call counts from the footer (functions with a non-zero count)."""
@@ -1079,6 +1100,9 @@ class _Comms:
         self.next_gid = 1
         self.by_key: dict[tuple, int] = {}
         self.self_gid: dict[int, int] = {}
+        # set once communicator creations are resolved: rank r's MPI_COMM_SELF, first used in the
+        # conversion, is self_base + r (an id that does not depend on the order ranks convert in)
+        self.self_base: int | None = None
 
     def new(self, key: tuple, members: list[int], name: str) -> int:
         gid = self.by_key.get(key)
@@ -1093,7 +1117,12 @@ class _Comms:
     def self_comm(self, rank: int) -> int:
         gid = self.self_gid.get(rank)
         if gid is None:
-            gid = self.new(("self", rank), [rank], f"MPI_COMM_SELF[{rank}]")
+            if self.self_base is None:
+                gid = self.new(("self", rank), [rank], f"MPI_COMM_SELF[{rank}]")
+            else:
+                gid = self.self_base + rank
+                self.members[gid] = [rank]
+                self.names[gid] = f"MPI_COMM_SELF[{rank}]"
             self.self_gid[rank] = gid
         return gid
 
@@ -1120,6 +1149,17 @@ def _expand_ranges(ranges: tuple, size: int) -> list[int]:
             if len(out) > size:
                 raise ValueError("range selects more ranks than the group has")
     return out
+
+
+class _CommEvents:
+    """The communicator and group records of one rank, as the Rust scan returns them: what
+    ``_resolve_comms`` reads (fids, args, offsets by record index)."""
+
+    def __init__(self, events: list[tuple]):
+        self.comm_idx = [e[0] for e in events]
+        self.offsets = {e[0]: e[1] for e in events}
+        self.fids = {e[0]: e[2] for e in events}
+        self.args = {e[0]: e[3] for e in events}
 
 
 class _RankCommState:
@@ -1151,7 +1191,8 @@ def _resolve_comms(files: list[DumpiFile], recs: list[DumpiRecords], comms: _Com
     Returns (rank, record index) -> gid of the new communicator (None: COMM_NULL, UNSUPPORTED)."""
     nranks = len(recs)
     created: dict[tuple[int, int], int | None] = {}
-    events = [[i for i, f in enumerate(r.fids) if f in _COMM_FIDS] for r in recs]
+    events = [r.comm_idx if isinstance(r, _CommEvents) else
+              [i for i, f in enumerate(r.fids) if f in _COMM_FIDS] for r in recs]
     states = [_RankCommState(r, comms) for r in range(nranks)]
     splits: dict[tuple, dict[int, tuple]] = {}   # key -> {world rank: (color, key, rec idx)}
     F = FID
@@ -1529,16 +1570,194 @@ _TYPE_FIDS = {FID[n] for n in (
 # --------------------------------------------------------------------------------------------
 # Conversion
 # --------------------------------------------------------------------------------------------
+# communicator-creating calls: a trace whose footers count none needs no resolution pass
+_CREATE_FIDS = [FID[n] for n in (
+    "Comm_dup", "Comm_create", "Comm_split", "Cart_create", "Cart_sub", "Graph_create",
+    "Intercomm_create", "Intercomm_merge", "Comm_accept", "Comm_connect", "Comm_get_parent",
+    "Comm_join", "Comm_spawn", "Comm_spawn_multiple")]
+_NEEDS_RESOLUTION = "communicator creation found but not resolved"
+
+
+def import_dumpi(meta_path: str | Path, out_path: str | Path, assume_buffers: str = "host",
+                 progress: bool = False, strict: bool = False) -> dict:
+    """Convert a DUMPI trace to a native trace file, streaming (the Rust decoder and converter of
+    ``g2gsim._core``; memory: a file chunk and the conversion tables per rank, one row group).
+
+    Same rows as :func:`read_dumpi` with ``engine="python"`` (the reference).  The written file's
+    point-to-point messages are then matching-checked (``rules.report_matching``, as every import
+    is): problems are a warning, or with ``strict`` a ``TraceError``.  Returns the conversion's
+    statistics: ``records``, ``rows``, ``op_counts``, ``nranks``, ``source``, ``unmatched``."""
+    if assume_buffers not in ("host", "device"):
+        raise ValueError(f"assume_buffers must be 'host' or 'device', not {assume_buffers!r}")
+    from .. import _core
+    t_begin = time.perf_counter()
+    meta = read_dumpi_meta(meta_path)
+    nranks = meta.numprocs
+    files: list[DumpiFile] = []
+    for r in range(nranks):
+        f = _open_rank(meta, r)
+        f.close()
+        files.append(f)
+    if meta.prefix_note and not any(f.has_footer and sum(f.ignored_counts[:ALL_FUNCTIONS]) for f in files):
+        warnings.warn(meta.prefix_note, DumpiImportNotice, stacklevel=2)
+    if any(f.has_footer and sum(f.ignored_counts[:ALL_FUNCTIONS]) for f in files):
+        # calls were made while tracing was off: the reference reader keeps each such rank's
+        # untraced stretch as an Untraced row (the streaming converter does not detect it yet)
+        t = read_dumpi(meta_path, assume_buffers=assume_buffers, progress=progress, strict=strict,
+                       engine="python")
+        t.write(out_path)
+        records = sum(sum(f.call_counts[:ALL_FUNCTIONS]) - sum(f.ignored_counts[:ALL_FUNCTIONS]) for f in files)
+        return {"records": records, "rows": len(t.table), "op_counts": t.op_counts(), "nranks": t.nranks,
+                "source": t.source, "unmatched": None, "engine": "python (untraced stretches)"}
+    specs = [f.stream_spec() for f in files]
+    resolve = any(not f.has_footer or any(f.call_counts[k] for k in _CREATE_FIDS) for f in files)
+    while True:
+        try:
+            st = _import_dumpi(meta, files, specs, out_path, assume_buffers, progress, resolve,
+                               t_begin)
+        except _core.TraceError as e:
+            if not resolve and _NEEDS_RESOLUTION in str(e):
+                resolve = True      # a footer did not count a communicator creation
+                continue
+            raise TraceError(str(e)) from None
+        try:
+            st["unmatched"] = len(report_matching(_p2p_rows(out_path, meta.path), meta.path,
+                                                   strict=strict))
+        except TraceError:
+            Path(out_path).unlink(missing_ok=True)   # strict: no file of a rejected trace
+            raise
+        return st
+
+
+def _p2p_rows(path: str | Path, source: str | Path) -> Trace:
+    """The point-to-point rows of the native file ``path`` with the columns the matching check
+    reads, a row group at a time (memory: those rows' 11 columns, not the whole trace); errors
+    name ``source``, the DUMPI trace."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from ..trace import Comm
+    from ..vocab import RECV_ONLY_OPS, SEND_ONLY_OPS
+    names = pa.array(sorted(set(SEND_ONLY_OPS) | set(RECV_ONLY_OPS) | {"Sendrecv"}), type=pa.string())
+    cols = ["op", "rank", "seq", "peer", "tag", "comm_id", "bytes", "recv_bytes", "recv_peer",
+            "recv_tag", "t_start_ns"]
+    pf = pq.ParquetFile(path)
+    md = {k.decode(): v.decode() for k, v in (pf.schema_arrow.metadata or {}).items()}
+    parts = []
+    for i in range(pf.num_row_groups):
+        rg = pf.read_row_group(i, columns=cols)
+        parts.append(rg.filter(pc.fill_null(pc.is_in(rg.column("op"), value_set=names), False)))
+    table = pa.concat_tables(parts) if parts else pf.schema_arrow.empty_table().select(cols)
+    comms = [Comm(int(c["id"]), str(c.get("name", "")), c.get("members"))
+             for c in json.loads(md.get("g2gsim.comms", "[]"))]
+    return Trace(table, int(md["g2gsim.nranks"]), comms, path=Path(source))
+
+
+def _import_dumpi(meta: DumpiMeta, files: list[DumpiFile], specs: list[tuple], out_path,
+                  assume_buffers: str, progress: bool, resolve: bool, t_begin: float) -> dict:
+    from .. import _core
+    from ..trace import auto_window_ops
+    nranks = meta.numprocs
+    scans = _core.dumpi_scan(specs, resolve)
+    known = [s[0] for s in scans if s[0] is not None]
+    origin = min(known) if known else 0
+    comms = _Comms(nranks)
+    created_l: list[list[tuple[int, int | None]]] = [[] for _ in range(nranks)]
+    if resolve:
+        created = _resolve_comms(files, [_CommEvents(s[2]) for s in scans], comms)
+        for (r, i), g in sorted(created.items()):
+            created_l[r].append((i, g))
+    comms.self_base = comms.next_gid
+    window_ops = auto_window_ops(nranks)
+    versions = sorted({f.version for f in files})
+    vtxt = ", ".join(".".join(map(str, v)) for v in versions)
+    host = files[0].hostname if files else meta.hostname
+    source = f"dumpi_reader: {meta.path} (DUMPI {vtxt}, host {host}, {nranks} ranks)"
+    buffers = "assumed-host" if assume_buffers == "host" else "assumed-device"
+    result: dict[str, Any] = {}
+
+    def finish(stats: dict) -> list[tuple[str, str]]:
+        ignored_note, _ = _check_footers(files, stats["fid_counts"])
+        for r, g in stats["self_gids"].items():
+            if g not in comms.members:
+                comms.members[g] = [r]
+                comms.names[g] = f"MPI_COMM_SELF[{r}]"
+        used = set(stats["used_comms"])
+        clist = [{"id": 0, "name": "MPI_COMM_WORLD", "members": None}]
+        for gid in sorted(comms.members):
+            if gid == 0:
+                continue
+            if gid in used or not comms.names[gid].startswith("MPI_COMM_SELF"):
+                clist.append({"id": gid, "name": comms.names[gid],
+                              "members": list(comms.members[gid])})
+        src = source
+        if meta.prefix_note:
+            src += f" [.bin files {meta.bin_prefix}-NNNN.bin, not fileprefix={meta.fileprefix}]"
+        notes = _notes(ignored_note, stats["unknown_type_uses"], stats["orphan_requests"])
+        if notes:
+            warnings.warn(f"{meta.path}: " + "; ".join(notes), stacklevel=4)
+            src += " [" + "; ".join(notes) + "]"
+        result["source"] = src
+        return [("g2gsim.format_version", "1"), ("g2gsim.nranks", str(nranks)),
+                ("g2gsim.window_ops", str(window_ops)), ("g2gsim.comms", json.dumps(clist)),
+                ("g2gsim.source", src), ("g2gsim.buffers", buffers)]
+
+    def tick(records: int) -> None:
+        print(f"dumpi: {records:,} records converted", file=sys.stderr)
+
+    stats = _core.dumpi_convert(
+        specs, created_l, str(out_path), origin, assume_buffers, window_ops,
+        {g: list(m) for g, m in comms.members.items()}, dict(comms.names), dict(comms.self_gid),
+        comms.self_base, resolve, finish, tick if progress else None)
+    dt = time.perf_counter() - t_begin
+    if progress:
+        print(f"dumpi: {stats['records']:,} records -> {stats['rows']:,} rows in {dt:.3f} s "
+              f"({stats['records'] / dt if dt > 0 else float('inf'):,.0f} records/s)",
+              file=sys.stderr)
+    stats.update(result, nranks=nranks, seconds=dt, path=str(out_path))
+    del stats["fid_counts"]
+    return stats
+
+
+def _notes(ignored_note: str, unknown_type_uses: int, orphan_requests: int) -> list[str]:
+    notes = []
+    if ignored_note:
+        notes.append(ignored_note)
+    if unknown_type_uses:
+        notes.append(f"{unknown_type_uses} message sizes used a datatype of unknown size "
+                     f"(counted as 0 bytes)")
+    if orphan_requests:
+        notes.append(f"{orphan_requests} waited/tested requests were not created by a "
+                     f"traced call (dropped from reqs)")
+    return notes
+
+
 def read_dumpi(meta_path: str | Path, assume_buffers: str = "host", progress: bool = False,
-               strict: bool = False) -> Trace:
+               strict: bool = False, engine: str = "rust") -> Trace:
     """Convert a DUMPI trace (the ``.meta`` file and its per-rank ``.bin`` files) to a Trace.
 
     ``assume_buffers``: ``"host"`` or ``"device"``, the ``mem_space`` given to every
-    message-carrying row (DUMPI does not record where buffers live).  The point-to-point messages
-    are matching-checked as the OTF2 reader's are (``rules.report_matching``): problems are a
-    warning, or with ``strict`` a ``TraceError``."""
+    message-carrying row (DUMPI does not record where buffers live).  ``engine``: ``"rust"``
+    (:func:`import_dumpi` into a temporary file, read back) or ``"python"``, the reference
+    implementation this module keeps (same rows; a test asserts it on the corpus).  The
+    point-to-point messages are matching-checked as the OTF2 reader's are
+    (``rules.report_matching``, both engines): problems are a warning, or with ``strict`` a
+    ``TraceError``."""
     if assume_buffers not in ("host", "device"):
         raise ValueError(f"assume_buffers must be 'host' or 'device', not {assume_buffers!r}")
+    if engine == "rust":
+        import tempfile
+        with tempfile.TemporaryDirectory(prefix="g2gsim-dumpi-") as d:
+            out = Path(d) / "trace.g2g.parquet"
+            import_dumpi(meta_path, out, assume_buffers=assume_buffers, progress=progress,
+                         strict=strict)
+            tr = Trace.read(out)
+            tr.table = tr.table.combine_chunks()
+            tr.path = None
+            return tr
+    if engine != "python":
+        raise ValueError(f"engine must be 'rust' or 'python', not {engine!r}")
     t_begin = time.perf_counter()
     meta = read_dumpi_meta(meta_path)
     if meta.prefix_note:
@@ -1553,9 +1772,12 @@ def read_dumpi(meta_path: str | Path, assume_buffers: str = "host", progress: bo
         if progress:
             print(f"dumpi: rank {r + 1}/{nranks}: {len(recs[-1].fids)} records from {f.path.name}",
                   file=sys.stderr)
-    ignored_note = _check_footers(files, recs)
+    ignored_note, ignored = _check_footers(files, [_fid_counts(rr.fids) for rr in recs])
+    # where tracing was off, the calls it ignored were made in a gap between records: the longest
+    untraced_at = {r: _untraced_gap(recs[r]) for r, n in enumerate(ignored) if n > 0}
     comms = _Comms(nranks)
     created = _resolve_comms(files, recs, comms)
+    comms.self_base = comms.next_gid
 
     # time origin: the earliest traced call of all ranks
     starts = [next((t for t in rr.t0 if t is not None), None) for rr in recs]
@@ -1570,7 +1792,8 @@ def read_dumpi(meta_path: str | Path, assume_buffers: str = "host", progress: bo
                      buffers="assumed-host" if assume_buffers == "host" else "assumed-device")
     stats: dict[str, Any] = {"unknown_type_uses": 0, "orphan_requests": 0, "used_comms": set()}
     for r in range(nranks):
-        _convert_rank(b, files[r], recs[r], r, comms, created, origin, assume_buffers, stats)
+        _convert_rank(b, files[r], recs[r], r, comms, created, origin, assume_buffers, stats,
+                      untraced_at=untraced_at.get(r))
         if progress:
             print(f"dumpi: rank {r + 1}/{nranks} converted", file=sys.stderr)
     used = stats["used_comms"]
@@ -1579,17 +1802,17 @@ def read_dumpi(meta_path: str | Path, assume_buffers: str = "host", progress: bo
             continue
         if gid in used or not comms.names[gid].startswith("MPI_COMM_SELF"):
             b.add_comm(gid, comms.names[gid], comms.members[gid])
-    notes = []
     if meta.prefix_note:
         b.source += f" [.bin files {meta.bin_prefix}-NNNN.bin, not fileprefix={meta.fileprefix}]"
     if ignored_note:
-        notes.append(ignored_note)
-    if stats["unknown_type_uses"]:
-        notes.append(f"{stats['unknown_type_uses']} message sizes used a datatype of unknown size "
-                     f"(counted as 0 bytes)")
-    if stats["orphan_requests"]:
-        notes.append(f"{stats['orphan_requests']} waited/tested requests were not created by a "
-                     f"traced call (dropped from reqs)")
+        gaps = {r: g for r, g in untraced_at.items() if g is not None}
+        if gaps:
+            # a gap is found only between timed records: its end has a start time
+            tot = sum((recs[r].t0[g] or 0) - _prev_end(recs[r], g) for r, g in gaps.items()) * 1e-9
+            ignored_note += (f"; the longest gap of each such rank is kept as an Untraced row "
+                             f"({tot / len(gaps):.3f} s per rank on average; simulate skips it unless "
+                             f"--window all)")
+    notes = _notes(ignored_note, stats["unknown_type_uses"], stats["orphan_requests"])
     if notes:
         warnings.warn(f"{meta.path}: " + "; ".join(notes), stacklevel=2)
         b.source += " [" + "; ".join(notes) + "]"
@@ -1603,19 +1826,44 @@ def read_dumpi(meta_path: str | Path, assume_buffers: str = "host", progress: bo
     return trace
 
 
-def _check_footers(files: list[DumpiFile], recs: list[DumpiRecords]) -> str:
+def _fid_counts(fids: list[int]) -> list[int]:
+    counts = [0] * N_FOOTER_SLOTS
+    for fid in fids:
+        if fid < ALL_FUNCTIONS:
+            counts[fid] += 1
+    return counts
+
+
+def _prev_end(rr: DumpiRecords, i: int) -> int:
+    """Latest end time of the records before record ``i``."""
+    return max(t for t in rr.t1[:i] if t is not None)
+
+
+def _untraced_gap(rr: DumpiRecords) -> int | None:
+    """Index of the record that ends the longest gap between calls (where the calls made while
+    tracing was off happened), or None without timestamps."""
+    best, best_i, end = 0, None, None
+    for i, (t0, t1) in enumerate(zip(rr.t0, rr.t1)):
+        if t0 is None:
+            continue
+        if end is not None and t0 - end > best:
+            best, best_i = t0 - end, i
+        if t1 is not None:
+            end = t1 if end is None or t1 > end else end
+    return best_i
+
+
+def _check_footers(files: list[DumpiFile], rank_counts: list[list[int]]) -> tuple[str, list[int]]:
     """The footer's call counts minus its ignored counts (calls made while tracing was off, e.g.
     after ``MPI_Pcontrol(0)``) must match the records.  Returns a one-line note on the ignored
-    calls ("" when there are none)."""
+    calls ("" when there are none) and the ignored calls of each rank."""
     ignored_total = 0
     ignored_ranks = 0
-    for f, rr in zip(files, recs):
+    per_rank: list[int] = []
+    for f, counts in zip(files, rank_counts):
         if not f.has_footer:
+            per_rank.append(0)
             continue
-        counts = [0] * N_FOOTER_SLOTS
-        for fid in rr.fids:
-            if fid < ALL_FUNCTIONS:
-                counts[fid] += 1
         diff = {DUMPI_FUNCTIONS[i]: (f.call_counts[i] - f.ignored_counts[i], counts[i])
                 for i in range(ALL_FUNCTIONS)
                 if f.call_counts[i] - f.ignored_counts[i] != counts[i]}
@@ -1623,13 +1871,14 @@ def _check_footers(files: list[DumpiFile], recs: list[DumpiRecords]) -> str:
             warnings.warn(f"{f.where()}: footer call counts (less ignored calls) differ from the "
                           f"records (function: footer, records): {diff}", stacklevel=3)
         ign = sum(f.ignored_counts[:ALL_FUNCTIONS])
+        per_rank.append(ign)
         if ign:
             ignored_total += ign
             ignored_ranks += 1
     if not ignored_total:
-        return ""
+        return "", per_rank
     return (f"{ignored_total} MPI calls on {ignored_ranks} ranks were made while DUMPI tracing was "
-            f"off (footers' ignored counts) and are not in the trace")
+            f"off (footers' ignored counts) and are not in the trace", per_rank)
 
 
 _REQ_CREATE = {FID[n]: op for n, op in (("Isend", "Isend"), ("Ibsend", "Isend"),
@@ -1642,7 +1891,7 @@ _BLOCKING_SEND = {FID[n]: n for n in sorted(BLOCKING_SEND_OPS)}   # MPI's names 
 
 
 def _convert_rank(b: TraceBuilder, f: DumpiFile, rr: DumpiRecords, rank: int, comms: _Comms,
-                  created: dict, origin: int, mem: str, stats: dict) -> None:
+                  created: dict, origin: int, mem: str, stats: dict, untraced_at: int | None = None) -> None:
     F = FID
     types = _Types(f.type_sizes)
     local: dict[int, int] = {DUMPI_COMM_WORLD: 0}
@@ -1702,13 +1951,21 @@ def _convert_rank(b: TraceBuilder, f: DumpiFile, rr: DumpiRecords, rank: int, co
     def peek(dreqs) -> list[int]:
         return requests.peek(dreqs, persistent)
 
+    untraced = [untraced_at]
+
     def emit(i: int, op: str, **kw) -> None:
         nonlocal prev_end
         t0, t1 = t0s[i], t1s[i]
         if t0 is not None:
             gap = compute_gap(prev_end, t0)
             if gap is not None and prev_end is not None:
-                add(rank, "Compute", dur_ns=gap, t_start_ns=prev_end - origin, t_end_ns=t0 - origin)
+                # the gap in which tracing was off (the first emitted record at or after the one
+                # that ends it): an Untraced stretch, not Compute
+                un = untraced[0] is not None and i >= untraced[0]
+                if un:
+                    untraced[0] = None
+                add(rank, "Untraced" if un else "Compute", dur_ns=gap, t_start_ns=prev_end - origin,
+                    t_end_ns=t0 - origin)
             assert t1 is not None                  # a record has both times or neither
             kw["t_start_ns"] = t0 - origin
             kw["t_end_ns"] = t1 - origin

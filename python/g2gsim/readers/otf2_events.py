@@ -59,6 +59,7 @@ OP_NAMES = sorted(ALL_OPS)
 OPC = {n: i for i, n in enumerate(OP_NAMES)}
 DELETED = -1
 C_COMPUTE, C_MEMCPY, C_INIT, C_FINALIZE = OPC["Compute"], OPC["Memcpy"], OPC["Init"], OPC["Finalize"]
+C_UNTRACED = OPC["Untraced"]
 C_SEND, C_ISEND, C_RECV, C_IRECV = OPC["Send"], OPC["Isend"], OPC["Recv"], OPC["Irecv"]
 C_SENDRECV, C_WAIT, C_WAITALL = OPC["Sendrecv"], OPC["Wait"], OPC["Waitall"]
 C_ISSEND = OPC["Issend"]
@@ -653,6 +654,7 @@ class RankConverter:
         def meas(l, t, pos, ud, attrs, mode):
             if mode == MEAS_OFF:
                 st["off_since"] = t
+                st.setdefault("off_t0", t)
             elif mode == MEAS_ON and st["off_since"] is not None:
                 st["off"] += t - st["off_since"]
                 st["off_since"] = None
@@ -820,6 +822,7 @@ class RankConverter:
                               -1, -1, 1, -1])
         else:
             st["off"] = 0
+            st.pop("off_t0", None)
         self.rows.extend(out)
         st["last_leave"] = t1
 
@@ -839,8 +842,16 @@ class RankConverter:
                 st["off"] = 0
             d = compute_gap(last, a, off)
             rows.append([C_COMPUTE, last, a, d, -1, -1, 0, 0, 0, -1, -1, -1, 0, -1, -1, -1, 1, -1])
+            if off > 0:
+                # measurement was switched off: the stretch is reported, not simulated (--window)
+                t_off = st.pop("off_t0", None)
+                rows.append([C_UNTRACED, last if t_off is None or t_off < last else t_off, a, off, -1, -1, 0, 0, 0, -1, -1, -1,
+                             0, -1, -1, -1, 1, -1])
+                self._count("untraced_stretches")
+                self.stats["untraced_ns"] = self.stats.get("untraced_ns", 0) + off
         else:
             st["off"] = 0
+            st.pop("off_t0", None)
         rows.extend(out)
         st["last_leave"] = t1
 

@@ -275,8 +275,12 @@ def _assemble(plan: OTF2Plan, results: list[dict], mode: str) -> Trace:
               f"gpu_kernels={json.dumps(gk, separators=(',', ':'))}; "
               f"memcpys={stats['memcpys']}"
               + (f"; notes={json.dumps(notes, separators=(',', ':'))}" if notes else ""))
-    trace = Trace(table=table, nranks=plan.nranks, comms=comms, source=source,
-                  buffers=BUFFER_MODES[mode])
+    # "traced" only when the archive has the buffer-space attribute (our tracer); Score-P records
+    # none: its host default is an assumption, and the report says so (docs/semantics.md)
+    buffers = BUFFER_MODES[mode]
+    if mode == "traced" and plan.mem_attr is None:
+        buffers = "assumed-host"
+    trace = Trace(table=table, nranks=plan.nranks, comms=comms, source=source, buffers=buffers)
     trace.import_stats = stats
     return trace
 

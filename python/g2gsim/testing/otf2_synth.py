@@ -302,6 +302,7 @@ def write_synthetic(path: str | Path, nranks: int = 4, iterations: int = 3, gpu:
     ex = SynthExpect(anchor=Path(path) / "traces.otf2", nranks=nranks)
     ops: dict[str, int] = {}
     rec: dict[str, int] = {}
+    untraced = 0
 
     def cnt(d, k, n=1):
         d[k] = d.get(k, 0) + n
@@ -336,6 +337,7 @@ def write_synthetic(path: str | Path, nranks: int = 4, iterations: int = 3, gpu:
                     A.measurement(r, tick(), False)
                     A.measurement(r, tick(50_000, 60_000), True)
                     cnt(rec, "MeasurementOnOff", 2)
+                    untraced += 1                 # an Untraced row after that gap's Compute
                 if gpu:                           # kernel, then synchronous D2H of the halo
                     k0 = tick(10, 20)
                     A.enter(r, k0, "stencil_kernel", gpu=True, **KER)
@@ -478,6 +480,8 @@ def write_synthetic(path: str | Path, nranks: int = 4, iterations: int = 3, gpu:
     # one Compute between consecutive operations (all gaps are positive)
     nonc = sum(ops.values())
     ops["Compute"] = nonc - nranks
+    if untraced:
+        ops["Untraced"] = untraced
     ex.ops = ops
     ex.records = rec
     ex.traced_mem = {"Isend": "device", "Irecv": "device", "Sendrecv": "host",

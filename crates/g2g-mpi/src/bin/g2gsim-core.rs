@@ -11,7 +11,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.len() < 3 || args.iter().any(|a| a == "--help" || a == "-h") {
-        eprintln!("usage: g2gsim-core TRACE.g2g.parquet MACHINE.toml [--mode as-traced|hostcopy|gpudirect] [--gpus-per-node N] [--staged-buffers-are-device] [--json]");
+        eprintln!("usage: g2gsim-core TRACE.g2g.parquet MACHINE.toml [--mode as-traced|hostcopy|gpudirect] [--gpus-per-node N] [--buffers traced|device|host] [--window traced|all] [--json]");
         std::process::exit(2);
     }
     let mut opt = SimOptions::default();
@@ -30,7 +30,24 @@ fn main() {
                 i += 1;
                 opt.gpus_per_node = args.get(i).and_then(|s| s.parse().ok());
             }
-            "--staged-buffers-are-device" => opt.staged_as_device = true,
+            "--staged-buffers-are-device" => {
+                eprintln!("note: --staged-buffers-are-device is replaced by --buffers device");
+                opt.buffers = g2g_mpi::Buffers::Device;
+            }
+            "--buffers" => {
+                i += 1;
+                opt.buffers = g2g_mpi::Buffers::parse(args.get(i).map(|s| s.as_str()).unwrap_or("")).unwrap_or_else(|| {
+                    eprintln!("--buffers: traced, device or host");
+                    std::process::exit(2)
+                });
+            }
+            "--window" => {
+                i += 1;
+                opt.window = g2g_mpi::Window::parse(args.get(i).map(|s| s.as_str()).unwrap_or("")).unwrap_or_else(|| {
+                    eprintln!("--window: traced or all");
+                    std::process::exit(2)
+                });
+            }
             "--sharing" => {
                 i += 1;
                 opt.sharing = g2g_net::lmm::Sharing::parse(args.get(i).map(|s| s.as_str()).unwrap_or(""));

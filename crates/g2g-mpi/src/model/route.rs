@@ -21,6 +21,10 @@ pub(crate) fn choose(
     bytes: u64,
     collective: bool,
 ) -> Route {
+    if bytes == 0 {
+        // synchronisation, not data: the host path in every mode
+        return Route { model: &paths::HOST, stage_src: false, stage_dst: false };
+    }
     let gpu_aware = policy.gpu_aware(bytes, collective);
     paths::choose(m, &PathQuery { src, dst, src_gpu, dst_gpu, bytes, gpu_aware })
 }

@@ -79,7 +79,10 @@ impl State<'_> {
         };
         self.check_coll(r, op, kind, inst, size)?;
         let ctx = (1u64 << 63) | ((op.comm as u64) << 32) | inst as u64;
-        let on_gpu = self.policy.on_gpu(op.mem);
+        // synchronisation (Barrier, no bytes) never takes a GPU path
+        let rk = &mut self.ranks[r as usize];
+        let on_gpu = hostcopy::send_on_gpu(&self.policy, op.mem, op.bytes, hostcopy::carries_data(op),
+                                           &mut rk.staged_sends, &mut self.bufstat, &mut self.traced_device);
         let gpu_path = on_gpu && self.policy.gpu_aware(op.bytes.max(op.recv_bytes()), true);
         let req = if nonblocking { Some(self.reqs.new_req(Owner::Rank(r))) } else { None };
         let staged = gpu_path && self.m.cfg.device_collectives.staged(kind.name());

@@ -16,10 +16,20 @@ impl State<'_> {
         if phase > 0 {
             return true;
         }
-        // the gpudirect what-if for HostCopy traces drops the copies that only stage MPI buffers
+        // the staging rule: a copy that only stages an MPI buffer is counted; gpudirect removes it
         let rk = &mut self.ranks[r as usize];
-        if hostcopy::drops_copy(&self.policy, op, &self.queues[r as usize], &mut rk.recent_recvs) {
-            return true;
+        if hostcopy::staging_copy(
+            &self.policy,
+            op,
+            &self.queues[r as usize],
+            &mut rk.recent_recvs,
+            &mut rk.staged_sends,
+        ) {
+            self.bufstat.staging_copies += 1;
+            if self.policy.drops_staging_copies() {
+                self.bufstat.staging_copies_removed += 1;
+                return true;
+            }
         }
         let at = endpoint(&self.m, r);
         if matches!(op.copy, CopyKind::D2H | CopyKind::H2D) {

@@ -114,7 +114,16 @@ impl State<'_> {
     /// the op to `phase::STAGED` and returns `None`.
     fn send_route(&mut self, r: u32, op: &Op, phase: u8) -> Result<Option<(u32, Route)>, SimError> {
         let dst = self.world_of(r, op.comm, op.peer)?;
-        let gpu = self.policy.on_gpu(op.mem);
+        // the buffer's class, decided once per call (phase 1 follows the staging copy of phase 0)
+        let gpu = if phase == 0 {
+            let rk = &mut self.ranks[r as usize];
+            let g = hostcopy::send_on_gpu(&self.policy, op.mem, op.bytes, op.bytes > 0, &mut rk.staged_sends,
+                                          &mut self.bufstat, &mut self.traced_device);
+            self.ranks[r as usize].send_gpu = g;
+            g
+        } else {
+            self.ranks[r as usize].send_gpu
+        };
         // the receiver's buffer space is not known at the sender: assume it matches ours
         let route = self.route(r, dst, gpu, gpu, op.bytes, false);
         if phase == phase::START && route.stage_src && op.bytes > 0 {
@@ -131,8 +140,13 @@ impl State<'_> {
         }
         match phase {
             phase::START => {
-                let src = if op.peer == ANY_SOURCE { -1 } else { self.world_of(r, op.comm, op.peer)? as i32 };
-                let gpu = self.policy.on_gpu(op.mem);
+                let src = if op.peer == ANY_SOURCE {
+                    -1
+                } else {
+                    self.world_of(r, op.comm, op.peer)? as i32
+                };
+                let gpu = hostcopy::recv_on_gpu(&self.policy, op.mem, op.recv_bytes().max(op.bytes),
+                                                &self.queues[r as usize]);
                 self.checks.pending_cap = op.recv_bytes().max(op.bytes);
                 let req = self.post_recv(r, src, op.comm as u64, op.tag, Owner::Rank(r));
                 // a receive into a GPU buffer that arrives over the host path is staged H2D after
@@ -175,7 +189,7 @@ impl State<'_> {
                         None => return Ok(false),
                     }
                 };
-                let gpu = self.policy.on_gpu(op.mem);
+                let gpu = hostcopy::recv_on_gpu(&self.policy, op.mem, op.recv_bytes(), &self.queues[r as usize]);
                 let mut reqs = vec![];
                 if op.recv_peer() != PROC_NULL {
                     let src = if op.recv_peer() == ANY_SOURCE {

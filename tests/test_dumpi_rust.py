@@ -1,0 +1,144 @@
+"""The Rust DUMPI converter (``import_dumpi``, ``read_dumpi(engine="rust")``) against the Python
+reference (``read_dumpi(engine="python")``): identical rows, communicators and notes, on the
+synthetic traces of test_dumpi_reader, a generated trace of the benchmark generator, the DUMPI
+traces in tests/data, and every DUMPI trace of the full corpus when it is present (skipped with the
+reason otherwise)."""
+from __future__ import annotations
+
+import importlib.util
+import os
+import warnings
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+from g2gsim.readers.dumpi_reader import import_dumpi, read_dumpi
+from g2gsim.trace import Trace, TraceError
+
+import test_dumpi_reader as tdr
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = Path(os.environ.get("G2GSIM_CORPUS", ROOT.parent / "shared" / "corpus"))
+
+
+def _sorted(t: pa.Table) -> pa.Table:
+    idx = pc.sort_indices(t, sort_keys=[("rank", "ascending"), ("seq", "ascending")])
+    return t.take(idx).combine_chunks()
+
+
+def assert_same(meta: Path, **kw) -> tuple[Trace, Trace]:
+    with warnings.catch_warnings(record=True) as wp:
+        warnings.simplefilter("always")
+        ref = read_dumpi(meta, engine="python", **kw)
+    with warnings.catch_warnings(record=True) as wr:
+        warnings.simplefilter("always")
+        got = read_dumpi(meta, engine="rust", **kw)
+    a, b = _sorted(ref.table), _sorted(got.table)
+    assert a.schema.names == b.schema.names
+    for name in a.schema.names:
+        ca, cb = a.column(name), b.column(name)
+        if not ca.equals(cb):
+            la, lb = ca.to_pylist(), cb.to_pylist()
+            k = next(i for i in range(min(len(la), len(lb))) if la[i] != lb[i]) if la != lb else None
+            raise AssertionError(f"{meta}: column {name} differs at row {k}: python {la[k] if k is not None else len(la)} "
+                                 f"rust {lb[k] if k is not None else len(lb)} "
+                                 f"(rank {a.column('rank')[k] if k is not None else '-'})")
+    assert a.num_rows == b.num_rows
+    assert [c.to_json() for c in ref.comms] == [c.to_json() for c in got.comms]
+    assert ref.source == got.source and ref.buffers == got.buffers and ref.nranks == got.nranks
+    assert sorted(str(w.message) for w in wp) == sorted(str(w.message) for w in wr)
+    return ref, got
+
+
+def test_synthetic_program_same_rows(tmp_path):
+    assert_same(tdr.write_trace(tmp_path, [tdr._synthetic_program(r) for r in range(4)]))
+
+
+@pytest.mark.parametrize("mask", [0x0F, 0x4C, 0xCF, 0x08, 0x00])
+def test_synthetic_masks_same_rows(tmp_path, mask):
+    assert_same(tdr.write_trace(tmp_path, [tdr._synthetic_program(r, mask) for r in range(4)]),
+                assume_buffers="device")
+
+
+def test_time_wrap_and_unknown_types_same_rows(tmp_path):
+    w = tdr.Writer()
+    w.call("Init", tdr.i32(0))
+    w.call("Barrier", tdr.h16(tdr.WORLD), gap=40_000 * 10**9)
+    w.call("Send", tdr.i32(3) + tdr.h16(40) + tdr.i32(0, 1) + tdr.h16(tdr.WORLD))
+    w.call("Barrier", tdr.h16(tdr.WORLD), gap=40_000 * 10**9)
+    w.call("Finalize")
+    assert_same(tdr.write_trace(tmp_path, [w]))
+
+
+def test_cart_and_split_same_rows(tmp_path):
+    tdr.test_cart_create_and_sub(tmp_path)          # builds and checks the trace with read_dumpi
+    assert_same(tmp_path / "synth.meta")
+
+
+def test_streaming_import_is_matching_checked(tmp_path):
+    """import_dumpi (the file path behind the cache and `g2gsim import`) runs the same
+    point-to-point matching check as read_dumpi: the same warning, and a TraceError with strict."""
+    tdr.test_cart_create_and_sub(tmp_path)          # a trace with 4 unmatched sends
+    meta = tmp_path / "synth.meta"
+    with warnings.catch_warnings(record=True) as wp:
+        warnings.simplefilter("always")
+        read_dumpi(meta, engine="python")
+    with warnings.catch_warnings(record=True) as wr:
+        warnings.simplefilter("always")
+        stats = import_dumpi(meta, tmp_path / "o.g2g.parquet")
+    assert stats["unmatched"] == 4
+    ref = [str(w.message) for w in wp if "matching problem" in str(w.message)]
+    assert len(ref) == 1 and ref == [str(w.message) for w in wr if "matching problem" in str(w.message)]
+    with pytest.raises(TraceError, match=r"synth\.meta: 4 point-to-point matching problem"):
+        import_dumpi(meta, tmp_path / "s.g2g.parquet", strict=True)
+    with pytest.raises(TraceError, match="4 point-to-point matching problem"):
+        read_dumpi(meta, strict=True)
+
+
+def test_generated_trace_same_rows_and_window_order(tmp_path):
+    spec = importlib.util.spec_from_file_location("dumpi_gen", ROOT / "bench/speed/dumpi_gen.py")
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    info = gen.generate_dumpi(tmp_path, nranks=6, records=30_000)
+    ref, got = assert_same(Path(info["meta"]))
+    out = tmp_path / "o.g2g.parquet"
+    stats = import_dumpi(info["meta"], out)
+    assert stats["records"] == info["records"]
+    assert stats["rows"] == ref.table.num_rows == sum(stats["op_counts"].values())
+    assert stats["op_counts"] == ref.op_counts()
+    # the file is in the streaming order the core reads: (window, rank, seq)
+    t = Trace.read(out).table
+    w = int(Trace.read(out).table.schema.metadata.get(b"g2gsim.window_ops", b"4096")) \
+        if t.schema.metadata else 4096
+    keys = list(zip((s // w for s in t.column("seq").to_pylist()), t.column("rank").to_pylist(),
+                    t.column("seq").to_pylist()))
+    assert keys == sorted(keys)
+
+
+def test_errors_name_file_rank_record(tmp_path):
+    w0 = tdr.Writer()
+    w0.call("Init", tdr.i32(0))
+    w0.call("Send", tdr.i32(1) + tdr.h16(tdr.INT) + tdr.i32(0, 1) + tdr.h16(tdr.COMM_NULL))
+    meta = tdr.write_trace(tmp_path, [w0])
+    with pytest.raises(TraceError, match=r"synth-0000.bin: rank 0, record 1 .*MPI_COMM_NULL"):
+        import_dumpi(meta, tmp_path / "o.g2g.parquet")
+
+
+def _corpus_metas() -> list[Path]:
+    if not CORPUS.is_dir():
+        return []
+    return sorted(CORPUS.rglob("*.meta"))
+
+
+@pytest.mark.parametrize("meta", sorted((ROOT / "tests/data").rglob("*.meta")),
+                         ids=lambda p: str(p.relative_to(ROOT / "tests/data")))
+def test_local_copies_same_rows(meta):
+    assert_same(meta)
+
+
+@pytest.mark.skipif(not _corpus_metas(), reason=f"trace corpus not present at {CORPUS}")
+@pytest.mark.parametrize("meta", _corpus_metas(), ids=lambda p: str(p.relative_to(CORPUS)))
+def test_corpus_same_rows(meta):
+    assert_same(meta)
