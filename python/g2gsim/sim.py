@@ -216,8 +216,8 @@ def import_to_file(p: Path, out: str | Path, assume_buffers: str | None = None,
     length); other formats are built in memory and written."""
     p = Path(p)
     if detect_format(p) == "dumpi":
-        from .readers.dumpi_reader import import_dumpi
         from ._io import atomic_output
+        from .readers.dumpi_reader import import_dumpi
         with atomic_output(out) as tmp:  # a temporary file renamed into place (removed on error)
             st = import_dumpi(_dumpi_meta(p), tmp, assume_buffers="host",
                               progress=progress)

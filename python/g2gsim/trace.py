@@ -282,7 +282,7 @@ class Trace:
         return read_dumpi(meta, **kw)
 
     @classmethod
-    def from_nsys(cls, export: str | Path, **kw) -> "Trace":
+    def from_nsys(cls, export: str | Path, **kw) -> Trace:
         """Imports an Nsight Systems SQLite export or .nsys-rep (see readers/nsys_reader.py)."""
         from .readers.nsys_reader import read_nsys
         return read_nsys(export, **kw)

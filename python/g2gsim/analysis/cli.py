@@ -363,7 +363,8 @@ def register(group: click.Group) -> None:
     @click.option("--modes", default="hostcopy,gpudirect", show_default=True, help="comma-separated modes")
     @click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None)
     @click.option("--report", type=click.Path(dir_okay=False), default=None, help="self-contained HTML report")
-    @click.option("--plot", type=click.Path(dir_okay=False), default=None, help="plot computation + communication per GPUs-per-node configuration (PNG)")
+    @click.option("--plot", type=click.Path(dir_okay=False), default=None,
+                  help="plot computation + communication per GPUs-per-node configuration (PNG)")
     def whatif(trace, machine, mapping, coll_algos, network_scale, assume_buffers, buffers, window, no_progress, gpn,
                scale_nic_with_gpus, modes, json_out, report, plot):
         """Communication time of TRACE per GPUs-per-node configuration, HostCopy and GPUDirect."""
