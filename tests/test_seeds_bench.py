@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SEED_PRESETS = ("seed-p100-daint", "seed-leonardo", "seed-a100-8gpu", "seed-h100-4gpu",
-                "seed-a40-8gpu", "seed-juwels")
+SEED_PRESETS = ("piz-daint-cited", "leonardo-cited", "a100x8-nvswitch", "h100x4-nvlink",
+                "a40x8-pcie", "juwels-booster-cited")
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +52,7 @@ def test_matmul_speedup_shrinks_with_nodes(bench, ws):
     r = bench.seed000_matmul(ws, nodes=(1, 4), iterations=1, variants=False)
     s = r.data["matmul"]["speedup"]
     assert s[1] > s[4] > 1.0                   # published: ~2x on 1 node, shrinking with nodes
-    # seed-leonardo stages Scatter/Gather through the host (mpi.device_collectives): the 1-node
+    # leonardo-cited stages Scatter/Gather through the host (mpi.device_collectives): the 1-node
     # speedup is near the published 2x (3.5x with every collective GPU-direct)
     assert 1.7 < s[1] < 2.6, s[1]
     paths = r.data["matmul_paths_1node"]
@@ -68,7 +68,7 @@ def test_device_collectives_staged_vs_direct(ws):
     t = ws.trace("matmul", 4, iterations=1)
     rep = {}
     for dc in ("direct", "staged"):
-        m = ws.machine("seed-leonardo", mpi={"device_collectives": dc})
+        m = ws.machine("leonardo-cited", mpi={"device_collectives": dc})
         rep[dc] = g2gsim.simulate(t, m, mode="gpudirect", per_rank=False)
     assert "pipelined" not in rep["direct"]["paths"]
     assert set(rep["staged"]["paths"]) == {"pipelined"}
@@ -77,8 +77,8 @@ def test_device_collectives_staged_vs_direct(ws):
 
 def test_pingping_gpu_aware_beats_staged_inside_a_node(bench, ws):
     size = 64 * bench.MiB
-    aware = bench.pingping_bw(ws, "seed-a100-8gpu", "gpudirect", size, inter=False)
-    staged = bench.pingping_bw(ws, "seed-a100-8gpu", "as-traced", size, inter=False, buffers="host",
+    aware = bench.pingping_bw(ws, "a100x8-nvswitch", "gpudirect", size, inter=False)
+    staged = bench.pingping_bw(ws, "a100x8-nvswitch", "as-traced", size, inter=False, buffers="host",
                                staged=True)
     assert aware > 10 * staged
     # NVLink peak: the theoretical 600 GB/s x the NVLink efficiency measured on the H200 node (0.818)
@@ -98,9 +98,9 @@ def test_pingping_peaks_within_15_percent(bench, ws):
 
 def test_link_efficiency_key_scales_bandwidth(bench, ws):
     size = 64 * bench.MiB
-    full = ws.machine("seed-a100-8gpu", **{"node.nvlink": {"efficiency": 1.0}})
+    full = ws.machine("a100x8-nvswitch", **{"node.nvlink": {"efficiency": 1.0}})
     a = bench.pingping_bw(ws, full, "gpudirect", size, inter=False)
-    b = bench.pingping_bw(ws, "seed-a100-8gpu", "gpudirect", size, inter=False)
+    b = bench.pingping_bw(ws, "a100x8-nvswitch", "gpudirect", size, inter=False)
     assert abs(b / a - 0.818) < 0.005, (a, b)
 
 

@@ -2,15 +2,15 @@
 """The seeds' published results next to g2gsim's predictions (issue 8, part 3).
 
 Each seed in ../shared/seeds is reproduced on a machine preset built from its own description
-(python/g2gsim/presets/seed-*.toml, every value sourced or stated as an assumption there):
+(the cited presets: python/g2gsim/presets/{a100x8-nvswitch,a40x8-pcie,h100x4-nvlink,juwels-booster-cited,leonardo-cited,piz-daint-cited}.toml, every value sourced or stated as an assumption there):
 
 * 003 -- CSCS summer school 2D diffusion on Piz Daint P100s, Cray MPICH G2G off / on, 1-16 nodes
-         (preset seed-p100-daint): total time of 10,000 steps of 128 x 131,072.
+         (preset piz-daint-cited): total time of 10,000 steps of 128 x 131,072.
 * 000 -- matrix multiplication on Leonardo (4 x A100 per node), GPU-unaware vs GPU-aware MPI,
-         1-8 nodes (preset seed-leonardo): speedup and the 1-node per-operation profile.
+         1-8 nodes (preset leonardo-cited): speedup and the 1-node per-operation profile.
 * 001 -- ping-ping peaks of the CUDA-aware-MPI blog on its A100, H100 and A40 nodes (presets
-         seed-a100-8gpu, seed-h100-4gpu, seed-a40-8gpu): bidirectional bandwidth.
-* 004 -- JUWELS Booster 1-byte GPU-to-remote-GPU latencies (preset seed-juwels).
+         a100x8-nvswitch, h100x4-nvlink, a40x8-pcie): bidirectional bandwidth.
+* 004 -- JUWELS Booster 1-byte GPU-to-remote-GPU latencies (preset juwels-booster-cited).
 * 002 -- the paper's qualitative observations 1, 2 and 4 on the lassen preset (PASS/FAIL).
 
 This is a benchmark, not a test (tests/test_seeds_bench.py runs a reduced version and checks
@@ -196,9 +196,9 @@ def diffusion_replica(nodes: int, steps: int, nx: int = 128, ny: int = 131072,
 def seed003_diffusion(ws: Workspace, nodes=(1, 2, 4, 8, 16), steps: int = DIFFUSION_STEPS,
                       variants: bool = True) -> Result:
     """G2G off = the device-buffer trace in hostcopy mode (the program's cudaMemcpy staging);
-    G2G on = gpudirect (seed-p100-daint: RDMA for the 1 KiB halos, as the seed says G2G does)."""
+    G2G on = gpudirect (piz-daint-cited: RDMA for the 1 KiB halos, as the seed says G2G does)."""
     res = Result()
-    machine = "seed-p100-daint"
+    machine = "piz-daint-cited"
     scale = steps / DIFFUSION_STEPS
     times: dict[int, tuple[float, float]] = {}
     for n in nodes:
@@ -278,7 +278,7 @@ def seed000_matmul(ws: Workspace, nodes=(1, 2, 4, 8), iterations: int = 5,
     """GPU-unaware = the staged trace (host buffers, explicit Memcpy as the GPU-unaware program
     does) as traced; GPU-aware = the device-buffer trace in gpudirect mode."""
     res = Result()
-    machine = "seed-leonardo"
+    machine = "leonardo-cited"
     speed: dict[int, float] = {}
     reps: dict[int, tuple[dict, dict]] = {}
     for n in nodes:
@@ -381,11 +381,11 @@ def pingping_bw(ws: Workspace, machine, mode: str, size: int, inter: bool, buffe
 
 
 PINGPING_PUBLISHED = [  # seed 001: (preset, label, published GB/s, inter-node?, what)
-    ("seed-a100-8gpu", "2 x A100 (NVSwitch) intra-node, CUDA-aware", 500.0, False, "aware"),
-    ("seed-h100-4gpu", "2 x H100 (4-GPU node) intra-node, CUDA-aware", 220.0, False, "aware"),
-    ("seed-a40-8gpu", "2 x A40 intra-node, CUDA-aware", 48.0, False, "aware"),
-    ("seed-a40-8gpu", "A40 nodes inter-node, CPU buffers (2 x 25 GbE)", 5.2, True, "cpu"),
-    ("seed-a100-8gpu", "A100 nodes inter-node, CPU buffers (2 x HDR200)", 35.0, True, "cpu"),
+    ("a100x8-nvswitch", "2 x A100 (NVSwitch) intra-node, CUDA-aware", 500.0, False, "aware"),
+    ("h100x4-nvlink", "2 x H100 (4-GPU node) intra-node, CUDA-aware", 220.0, False, "aware"),
+    ("a40x8-pcie", "2 x A40 intra-node, CUDA-aware", 48.0, False, "aware"),
+    ("a40x8-pcie", "A40 nodes inter-node, CPU buffers (2 x 25 GbE)", 5.2, True, "cpu"),
+    ("a100x8-nvswitch", "A100 nodes inter-node, CPU buffers (2 x HDR200)", 35.0, True, "cpu"),
 ]
 
 
@@ -411,19 +411,19 @@ def seed001_pingping(ws: Workspace, size: int = 256 * MiB, qualitative: bool = T
         res.rows.append(Row("001", f"ping-ping {label}", pub, bw(machine, what, inter), "GB/s",
                             "figure", f"{size // MiB} MiB messages, bidirectional"))
     if qualitative:
-        for m in ("seed-a40-8gpu", "seed-a100-8gpu", "seed-h100-4gpu"):
+        for m in ("a40x8-pcie", "a100x8-nvswitch", "h100x4-nvlink"):
             s, c = bw(m, "staged", False), bw(m, "cpu", False)
             res.checks.append(Check("001", f"{m} intra-node: CUDA-staged slower than pure CPU", s < c,
                                     f"staged {s:.1f} GB/s, CPU {c:.1f} GB/s"))
-        a, c, s = (bw("seed-a40-8gpu", w, True) for w in ("aware", "cpu", "staged"))
+        a, c, s = (bw("a40x8-pcie", w, True) for w in ("aware", "cpu", "staged"))
         res.checks.append(Check("001", "A40 inter-node: CUDA-aware slower than CPU", a < c,
                                 f"aware {a:.2f}, CPU {c:.2f} GB/s"))
         res.checks.append(Check("001", "A40 inter-node: CUDA-aware about equal to CUDA-staged (within 15 %)",
                                 abs(a / s - 1) <= TOLERANCE, f"aware {a:.2f}, staged {s:.2f} GB/s"))
-        a, c, s = (bw("seed-a100-8gpu", w, True) for w in ("aware", "cpu", "staged"))
+        a, c, s = (bw("a100x8-nvswitch", w, True) for w in ("aware", "cpu", "staged"))
         res.checks.append(Check("001", "A100 inter-node (no RDMA): CUDA-aware slower than CPU, faster than staged",
                                 s < a < c, f"staged {s:.1f} < aware {a:.1f} < CPU {c:.1f} GB/s"))
-        a, c = bw("seed-h100-4gpu", "aware", True), bw("seed-h100-4gpu", "cpu", True)
+        a, c = bw("h100x4-nvlink", "aware", True), bw("h100x4-nvlink", "cpu", True)
         res.checks.append(Check("001", "H100 inter-node (RDMA): CUDA-aware slower than CPU (CPU uses 2 HCAs)",
                                 a < c * (1 - 0.01), f"aware {a:.1f}, CPU {c:.1f} GB/s"))
         res.checks.append(Check("001", "H100 inter-node: CUDA-aware within the 1-HCA limit (~50 GB/s bidir.)",
@@ -446,14 +446,14 @@ def pingpong_latency_us(ws: Workspace, machine, mode: str, size: int = 1,
 
 def seed004_latency(ws: Workspace, variants: bool = True) -> Result:
     res = Result()
-    m = "seed-juwels"
+    m = "juwels-booster-cited"
     gdr = pingpong_latency_us(ws, m, "gpudirect")
     nogdr = pingpong_latency_us(ws, ws.machine(m, **{"node.nic": {"gpudirect_rdma": False}}), "gpudirect")
     nocuda = pingpong_latency_us(ws, m, "hostcopy")
     res.rows.append(Row("004", "1-byte latency GPU to remote GPU, GPUDirect RDMA", 4.27, gdr, "us"))
     res.rows.append(Row("004", "1-byte latency, CUDA-aware without GPUDirect RDMA", 24.56, nogdr, "us"))
     res.rows.append(Row("004", "1-byte latency, MPI without CUDA support (cudaMemcpy)", 25.64, nocuda, "us",
-                        "calibrated", "gpu.copy_delay of seed-juwels derived from this figure"))
+                        "calibrated", "gpu.copy_delay of juwels-booster-cited derived from this figure"))
     res.checks.append(Check("004", "GPUDirect RDMA several times faster than both staged variants",
                             gdr * 3 < min(nogdr, nocuda), f"{gdr:.2f} vs {nogdr:.2f} / {nocuda:.2f} us"))
     res.checks.append(Check("004", "CUDA-aware without RDMA faster than MPI without CUDA support",

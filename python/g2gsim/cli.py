@@ -252,12 +252,14 @@ def _parse_window(spec: str | None):
 @click.argument("trace", type=click.Path(exists=True))
 @click.option("--mode", type=click.Choice(MODES), default="as-traced", show_default=True)
 @click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None, help="write the full report as JSON")
+@click.option("--csv", "csv_dir", type=click.Path(file_okay=False), default=None,
+              help="write the report's tables as CSV into this directory (summary, per_op, by_size, paths, per_rank)")
 @click.option("--timeline", type=click.Path(dir_okay=False), default=None,
               help="write a Perfetto timeline of the simulated run (.json, or .json.gz compressed)")
 @click.option("--timeline-ranks", default=None, help="timeline: only these ranks, e.g. 0-3,8")
 @click.option("--timeline-window", default=None, help="timeline: only events overlapping START:END of simulated time, e.g. 1ms:2ms")
 @sim_options
-def simulate(trace, mode, json_out, timeline, timeline_ranks, timeline_window, machine, no_progress, **kw):
+def simulate(trace, mode, json_out, csv_dir, timeline, timeline_ranks, timeline_window, machine, no_progress, **kw):
     """Simulate TRACE on a machine and print a summary."""
     if (timeline_ranks or timeline_window) and not timeline:
         _fail("--timeline-ranks / --timeline-window filter a timeline: add --timeline PATH")
@@ -276,6 +278,9 @@ def simulate(trace, mode, json_out, timeline, timeline_ranks, timeline_window, m
     if json_out:
         write_text_atomic(json_out, json.dumps(rep, indent=2))
         console.print(f"report written to {json_out}")
+    if csv_dir:
+        files = rep.to_csv(csv_dir)
+        console.print(f"tables written to {csv_dir}: {', '.join(f.name for f in files)}")
 
 
 @main.command()
@@ -407,7 +412,7 @@ def machine_show(name_or_file, nodes):
         d = machines.check(name_or_file, nodes=nodes)
     except machines.MachineError as e:
         _fail(str(e))
-    t = Table(title=f"machine {d['name']}")
+    t = Table(title=f"machine {d['name']}" + (f" ({name_or_file})" if isinstance(name_or_file, machines.MachineSpec) else ""))
     t.add_column("parameter")
     t.add_column("value", justify="right")
     for k, v in d.items():
@@ -649,6 +654,12 @@ def _add_calibrate():
 
 
 _add_calibrate()
+
+
+# --set KEY=VALUE on every command that takes a machine (after every command is registered)
+from ._set_option import add_set_options  # noqa: E402
+
+add_set_options(main)
 
 
 if __name__ == "__main__":

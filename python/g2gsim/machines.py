@@ -2,6 +2,11 @@
 from __future__ import annotations
 
 import json
+import re
+import tomllib
+import warnings
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -13,10 +18,30 @@ PRESET_DIR = Path(__file__).parent / "presets"
 
 
 class MachineError(ValueError):
-    pass
+    """A machine that does not exist or is invalid; the message names the file and key (and line)."""
+
+
+# Presets renamed by what they are (issue 29); the old names keep working with a notice.
+RENAMED = {
+    "seed-a100-8gpu": "a100x8-nvswitch",
+    "seed-a40-8gpu": "a40x8-pcie",
+    "seed-h100-4gpu": "h100x4-nvlink",
+    "seed-juwels": "juwels-booster-cited",
+    "seed-leonardo": "leonardo-cited",
+    "seed-p100-daint": "piz-daint-cited",
+}
+
+
+class PresetRenamed(FutureWarning):
+    """A machine preset was asked for by its old name."""
+
+
+class SetOverridden(UserWarning):
+    """A ``--set`` of a key that the machine's other settings override: it changes nothing."""
 
 
 def presets() -> dict[str, Path]:
+    """The shipped machine presets: name -> TOML file."""
     return {p.stem: p for p in sorted(PRESET_DIR.glob("*.toml"))}
 
 
@@ -35,14 +60,22 @@ def _read(p: Path) -> str:
         raise MachineError(f"{p}:{line}: not UTF-8 text (byte {e.start}); a machine file is TOML") from None
 
 
-def resolve(name_or_file: str | Path) -> tuple[str, str]:
-    """Returns (toml_text, file_label) for a preset name or a path."""
+def resolve(name_or_file: str | Path | MachineSpec) -> tuple[str, str]:
+    """Returns (toml_text, file_label) for a preset name, a path, or a MachineSpec (its settings
+    applied and checked)."""
+    if isinstance(name_or_file, MachineSpec):
+        return apply_sets(*resolve(name_or_file.base), name_or_file.sets)
     p = Path(name_or_file)
     if p.suffix == ".toml" or p.exists():
         if not p.exists():
             raise MachineError(f"machine file {p} does not exist")
         return _read(p), str(p)
     ps = presets()
+    if str(name_or_file) in RENAMED and str(name_or_file) not in ps:
+        new = RENAMED[str(name_or_file)]
+        warnings.warn_explicit(f"machine preset {name_or_file!r} is now called {new!r}; the old name "
+                               f"will be removed", PresetRenamed, "g2gsim", 0)
+        name_or_file = new
     if str(name_or_file) in ps:
         f = ps[str(name_or_file)]
         return _read(f), f"preset:{f.name}"
@@ -61,12 +94,157 @@ def toml_value(v: Any) -> str:
     return tomli_w.dumps({"v": v}).removeprefix("v = ").rstrip("\n")
 
 
-def check(name_or_file: str | Path, nodes: int = 2) -> dict:
+def check(name_or_file: str | Path | MachineSpec, nodes: int = 2) -> dict:
+    """Validates a machine and returns its parameters as the core understands them (what
+    ``g2gsim machine show`` prints), with the network built for ``nodes`` nodes."""
     text, label = resolve(name_or_file)
     try:
         return json.loads(_core.machine_check(text, label, nodes))
     except _core.MachineError as e:
         raise MachineError(str(e)) from None
+
+
+# ----------------------------------------------------------------------------------- --set KEY=VALUE
+# Any machine-file key from the command line (or Python): the machine's TOML is loaded, each key set,
+# and the result goes through the core's machine-file parser, so units, ranges and unknown keys are
+# checked exactly as in a file and an error names the --set that caused it.
+
+@dataclass(frozen=True)
+class MachineSpec:
+    """A preset name or machine file plus ``KEY=VALUE`` settings applied on top of it.
+
+    Everything that takes a machine (``g2gsim.simulate``, compare, whatif, ...) accepts one;
+    ``str(spec)`` says what was assumed, e.g. ``lassen --set node.nic.bw=50GB/s``."""
+    base: str
+    sets: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        return " ".join([self.base, *(f"--set {s}" for s in self.sets)])
+
+
+def with_sets(machine: str | Path | MachineSpec, sets: Iterable[str] | Mapping[str, Any] = ()) -> str | Path | MachineSpec:
+    """``machine`` with ``sets`` applied (``["node.nic.bw=50GB/s"]`` or ``{"node.nic.bw": "50GB/s"}``);
+    the machine itself when there are none.  Raises MachineError when a setting is invalid."""
+    if isinstance(sets, Mapping):
+        sets = [f"{k}={_format_value(v)}" for k, v in sets.items()]
+    sets = tuple(str(s) for s in sets)
+    if not sets:
+        return machine
+    if isinstance(machine, MachineSpec):
+        spec = MachineSpec(machine.base, machine.sets + sets)
+    else:
+        spec = MachineSpec(str(machine), sets)
+    resolve(spec)                      # fail now, with the --set named, not deep inside a command
+    return spec
+
+
+def parse_set(item: str) -> tuple[str, Any]:
+    """``"node.nic.bw=50GB/s"`` -> ``("node.nic.bw", "50GB/s")``.  The value is read as a TOML value
+    when it is one (``4``, ``true``, ``1.5``, ``"text"``, ``[1, 2]``), else taken as a string, so
+    ``64KiB`` and ``max-min`` need no quotes."""
+    key, eq, value = item.partition("=")
+    key, value = key.strip(), value.strip()
+    if not eq or not key:
+        raise MachineError(f"--set {item!r}: expected KEY=VALUE, e.g. node.nic.bw=50GB/s")
+    if not _KEY.fullmatch(key):
+        raise MachineError(f"--set {item}: {key!r} is not a machine-file key (dotted names such as "
+                           f"node.nic.bw or mpi.eager_limit)")
+    if value == "":
+        raise MachineError(f"--set {item}: no value")
+    try:
+        return key, tomllib.loads(f"v = {value}")["v"]
+    except tomllib.TOMLDecodeError:
+        return key, value
+
+
+def _format_value(v: Any) -> str:
+    if isinstance(v, str):
+        return v
+    return tomli_w.dumps({"v": v})[4:].strip()
+
+
+_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*(\.([A-Za-z_][A-Za-z0-9_-]*|\d+))*")
+
+
+def _assign(doc: dict, key: str, value: Any, item: str) -> None:
+    parts = key.split(".")
+    node: Any = doc
+    for i, part in enumerate(parts[:-1]):
+        where = ".".join(parts[:i + 1])
+        if isinstance(node, list):
+            if not part.isdigit() or int(part) >= len(node):
+                raise MachineError(f"--set {item}: {'.'.join(parts[:i])} has {len(node)} entries "
+                                   f"(index them 0..{len(node) - 1})")
+            node = node[int(part)]
+            continue
+        nxt = node.setdefault(part, {})
+        if not isinstance(nxt, (dict, list)):
+            raise MachineError(f"--set {item}: {where} is a value ({_format_value(nxt)}), not a table")
+        node = nxt
+    last = parts[-1]
+    if isinstance(node, list):
+        if not last.isdigit() or int(last) >= len(node):
+            raise MachineError(f"--set {item}: {'.'.join(parts[:-1])} has {len(node)} entries")
+        node[int(last)] = value
+    else:
+        if isinstance(node.get(last), dict) and not isinstance(value, dict):
+            raise MachineError(f"--set {item}: {key} is a table; set one of its keys "
+                               f"({', '.join(f'{key}.{k}' for k in node[last])})")
+        node[last] = value
+
+
+_TOKEN = "\x00set\x00"
+_CORE_ERR = re.compile(re.escape(_TOKEN) + r"(?::\d+)?: (?:(?P<key>[A-Za-z0-9_.\[\]-]+): )?(?P<msg>.*)", re.S)
+
+
+def apply_sets(text: str, label: str, sets: Iterable[str]) -> tuple[str, str]:
+    """The machine TOML ``text`` (from ``label``) with ``sets`` applied, checked by the core's parser.
+    Returns (new text, new label)."""
+    sets = tuple(sets)
+    try:                                # the file's own errors name its own lines
+        _core.machine_check(text, label, 1)
+    except _core.MachineError as e:
+        raise MachineError(str(e)) from None
+    doc = tomllib.loads(text)
+    keys = []
+    for item in sets:
+        key, value = parse_set(item)
+        _assign(doc, key, value, item)
+        keys.append((key, item))
+    new = tomli_w.dumps(doc)
+    new_label = " ".join([label, *(f"--set {s}" for s in sets)])
+    try:
+        _core.machine_check(new, _TOKEN, 1)
+    except _core.MachineError as e:
+        m = _CORE_ERR.search(str(e))
+        if not m:
+            raise MachineError(str(e).replace(_TOKEN, new_label)) from None
+        bad = m["key"] or ""
+        for key, item in reversed(keys):
+            if bad == key or bad.startswith(key + ".") or key.startswith(bad + ".") and bad:
+                raise MachineError(f"--set {item}: {m['msg']}") from None
+        raise MachineError(f"{new_label}: {bad + ': ' if bad else ''}{m['msg']}") from None
+    for key, item in keys:
+        why = _overridden_by(doc, key)
+        if why and (label, item) not in _NOTICED:        # once per process, not on every resolve
+            _NOTICED.add((label, item))
+            warnings.warn_explicit(f"--set {item} changes nothing on {label}: {why}", SetOverridden, "g2gsim", 0)
+    return new, new_label
+
+
+_NOTICED: set[tuple[str, str]] = set()
+
+
+def _overridden_by(doc: dict, key: str) -> str | None:
+    """Why setting ``key`` has no effect on the machine ``doc`` (after all settings), or None.
+    node.nic.bw reaches the network only as the default of network.link_bw (fat-tree) or as a cap on
+    it (crossbar); torus and dragonfly give the NIC its own link."""
+    net = doc.get("network") if isinstance(doc.get("network"), dict) else {}
+    if key == "node.nic.bw" and net.get("topology") == "fat-tree" and "link_bw" in net:
+        return ("network.link_bw is set, and a fat-tree's links take their bandwidth from it "
+                "(set network.link_bw instead)")
+    return None
+
 
 
 # the parameters a HostCopy-vs-GPUDirect answer is most sensitive to (docs/semantics.md)
@@ -101,26 +279,10 @@ def uncertainty(text: str, label: str = "machine") -> list[dict]:
     return out
 
 
-def with_overrides(text: str, label: str, sets: dict) -> str:
-    """The machine file ``text`` with ``{"table.key": value}`` set (units as in the file, e.g. "2us").
-    Comments are not kept; the result is checked by the core like any machine file."""
-    import tomllib
-
-    import tomli_w
-    try:
-        d = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise MachineError(f"{label}: {e}") from None
-    for key, val in sets.items():
-        parts = key.split(".")
-        cur = d
-        for part in parts[:-1]:
-            nxt = cur.setdefault(part, {})
-            if not isinstance(nxt, dict):
-                raise MachineError(f"{label}: cannot set {key}: {part} is not a table")
-            cur = nxt
-        cur[parts[-1]] = val
-    return tomli_w.dumps(d)
+def with_overrides(text: str, label: str, sets: Mapping[str, Any]) -> str:
+    """The machine file ``text`` with ``{"table.key": value}`` set (units as in the file, e.g. "2us"):
+    the same settings as ``--set KEY=VALUE`` (``apply_sets``), checked by the core's schema."""
+    return apply_sets(text, label, [f"{k}={_format_value(v)}" for k, v in sets.items()])[0]
 
 
 def describe(text: str, label: str, default: bool = False) -> dict:
@@ -147,7 +309,7 @@ def describe(text: str, label: str, default: bool = False) -> dict:
             "key_parameters": params, "ranges": ranges, "sentence": sentence}
 
 
-def validate(name_or_file: str | Path) -> list[str]:
+def validate(name_or_file: str | Path | MachineSpec) -> list[str]:
     """Every error of a machine file (each "file:line: key: message"); empty when it is valid. A file
     whose schema is valid is also built (2 nodes), so topology errors show too."""
     text, label = resolve(name_or_file)

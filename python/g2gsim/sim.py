@@ -4,18 +4,20 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from . import _core, machines
+from .report import Report
 from .trace import TraceError
 
 CACHE_DIR = Path(os.environ.get("G2GSIM_CACHE", Path.home() / ".cache" / "g2gsim"))
 
 
 class SimulationError(RuntimeError):
-    """The replay cannot go on (a deadlock): ``blocked`` lists every blocked rank's line."""
+    """The replay cannot go on (e.g. a deadlock in the trace): the message says where; ``blocked`` lists
+    every blocked rank's line."""
 
     def __init__(self, msg: str, blocked: list[str] | None = None):
         super().__init__(msg)
@@ -214,8 +216,8 @@ def import_to_file(p: Path, out: str | Path, assume_buffers: str | None = None,
     length); other formats are built in memory and written."""
     p = Path(p)
     if detect_format(p) == "dumpi":
-        from .readers.dumpi_reader import import_dumpi
         from ._io import atomic_output
+        from .readers.dumpi_reader import import_dumpi
         with atomic_output(out) as tmp:  # a temporary file renamed into place (removed on error)
             st = import_dumpi(_dumpi_meta(p), tmp, assume_buffers="host",
                               progress=progress)
@@ -272,24 +274,26 @@ def import_trace(p: Path, progress: bool = False):
     return Trace.read(p)
 
 
-def machine_info(machine: str | Path, explicit: bool = True) -> dict:
+def machine_info(machine: str | Path | machines.MachineSpec, explicit: bool = True) -> dict:
     """What the report says about the machine: name, preset or the user's file, calibrated or not,
     whether it was chosen by default, its key parameters and the ranges it gives for uncertain ones."""
     text, label = machines.resolve(machine)
     return machines.describe(text, label, default=not explicit)
 
 
-def simulate(trace: str | Path, machine: str | Path = "lassen", mode: str = "as-traced",
+def simulate(trace: str | Path, machine: str | Path | machines.MachineSpec = "lassen", mode: str = "as-traced",
              progress: Callable[[int, int], None] | None = None, buffers: str | None = None,
-             window: str = "traced", machine_set: dict[str, Any] | None = None,
+             window: str = "traced", machine_set: Mapping[str, Any] | Iterable[str] | None = None,
              machine_default: bool = False, assume_buffers: str | None = None,
-             staged_as_device: bool | None = None, cache: bool | None = None, **options: Any) -> dict:
-    """Simulates ``trace`` on ``machine`` (preset name or TOML path); returns the report dict.
+             staged_as_device: bool | None = None, cache: bool | None = None, **options: Any) -> Report:
+    """Simulates ``trace`` on ``machine`` (preset name, TOML path, or a ``machines.MachineSpec`` from
+    ``machines.with_sets(name, {"node.nic.bw": "50GB/s"})``); returns the :class:`Report` (a dict).
 
     buffers: where MPI data buffers live: "traced" (as the trace records them; explicit staging
     copies are recognised), "device" or "host" (docs/semantics.md). window: "traced" (default:
     stretches the tracer did not record are skipped and reported) or "all" (simulated as host time).
-    machine_set: {"gpu.copy_delay": "2us", ...} overrides of machine-file keys.
+    machine_set: {"gpu.copy_delay": "2us", ...} (or ["gpu.copy_delay=2us", ...]): machine-file keys set
+    exactly as ``--set KEY=VALUE`` does (``machines.with_sets``; checked by the core's schema).
     options: gpus_per_node, mapping ("linear", "round-robin" or a list of node indices), coll_algos
     ("allreduce=ring,..."), gpudirect_min_bytes, gpudirect_collectives_only, network_scale, per_rank,
     timeline (a Perfetto JSON file; ``.json.gz`` is gzip-compressed), timeline_ranks (list of ranks),
@@ -308,9 +312,9 @@ def simulate(trace: str | Path, machine: str | Path = "lassen", mode: str = "as-
     if window not in WINDOWS:
         raise ValueError(f"window must be one of {', '.join(WINDOWS)}, not {window!r}")
     native = as_native(trace, cache=cache)
-    text, label = machines.resolve(machine)
     if machine_set:
-        text = machines.with_overrides(text, label, machine_set)
+        machine = machines.with_sets(machine, machine_set)
+    text, label = machines.resolve(machine)
     opts = {"mode": mode, "buffers": buffers, "window": window,
             **{k: v for k, v in options.items() if v is not None}}
     gz = None
@@ -337,10 +341,12 @@ def simulate(trace: str | Path, machine: str | Path = "lassen", mode: str = "as-
         msg = e.args[0] if e.args else str(e)
         blocked = json.loads(e.args[1]) if len(e.args) > 1 and e.args[1] else []
         raise SimulationError(msg, blocked) from None
-    rep = json.loads(out)
+    rep = Report(json.loads(out))
     info = machines.describe(text, label, default=machine_default)
-    if machine_set:
-        info["overrides"] = {k: str(v) for k, v in machine_set.items()}
+    if isinstance(machine, machines.MachineSpec):     # the report says what it assumed
+        rep["machine_set"] = list(machine.sets)
+        info["overrides"] = dict(machines.parse_set(item) for item in machine.sets)
+        info["overrides"] = {k: str(v) for k, v in info["overrides"].items()}
     rep["machine_info"] = info
     rep["notices"] = notes + list(rep.get("notices", []))
     rep["assumptions"] = [info["sentence"]] + list(rep.get("assumptions", []))

@@ -137,11 +137,14 @@ class TraceError(ValueError):
 
 @dataclass
 class Comm:
+    """An MPI communicator of a trace: ``id`` (the ``comm`` column's value), ``name`` and its
+    ``members`` (world ranks in communicator-rank order; ``None`` means all ranks)."""
     id: int
     name: str
     members: list[int] | None  # world ranks in comm-rank order; None = all world ranks
 
     def to_json(self) -> dict:
+        """The communicator as stored in the trace's metadata."""
         return {"id": self.id, "name": self.name, "members": self.members}
 
 
@@ -222,10 +225,18 @@ class Trace:
         return path
 
     @classmethod
-    def read(cls, path: str | Path) -> Trace:
+    def read(cls, path: str | Path, progress: bool = False) -> Trace:
+        """Reads a trace in any format ``g2gsim.simulate`` accepts: native ``.g2g.parquet``, a Score-P
+        or g2gsim-tracer OTF2 archive (its ``traces.otf2`` anchor or directory), an SST DUMPI
+        ``.meta``.  Imported formats are converted in memory (nothing is cached), buffer spaces as
+        the trace records them (where buffers live is decided by ``simulate(..., buffers=...)``)."""
         path = Path(path)
         if not path.exists():
             raise TraceError(f"{path}: no such trace file")
+        if not (path.is_file() and path.suffix == ".parquet"):
+            from .sim import detect_format, import_trace
+            if detect_format(path) != "native":
+                return import_trace(path, progress=progress)
         try:
             pf = pq.ParquetFile(path)
         except Exception as e:  # noqa: BLE001 - pyarrow raises several kinds
@@ -271,12 +282,13 @@ class Trace:
         return read_dumpi(meta, **kw)
 
     @classmethod
-    def from_nsys(cls, export: str | Path, **kw) -> "Trace":
+    def from_nsys(cls, export: str | Path, **kw) -> Trace:
         """Imports an Nsight Systems SQLite export or .nsys-rep (see readers/nsys_reader.py)."""
         from .readers.nsys_reader import read_nsys
         return read_nsys(export, **kw)
 
     def to_pandas(self):
+        """The operations as a pandas DataFrame, one row per operation (columns: docs/trace-format.md)."""
         return self.table.to_pandas()
 
     # ----------------------------------------------------------------- checks and summaries
@@ -303,6 +315,7 @@ class Trace:
                              f"is not defined")
 
     def op_counts(self) -> dict[str, int]:
+        """Number of rows per operation name (``{"Send": 12, "Compute": 40, ...}``)."""
         vc = self.table.column("op").value_counts()
         return {str(d["values"]): int(d["counts"]) for d in vc.to_pylist()}
 
@@ -331,11 +344,16 @@ class TraceBuilder:
         self._seq: list[int] = []
 
     def add_comm(self, comm_id: int, name: str, members: Sequence[int] | None) -> None:
+        """Defines communicator ``comm_id`` (``members``: world ranks in communicator-rank order,
+        ``None`` for all ranks); MPI_COMM_WORLD is id 0 and predefined."""
         if any(c.id == comm_id for c in self.comms):
             raise TraceError(f"communicator id {comm_id} defined twice")
         self.comms.append(Comm(comm_id, name, list(members) if members is not None else None))
 
     def add(self, rank: int, op: str, **kw: Any) -> None:
+        """Appends operation ``op`` (``Send``, ``Irecv``, ``Compute``, ...) to ``rank``'s program; the
+        keywords are trace columns (``peer``, ``tag``, ``bytes``, ``recv_bytes``, ``mem_space``,
+        ``dur_ns``, ...; docs/trace-format.md)."""
         if op not in ALL_OPS:
             raise TraceError(f"rank {rank}, event {self._next_seq[rank]}: unknown operation {op!r}")
         unknown = set(kw) - set(DEFAULTS)
@@ -353,6 +371,7 @@ class TraceBuilder:
         return len(self._seq)
 
     def build(self) -> Trace:
+        """The Trace of everything added so far (validated)."""
         cols: dict[str, Any] = dict(self._cols)
         cols["seq"] = self._seq
         t = Trace.from_columns(self.nranks, cols, comms=self.comms, source=self.source,

@@ -279,6 +279,15 @@ def print_mapping(m: dict):
 
 
 # ----------------------------------------------------------------------------------------- commands
+def _needs_plot(**options) -> None:
+    """Fail with one line naming the [plot] extra, before any simulation, when one of ``options``
+    (--report, --plot, ...) is set and matplotlib is missing."""
+    used = [k for k, v in options.items() if v]
+    if used:
+        from .._extras import require
+        require("matplotlib", "plot", " and ".join(k if k == "sweep-plot" else f"--{k}" for k in used))
+
+
 def register(group: click.Group) -> None:
     """Adds the analysis commands to the ``g2gsim`` click group."""
 
@@ -302,7 +311,7 @@ def register(group: click.Group) -> None:
     @click.option("--timeline", type=click.Path(dir_okay=False), default=None,
                   help="write Perfetto timelines: NAME-<column>.json for each column")
     @click.option("--profile", "profile_out", type=click.Path(dir_okay=False), default=None,
-                  help="write the seed-000 profile tables (HostCopy and GPUDirect) as text")
+                  help="write the profile tables (HostCopy and GPUDirect: time per category and operation, per process) as text")
     def compare(trace, machine, mapping, coll_algos, network_scale, assume_buffers, buffers, window, no_progress,
                 gpus_per_node, mixed, gpudirect_min_bytes, gpudirect_collectives_only, staged, no_sensitivity,
                 attribution, no_class_gains, whatif_gpn, json_out, report, timeline, profile_out):
@@ -310,6 +319,7 @@ def register(group: click.Group) -> None:
         message size and call site, p2p vs collective share, POP metrics, profiles."""
         from .compare import compare as do_compare
         from .metrics import profile_text
+        _needs_plot(report=report)
         try:
             with _Status(not no_progress, "simulating") as st:
                 res = do_compare(trace, machine, mixed=mixed, gpudirect_min_bytes=gpudirect_min_bytes,
@@ -349,15 +359,17 @@ def register(group: click.Group) -> None:
     @common_sim_options
     @click.option("--gpus-per-node", "gpn", default="1,2,4,6", show_default=True, callback=_gpn_list,
                   help="comma-separated GPUs (ranks) per node")
-    @click.option("--scale-nic-with-gpus", is_flag=True, help="NIC/network bandwidth grows linearly with GPUs per node (Fig. 7)")
+    @click.option("--scale-nic-with-gpus", is_flag=True, help="NIC/network bandwidth grows linearly with GPUs per node")
     @click.option("--modes", default="hostcopy,gpudirect", show_default=True, help="comma-separated modes")
     @click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None)
     @click.option("--report", type=click.Path(dir_okay=False), default=None, help="self-contained HTML report")
-    @click.option("--plot", type=click.Path(dir_okay=False), default=None, help="write the Fig. 7 style plot (PNG)")
+    @click.option("--plot", type=click.Path(dir_okay=False), default=None,
+                  help="plot computation + communication per GPUs-per-node configuration (PNG)")
     def whatif(trace, machine, mapping, coll_algos, network_scale, assume_buffers, buffers, window, no_progress, gpn,
                scale_nic_with_gpus, modes, json_out, report, plot):
         """Communication time of TRACE per GPUs-per-node configuration, HostCopy and GPUDirect."""
         from .whatif import whatif as do_whatif
+        _needs_plot(report=report, plot=plot)
         ms = [m.strip() for m in modes.split(",") if m.strip()]
         for m in ms:
             if m not in MODES:
@@ -427,10 +439,10 @@ def register(group: click.Group) -> None:
     @click.option("--mode", type=click.Choice(MODES), default="as-traced", show_default=True)
     @click.option("--gpus-per-node", type=click.IntRange(1), default=None)
     @click.option("--timeline", type=click.Path(dir_okay=False), default=None, help="also write the Perfetto timeline")
-    @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="write the tables as text (seed 000 layout)")
+    @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="write the tables as text (one space-separated line per row)")
     def profile(trace, machine, mapping, coll_algos, network_scale, assume_buffers, buffers, window, no_progress, mode,
                 gpus_per_node, timeline, output):
-        """Profile table (seed 000 layout: Category, Operation, Avg_Total_Time, Avg_Min_Time, Avg_Max_Time,
+        """Profile table (Category, Operation, Avg_Total_Time, Avg_Min_Time, Avg_Max_Time,
         Instances_per_Process, ms) and POP efficiencies of one simulated run of TRACE."""
         from ..sim import simulate
         from ._common import load_trace
@@ -477,6 +489,7 @@ def register(group: click.Group) -> None:
     def sweep(sweep_file, output, scheduler, workers, threads, retry_errors, plot_dir, no_progress):
         """Run a parameter sweep (traces x machines x modes x GPUs/node x parameters) on Dask; resumable."""
         from .sweep import SweepError, run_sweep
+        _needs_plot(plot=plot_dir)
         try:
             r = run_sweep(sweep_file, output, scheduler=scheduler, workers=workers, processes=not threads,
                           progress=not no_progress, retry_errors=retry_errors)
@@ -496,9 +509,10 @@ def register(group: click.Group) -> None:
     @click.option("-o", "--output", "outdir", required=True, type=click.Path(file_okay=False), help="directory for the figures")
     @click.option("--no-html", is_flag=True, help="PNG files only (no index.html)")
     def sweep_plot_cmd(results, outdir, no_html):
-        """Draw a sweep's figures: speedup per configuration (Figs 5/6), computation vs communication
-        (Fig 4), time per GPUs-per-node (Fig 7); plus index.html with all of them."""
+        """Draw a sweep's figures: GPUDirect speedup per configuration, computation vs communication,
+        time per GPUs-per-node; plus index.html with all of them."""
         from .sweep_plot import sweep_plot
+        _needs_plot(**{"sweep-plot": True})
         try:
             files = sweep_plot(results, outdir, html=not no_html)
         except (ValueError, OSError) as e:

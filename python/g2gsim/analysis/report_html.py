@@ -167,13 +167,13 @@ def compare_report(res: dict, whatif_res: dict | None = None, mapping_res: dict 
     r.figure(plots.comm_compute_bars(cols, [res["summary"][c]["comm_s"] for c in cols],
                                      [res["summary"][c]["compute_s"] for c in cols],
                                      title="Computation vs communication per configuration"),
-             "Fig. 4 style: time per rank split into computation and communication.")
+             "Time per rank split into computation and communication.")
     others = [c for c in cols if c != "hostcopy"]
     r.figure(plots.speedup_bars(others, {"speedup": [res["speedup"][c] for c in others]},
                                 title="Communication speedup over HostCopy"),
-             "Fig. 5 style: HostCopy communication time / the configuration's.")
+             "Communication speedup: HostCopy communication time / the configuration's.")
 
-    r.h2("Run time (Observation 2)")
+    r.h2("Run time")
     rows = [["HostCopy run time", fmt_s(rt["hostcopy_s"])], ["GPUDirect run time", fmt_s(rt["gpudirect_s"])],
             ["change (simulated)", fmt_pct(rt["simulated_change"], True)],
             ["communication share under HostCopy", fmt_pct(rt["comm_share_hostcopy"])],
@@ -192,7 +192,7 @@ def compare_report(res: dict, whatif_res: dict | None = None, mapping_res: dict 
                                    [res["by_op"][o]["time_s"]["gpudirect"] for o in ops], title="Time per operation"),
                  "Average time per rank in each MPI operation (and explicit copies).")
 
-    r.h2("By message size (Observation 3)")
+    r.h2("By message size")
     bc = res["by_class"]
     rows = []
     for c, d in bc.items():
@@ -238,7 +238,7 @@ def compare_report(res: dict, whatif_res: dict | None = None, mapping_res: dict 
     r.table(["metric", *cols], [[lab, *[fmt_pct(res["pop"][c][k]) for c in cols]] for k, lab in keys])
     r.p(f"GPUDirect / HostCopy communication efficiency: {fmt_x(res['pop_comm_efficiency_gain'])}", cls="meta")
 
-    r.h2("Profiles (seed 000 layout, ms)")
+    r.h2("Profiles (average time per process, ms)")
     for mode in ("hostcopy", "gpudirect"):
         for t in res["profiles"][mode]:
             r.h3(f"{mode}: {t['title']}")
@@ -262,7 +262,7 @@ def compare_report(res: dict, whatif_res: dict | None = None, mapping_res: dict 
 
 def whatif_section(r: HtmlReport, w: dict):
     from . import plots
-    r.h2("GPUs per node (Observations 4 and 5)")
+    r.h2("GPUs per node")
     r.p(f"{w['nranks']} ranks; machine default {w['machine_gpus_per_node']} GPUs/node; NIC bandwidth "
         f"{'scaled with GPUs per node' if w['scale_nic_with_gpus'] else 'as the machine has it'}.", cls="meta")
     rows = []
@@ -273,12 +273,12 @@ def whatif_section(r: HtmlReport, w: dict):
             rows.append([x["gpus_per_node"], x["mode"], x["nodes"], f"{x['network_scale']:.2f}", fmt_s(x["comm_s"]),
                          fmt_s(x["runtime_s"]), fmt_pct(x.get("comm_change_vs_first"), True)])
     r.table(["GPUs/node", "mode", "nodes", "network scale", "communication", "run time", "comm. vs first"], rows)
-    r.figure(plots.gpn_time_bars(w["rows"], w["modes"]), "Fig. 7 style: computation + communication per rank.")
+    r.figure(plots.gpn_time_bars(w["rows"], w["modes"]), "Computation + communication per rank for each GPUs-per-node configuration.")
 
 
 def mapping_section(r: HtmlReport, m: dict):
     from . import plots
-    r.h2("Rank mapping (Observation 5)")
+    r.h2("Rank mapping")
     rows = [[x["mapping"], fmt_bytes(x["inter_node_bytes"]), fmt_pct(x["inter_node_share"]), fmt_s(x["comm_s"]),
              fmt_s(x["runtime_s"])] for x in m["rows"]]
     r.table(["mapping", "inter-node bytes", "share", "communication", "run time"], rows)

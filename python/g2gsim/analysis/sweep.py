@@ -26,7 +26,8 @@ from typing import Any
 from .. import machines
 from ..vocab import MODES
 
-SPEC_KEYS = {"machines", "machine", "modes", "gpus_per_node", "traces", "generate", "parameters", "options", "name"}
+SPEC_KEYS = {"machines", "machine", "modes", "gpus_per_node", "traces", "generate", "parameters", "options", "name",
+             "set"}
 PARAM_KEYS = {"network_scale", "gpudirect_min_bytes", "gpudirect_collectives_only", "mapping", "coll_algos",
               "staged_as_device", "scale_nic_with_gpus", "assume_buffers", "buffers", "window"}
 RESULT_COLUMNS = ["total_time_s", "comm_time_s", "compute_time_s", "copy_time_s", "mpi_s", "memcpy_s", "comm_s",
@@ -57,10 +58,24 @@ class Sweep:
     gpus_per_node: list[int | None]
     parameters: dict[str, list]
     options: dict[str, Any] = field(default_factory=dict)
+    # [sweep.set]: machine-file key -> values (as --set KEY=VALUE); every combination on every machine
+    machine_sets: dict[str, list] = field(default_factory=dict)
 
 
 def _as_list(v) -> list:
     return list(v) if isinstance(v, (list, tuple)) else [v]
+
+
+def _flatten_keys(d: dict, prefix: str = "") -> dict[str, list]:
+    """[sweep.set] with dotted (node.nic.bw = [...]) or quoted ("node.nic.bw" = [...]) keys."""
+    out: dict[str, list] = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(_flatten_keys(v, key + "."))
+        else:
+            out[key] = _as_list(v)
+    return out
 
 
 # the type each key of a sweep file takes: checked before anything is read from it
@@ -74,6 +89,7 @@ _KEY_TYPES = {
     "gpus_per_node": ((int, str, list), "an integer, \"default\" or a list of them"),
     "parameters": ((dict,), "a table of parameter = [values]"),
     "options": ((dict,), "a table of parameter = value"),
+    "set": ((dict,), "a table of machine-file key = [values]"),
 }
 
 
@@ -153,8 +169,34 @@ def load_sweep(path: str | Path) -> Sweep:
     for k in list(params) + list(opts):
         if k not in PARAM_KEYS:
             raise SweepError(f"{p}: unknown simulation parameter {k!r}; known: {', '.join(sorted(PARAM_KEYS))}")
+    msets = _flatten_keys(spec.get("set") or {})
+    for k, vals in msets.items():
+        if not vals:
+            raise SweepError(f"{p}: set: {k} has no values")
+        for m in ms:
+            for v in vals:
+                try:
+                    machines.with_sets(m, {k: v})
+                except machines.MachineError as e:
+                    raise SweepError(f"{p}: set: machine {m}: {e}") from None
     return Sweep(path=p, name=str(spec.get("name", p.stem)), traces=traces, machines=ms, modes=modes,
-                 gpus_per_node=gpn, parameters=params, options=opts)
+                 gpus_per_node=gpn, parameters=params, options=opts, machine_sets=msets)
+
+
+def machine_variants(sw: Sweep) -> list[tuple[str, tuple[str, ...], dict[str, Any]]]:
+    """(machine, its --set settings, {key: value}) for every machine x [sweep.set] combination."""
+    skeys = sorted(sw.machine_sets)
+    out = []
+    for m in sw.machines:
+        for combo in itertools.product(*(sw.machine_sets[k] for k in skeys)):
+            vals = dict(zip(skeys, combo))
+            out.append((m, tuple(f"{k}={machines._format_value(v)}" for k, v in vals.items()), vals))
+    return out
+
+
+def point_machine(point: dict):
+    """The machine of a point: its name or file, with the point's [sweep.set] settings."""
+    return machines.with_sets(point["machine"], point.get("machine_set") or ())
 
 
 def _expand_generate(p: Path, g: dict) -> list[TraceSpec]:
@@ -248,17 +290,28 @@ def expand_points(sw: Sweep, work: Path) -> list[dict]:
         hash_cache = {}
     traces = _materialise_traces(sw, work, hash_cache)
     hc_file.write_text(json.dumps(hash_cache))
-    mhash = {m: _sha(machines.resolve(m)[0].encode()) for m in sw.machines}
-    mgpn = {m: int(machines.check(m, nodes=1)["gpus_per_node"]) for m in sw.machines}
+    variants = machine_variants(sw)
+    mhash, mgpn = {}, {}
+    for m, sets, _ in variants:
+        try:
+            spec = machines.with_sets(m, sets)
+            mhash[m, sets] = _sha(machines.resolve(spec)[0].encode())
+            mgpn[m, sets] = int(machines.check(spec, nodes=1)["gpus_per_node"])
+        except machines.MachineError as e:
+            raise SweepError(f"{sw.path}: machine {m}: {e}") from None
     pkeys = sorted(sw.parameters)
     pts = []
-    for (t, path, th), m, mode, gpn in itertools.product(traces, sw.machines, sw.modes, sw.gpus_per_node):
+    for (t, path, th), (m, sets, svals), mode, gpn in itertools.product(traces, variants, sw.modes,
+                                                                        sw.gpus_per_node):
         for combo in itertools.product(*(sw.parameters[k] for k in pkeys)):
             params = {**sw.options, **dict(zip(pkeys, combo))}
             gen = t.generate or {}
             pt = {"trace": t.label, "trace_path": str(path), "trace_hash": th, "workload": gen.get("workload"),
-                  "ranks": gen.get("ranks"), "machine": m, "machine_hash": mhash[m], "machine_gpus_per_node": mgpn[m],
-                  "mode": mode, "gpus_per_node": gpn, "params": params}
+                  "ranks": gen.get("ranks"), "machine": m, "machine_hash": mhash[m, sets],
+                  "machine_gpus_per_node": mgpn[m, sets], "mode": mode, "gpus_per_node": gpn, "params": params}
+            if sets:
+                pt["machine_set"] = list(sets)
+                pt["machine_set_values"] = svals
             pt["key"] = point_key(pt)
             pts.append(pt)
     seen = set()
@@ -293,7 +346,7 @@ def run_point(point: dict) -> dict:
            "worker_pid": os.getpid(), "error": None}
     t0 = time.perf_counter()
     try:
-        rep = simulate(point["trace_path"], point["machine"], mode=point["mode"], gpus_per_node=gpn,
+        rep = simulate(point["trace_path"], point_machine(point), mode=point["mode"], gpus_per_node=gpn,
                        assume_buffers=assume, per_rank=True, **params)
         s = summary(rep)
         row.update({k: rep[k] for k in ("total_time_s", "comm_time_s", "compute_time_s", "copy_time_s")})
@@ -311,6 +364,8 @@ def _row(point: dict, res: dict, run_id: str) -> dict:
     r = {k: point[k] for k in ("key", "trace", "workload", "ranks", "machine", "mode", "gpus_per_node",
                                "trace_hash", "machine_hash", "trace_path")}
     for k, v in point["params"].items():
+        r[k] = v if not isinstance(v, (list, dict)) else json.dumps(v)
+    for k, v in (point.get("machine_set_values") or {}).items():     # one column per [sweep.set] key
         r[k] = v if not isinstance(v, (list, dict)) else json.dumps(v)
     r.update(res)
     r.setdefault("run_id", run_id)
@@ -412,6 +467,8 @@ class SweepResult:
 
 @contextlib.contextmanager
 def _client(scheduler: str | None, workers: int | None, processes: bool):
+    from .._extras import require
+    require("dask.distributed", "sweep", "running a parameter sweep")
     from dask.distributed import Client, LocalCluster
     if scheduler:
         c = Client(scheduler)

@@ -73,24 +73,24 @@ def _register(name: str, description: str, params_cls: type, build, min_ranks: i
     GENERATORS[name] = Generator(name, description, params_cls, build, min_ranks)
 
 
-_register("pingpong", "ping-pong between rank pairs: blocking Send/Recv, a list of sizes (seed 001)",
+_register("pingpong", "ping-pong between rank pairs: blocking Send/Recv, a list of sizes (the CUDA-aware MPI blog's benchmark)",
           micro.PingPongParams, micro.build_pingpong, 2)
-_register("pingping", "ping-ping: both ranks of a pair Isend+Irecv at once, then Waitall (seed 001)",
+_register("pingping", "ping-ping: both ranks of a pair Isend+Irecv at once, then Waitall (the CUDA-aware MPI blog's benchmark)",
           micro.PingPingParams, micro.build_pingping, 2)
 _register("jacobi2d", "2D Jacobi, 4-neighbour halo of doubles, optional compute/comm overlap, "
-          "residual Allreduce (seed 004)", stencil.JacobiParams, stencil.build_jacobi)
-_register("diffusion2d", "2D diffusion stencil, 128 x 131072 in row slabs, Irecv/Isend halo (seed 003)",
+          "residual Allreduce (NVIDIA multi-GPU programming models)", stencil.JacobiParams, stencil.build_jacobi)
+_register("diffusion2d", "2D diffusion stencil, 128 x 131072 in row slabs, Irecv/Isend halo (the CSCS diffusion exercise)",
           stencil.DiffusionParams, stencil.build_diffusion)
-_register("matmul", "matrix multiply: Bcast A, Scatter B column blocks, kernel, Gather C (seed 000)",
+_register("matmul", "matrix multiply: Bcast A, Scatter B column blocks, kernel, Gather C (the Leonardo GPU-aware MPI study)",
           matmul.MatmulParams, matmul.build_matmul)
 _register("amgx", "AmgX proxy: V-cycle halo exchanges with 4 neighbours, 650 B-650 KB, Allreduce-heavy, "
-          "~5% communication (paper)", proxies.AmgxParams, proxies.build_amgx)
+          "~5% communication (as Khetawat et al. traced it)", proxies.AmgxParams, proxies.build_amgx)
 _register("lulesh", "LULESH proxy: 26-neighbour 3D halo, 24 B to 1 MB, dt Allreduce, ~30% "
-          "communication (paper)", proxies.LuleshParams, proxies.build_lulesh)
+          "communication (as Khetawat et al. traced it)", proxies.LuleshParams, proxies.build_lulesh)
 _register("minisweep", "Minisweep proxy: KBA wavefront sweeps on a 2D grid, 4 and 8 MiB faces, "
-          "communication-bound (paper)", proxies.MinisweepParams, proxies.build_minisweep)
+          "communication-bound (as Khetawat et al. traced it)", proxies.MinisweepParams, proxies.build_minisweep)
 _register("sw4lite", "SW4lite proxy: Sendrecv halo, half the messages ~64 KB, half ~12 MB, ~40% "
-          "communication (paper)", proxies.Sw4liteParams, proxies.build_sw4lite)
+          "communication (as Khetawat et al. traced it)", proxies.Sw4liteParams, proxies.build_sw4lite)
 _register("halo3d", "synthetic halo exchange on a periodic 3D (or --ndims 2) grid, vectorised for "
           "1M ranks", synthetic.Halo3dParams, synthetic.build_halo)
 _register("halo2d", "synthetic halo exchange on a periodic 2D grid (halo3d with ndims=2)",

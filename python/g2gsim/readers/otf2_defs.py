@@ -18,7 +18,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import _otf2
+from .._extras import require
+
+_otf2 = require("_otf2", "otf2", "reading OTF2 traces")
 
 from ..trace import MEM_SPACES, Comm, TraceError
 

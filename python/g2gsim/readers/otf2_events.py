@@ -26,9 +26,12 @@ import time
 from collections import defaultdict, deque
 from ctypes import c_int, c_int64, c_uint8, c_uint32, c_uint64, c_void_p
 
-import _otf2
 import numpy as np
-from _otf2.Config import conf
+
+from .._extras import require
+
+_otf2 = require("_otf2", "otf2", "reading OTF2 traces")
+from _otf2.Config import conf  # noqa: E402
 
 from ..trace import ALL_OPS, COLLECTIVES, COPY_KINDS, TraceError
 from ..vocab import SEND_ONLY_OPS, TEST_OPS, WAIT_OPS

@@ -17,8 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import _otf2
-import otf2
+from .._extras import require
+
+_otf2 = require("_otf2", "otf2", "writing OTF2 archives")
+import otf2  # noqa: E402
 from otf2.definitions import Location
 from otf2.enums import (
     CollectiveOp,
