@@ -44,6 +44,7 @@ import numpy as np
 
 from .. import machines
 from ..units import parse_bandwidth, parse_duration_s, parse_size
+from . import percall
 from .micro import KiB, MiB, P2PParams, Series, closed_form, copy_time, load_raw, series_from_raw, simulate_series
 
 LARGE_FROM = 1 * MiB           # "large-message regime" of the host bandwidth fit
@@ -114,6 +115,10 @@ class FitResult:
             **({"node.host.shm_rank_bw": fmt_bw(p.shm_rank_bw)} if p.shm_rank_bw else {}),
             **({"node.host.shm_rank_out_bw": fmt_bw(p.shm_rank_out_bw)} if p.shm_rank_out_bw else {}),
             "mpi.call_overhead": fmt_dur(p.call_overhead),
+            **({"mpi.wait_overhead": fmt_dur(p.wait_overhead)} if p.wait_overhead is not None else {}),
+            **({"mpi.device_call_overhead": fmt_dur(p.device_call_overhead)} if p.device_call_overhead else {}),
+            **({"mpi.blocking_send_overhead": fmt_dur(p.blocking_send_overhead)} if p.blocking_send_overhead else {}),
+            **({"mpi.gap": fmt_dur(p.gap)} if p.gap else {}),
             "mpi.eager_limit": fmt_size(p.eager_limit), "mpi.send_overhead": fmt_dur(p.send_overhead),
             "mpi.recv_overhead": fmt_dur(p.recv_overhead), "gpu.copy_delay": fmt_dur(p.copy_delay),
             "gpu.gpudirect_delay": fmt_dur(p.gpudirect_delay),
@@ -163,6 +168,10 @@ def base_params(base: dict) -> P2PParams:
         nvlink_kind=nv.get("kind", "all-to-all" if nv else "none"),
         gpudirect_eager=bool(mpi.get("gpudirect_eager", False)),
         call_overhead=parse_dur(mpi.get("call_overhead", "0ns")),
+        device_call_overhead=parse_dur(mpi.get("device_call_overhead", "0ns")),
+        wait_overhead=parse_dur(mpi["wait_overhead"]) if "wait_overhead" in mpi else None,
+        blocking_send_overhead=parse_dur(mpi.get("blocking_send_overhead", "0ns")),
+        gap=parse_dur(mpi.get("gap", "0ns")),
         shm_rank_bw=parse_bw(host["shm_rank_bw"]) if "shm_rank_bw" in host else None,
         shm_rank_out_bw=parse_bw(host["shm_rank_out_bw"]) if "shm_rank_out_bw" in host else None,
         factors=_factors_from_toml([e for e in mpi.get("factors", [])
@@ -407,7 +416,7 @@ def fit_bins(x, T, mode: str, p: P2PParams, tol: float = 0.03, T_blk=None) -> tu
 
 def fit(raw, base: str | Path = "h200x4", host_bw_from: str = "pingpong", large_from: int = LARGE_FROM,
         collectives: bool = True, workdir=None, factors: bool = True, tol: float = BIN_TOL,
-        ring: bool = False, coll_bins: bool = False, engines: bool = True) -> FitResult:
+        ring: bool = False, coll_bins: bool = False, engines: bool = True, bins: bool = False) -> FitResult:
     """Fits the machine parameters to the raw measurements; see the module docstring."""
     raw = load_raw(raw)
     series = series_from_raw(raw)
@@ -519,8 +528,22 @@ def fit(raw, base: str | Path = "h200x4", host_bw_from: str = "pingpong", large_
         notes.append("no device-buffer measurements (MPI not CUDA-aware?): NVLink and gpudirect_delay kept "
                      "from the base file")
 
-    # 6. size bins ([[mpi.factors]]) per path, from the one-way times of each mode's curves
-    if factors:
+    # 6. per-call costs and protocol regimes, jointly over the series (default; percall.py), or
+    #    size bins ([[mpi.factors]]) per path from each mode's curves (``bins``: opt-in)
+    if factors and not bins:
+        pc = percall.fit_per_call(series, p)
+        if pc is None:
+            notes.append("no two-rank point-to-point series: per-call costs kept from the base file")
+        else:
+            percall.apply(pc, p)
+            det["per_call"] = percall.details(pc)
+            for k, why in pc.fixed.items():
+                notes.append(f"{dict((a, b) for a, b, _ in percall.PARAMS)[k]}: not fitted ({why}); base value kept")
+            for k, sup in pc.support.items():
+                if len(sup) == 1 and k not in pc.fixed:
+                    notes.append(f"{dict((a, b) for a, b, _ in percall.PARAMS)[k]}: supported by one series only "
+                                 f"({next(iter(sup))})")
+    if factors and bins:
         p.factors = {}
         det["factors"] = {}
         for mode, path in (("host", "host"), ("staged", "hostcopy"), ("device", "gpudirect-p2p")):
@@ -880,7 +903,11 @@ def to_toml(res: FitResult, name: str = "h200x4-calibrated", raw_path: str | Non
            f"({size_label(nk['size'])})" if nk else "  # base")
     c(f"kind = {_toml_value(p.nvlink_kind)}" + why)
     dv = d.get("device")
-    c(f"bw = {_toml_value(fmt_bw(p.nvlink_bw))}" + ("           # fitted: device ping-pong + ping-ping >= 32 KiB, slope" if dv else "  # base"))
+    if d.get("per_call") and "inv" in d["per_call"]["support"]:
+        c(f"bw = {_toml_value(fmt_bw(p.nvlink_bw))}  # " + percall.support_text(d["per_call"], "inv"))
+    else:
+        c(f"bw = {_toml_value(fmt_bw(p.nvlink_bw))}"
+          + ("           # fitted: device ping-pong + ping-ping >= 32 KiB, slope" if dv else "  # base"))
     c(f"latency = {_toml_value(fmt_dur(p.nvlink_latency))}" + "       # base (folded into gpu.gpudirect_delay)")
     c("")
     c("[node.host]")
@@ -888,8 +915,9 @@ def to_toml(res: FitResult, name: str = "h200x4-calibrated", raw_path: str | Non
     if sb and p.shm_rank_bw:
         r2 = sb.get("two_pairs_ratio")
         rf = sb.get("fan_out_ratio")
-        c(f"shm_rank_bw = {_toml_value(fmt_bw(p.shm_rank_bw))}"
-          + f"   # fitted: {sb['from']} >= {size_label(sb['sizes_from'])}, slope"
+        rate_why = (percall.support_text(d["per_call"], "ir") + ", the rendezvous regime's rate"
+                    if d.get("per_call") else f"fitted: {sb['from']} >= {size_label(sb['sizes_from'])}, slope")
+        c(f"shm_rank_bw = {_toml_value(fmt_bw(p.shm_rank_bw))}   # {rate_why}"
           + " (each rank's own copy: ping-ping takes one ping-pong)")
         if p.shm_rank_out_bw:
             c(f"shm_rank_out_bw = {_toml_value(fmt_bw(p.shm_rank_out_bw))}"
@@ -899,11 +927,18 @@ def to_toml(res: FitResult, name: str = "h200x4-calibrated", raw_path: str | Non
              else "  # 4 x shm_rank_bw (no two-pairs data)"))
     elif sb:
         c(f"shm_bw = {_toml_value(fmt_bw(p.shm_bw))}"
-          + f"  # fitted: {sb['from']} >= {size_label(sb['sizes_from'])}, slope; ping-ping takes "
+          + (f"  # {percall.support_text(d['per_call'], 'ir')}" if d.get("per_call")
+             else f"  # fitted: {sb['from']} >= {size_label(sb['sizes_from'])}, slope")
+          + "; ping-ping takes "
           + f"{sb['pingping_ratio']:.2f} x: one link shared by the node")
     else:
         c(f"shm_bw = {_toml_value(fmt_bw(p.shm_bw))}" + "  # base")
-    c(f"shm_latency = {_toml_value(fmt_dur(p.shm_latency))}" + "  # fitted: " + (d.get("eager", {}).get("why", "1/10 of the small-message latency")))
+    if d.get("per_call"):
+        c(f"shm_latency = {_toml_value(fmt_dur(p.shm_latency))}  # "
+          + percall.support_text(d["per_call"], "L") + " (a rendezvous adds two)")
+    else:
+        c(f"shm_latency = {_toml_value(fmt_dur(p.shm_latency))}" + "  # fitted: "
+          + (d.get("eager", {}).get("why", "1/10 of the small-message latency")))
     c("")
     for sect in ("nic",):
         t = base.get("node", {}).get(sect)
@@ -920,19 +955,63 @@ def to_toml(res: FitResult, name: str = "h200x4-calibrated", raw_path: str | Non
         c("")
     c("[mpi]")
     hl = d.get("host_latency", {})
-    c(f"eager_limit = {_toml_value(fmt_size(p.eager_limit))}" + "  # fitted: break of the host ping-pong curve")
-    c(f"send_overhead = {_toml_value(fmt_dur(p.send_overhead))}"
-      + (f"  # fitted: host ping-pong <= 1 KiB, {hl.get('small_message_s', 0) * 1e6:.3f} us one way, "
-         "minus shm_latency, halved" if hl else ""))
-    c(f"recv_overhead = {_toml_value(fmt_dur(p.recv_overhead))}")
-    c(f"call_overhead = {_toml_value(fmt_dur(p.call_overhead))}"
-      + (f"  # fitted: host ping-pong one way {hl.get('pingpong_small_s', 0) * 1e6:.3f} us = c + X, "
-         f"ping-ping {(hl.get('pingping_small_s') or 0) * 1e6:.3f} us = 2c + max(c, X) (<= 1 KiB)" if hl else ""))
+    pc = d.get("per_call")
+    if pc:
+        c("# per-call costs and protocol switches: one joint least-squares fit over "
+          + ", ".join(pc["series"]) + " (calibrate/percall.py); each value says which series carry it")
+
+        def why(key: str) -> str:
+            return "  # " + percall.support_text(pc, key)
+
+        c(f"eager_limit = {_toml_value(fmt_size(p.eager_limit))}"
+          + "  # fitted: the host eager/rendezvous switch of least joint error")
+        c(f"send_overhead = {_toml_value(fmt_dur(p.send_overhead))}" + why("o") + " (o_s + o_r, halved)")
+        c(f"recv_overhead = {_toml_value(fmt_dur(p.recv_overhead))}")
+        c(f"call_overhead = {_toml_value(fmt_dur(p.call_overhead))}" + why("c"))
+        c(f"wait_overhead = {_toml_value(fmt_dur(p.wait_call))}" + why("w"))
+        c(f"device_call_overhead = {_toml_value(fmt_dur(p.device_call_overhead))}" + why("d"))
+        c(f"blocking_send_overhead = {_toml_value(fmt_dur(p.blocking_send_overhead))}" + why("b"))
+        if p.gap:
+            c(f"gap = {_toml_value(fmt_dur(p.gap))}  # " + (d.get("gap") or {}).get("why", "base"))
+    else:
+        c(f"eager_limit = {_toml_value(fmt_size(p.eager_limit))}" + "  # fitted: break of the host ping-pong curve")
+        c(f"send_overhead = {_toml_value(fmt_dur(p.send_overhead))}"
+          + (f"  # fitted: host ping-pong <= 1 KiB, {hl.get('small_message_s', 0) * 1e6:.3f} us one way, "
+             "minus shm_latency, halved" if hl else ""))
+        c(f"recv_overhead = {_toml_value(fmt_dur(p.recv_overhead))}")
+        c(f"call_overhead = {_toml_value(fmt_dur(p.call_overhead))}"
+          + (f"  # fitted: host ping-pong one way {hl.get('pingpong_small_s', 0) * 1e6:.3f} us = c + X, "
+             f"ping-ping {(hl.get('pingping_small_s') or 0) * 1e6:.3f} us = 2c + max(c, X) (<= 1 KiB)" if hl else ""))
+        for key, val in (("wait_overhead", p.wait_overhead), ("device_call_overhead", p.device_call_overhead),
+                         ("blocking_send_overhead", p.blocking_send_overhead), ("gap", p.gap)):
+            if val:
+                c(f"{key} = {_toml_value(fmt_dur(val))}  # base")
     for k, v in base.get("mpi", {}).items():
-        if k not in ("eager_limit", "send_overhead", "recv_overhead", "call_overhead", "factors"):
+        if k not in ("eager_limit", "send_overhead", "recv_overhead", "call_overhead", "factors", "wait_overhead",
+                     "device_call_overhead", "blocking_send_overhead", "gap"):
             c(f"{k} = {_toml_value(v)}  # base")
     fd = d.get("factors") or {}
-    for path, bins in p.factors.items():
+    for path, bins in (p.factors.items() if pc else ()):
+        c("")
+        if path == "hostcopy":
+            c("# staged host messages (their buffers written by the DMA copies): their own rate and delay, fitted "
+              f"jointly (rate: {percall.support_text(pc, 'ih')}; delay: {percall.support_text(pc, 'hd')})")
+        elif path == "host":
+            c("# the host protocol regimes: eager (up to mpi.eager_limit) and rendezvous, each its own rate, fitted "
+              f"jointly (eager: {percall.support_text(pc, 'ie')}; rendezvous: {percall.support_text(pc, 'ir')})")
+        else:
+            c(f"# device blocking sends up to the device protocol switch pay an extra ({percall.support_text(pc, 'bd')})")
+        for b in bins:
+            c("[[mpi.factors]]")
+            c(f"path = {_toml_value(path)}")
+            if math.isfinite(b["max_bytes"]):
+                c(f"max_bytes = {_toml_value(fmt_size(int(b['max_bytes'])))}")
+            c(f"bw_factor = {float(_sig(b['bw_factor'], 4))!r}")
+            if b.get("delay", 0.0) > 0:
+                c(f"delay = {_toml_value(fmt_dur(b['delay']))}")
+            if b.get("blocking_send_overhead", 0.0) > 0:
+                c(f"blocking_send_overhead = {_toml_value(fmt_dur(b['blocking_send_overhead']))}")
+    for path, bins in (() if pc else p.factors.items()):
         info = fd.get(path, {})
         c("")
         c(f"# size bins of path {path!r}: lines fitted on "
@@ -1018,8 +1097,12 @@ def to_toml(res: FitResult, name: str = "h200x4-calibrated", raw_path: str | Non
     c("")
     c("[gpu]")
     c(f"copy_delay = {_toml_value(fmt_dur(p.copy_delay))}" + ("  # fitted: cudaMemcpy pinned intercept minus pcie.latency" if cp else "  # base"))
-    c(f"gpudirect_delay = {_toml_value(fmt_dur(p.gpudirect_delay))}"
-      + ("  # fitted: device intercept minus overheads, 2 x shm_latency, NVLink latency" if dv else "  # base"))
+    if d.get("per_call") and "G" in d["per_call"]["support"]:
+        c(f"gpudirect_delay = {_toml_value(fmt_dur(p.gpudirect_delay))}  # "
+          + percall.support_text(d["per_call"], "G"))
+    else:
+        c(f"gpudirect_delay = {_toml_value(fmt_dur(p.gpudirect_delay))}"
+          + ("  # fitted: device intercept minus overheads, 2 x shm_latency, NVLink latency" if dv else "  # base"))
     ce = d.get("copy_engines")
     if p.copy_engines:
         c(f"copy_engines = {p.copy_engines}  # fitted: least error on "

@@ -64,14 +64,15 @@ def _spread(raw_entry_series) -> float | None:
 
 
 def leave_one_out(raw, base: str = "h200x4", collectives: bool = False, workdir=None, progress=None,
-                  only: list[str] | None = None) -> list[dict]:
+                  only: list[str] | None = None, bins: bool = False) -> list[dict]:
     """One row per series: measured, fit-set and held-out predictions and their errors.
 
-    The fits are those of ``g2gsim calibrate fit`` without the collective algorithm search and the
-    collective bins (they only change collectives; with ``collectives=True`` both are on and the
-    collective series are left out in turn too: slower)."""
+    The fits are those of ``g2gsim calibrate fit`` (the joint per-call fit; ``bins``: size bins per
+    path, as ``--bins``) without the collective algorithm search (it only changes collectives; with
+    ``collectives=True`` it is on, with ``bins`` the collective bins too, and the collective series
+    are left out in turn: slower)."""
     raw = load_raw(raw)
-    opts = dict(collectives=collectives, coll_bins=collectives)
+    opts = dict(collectives=collectives, coll_bins=collectives and bins, bins=bins)
     full = fit(raw, base=base, workdir=workdir, **opts)
     ents = entries(raw, collectives)
     if only:
