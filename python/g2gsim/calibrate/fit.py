@@ -445,6 +445,14 @@ def fit(raw, base: str | Path = "h200x4", host_bw_from: str = "pingpong", large_
                        "copy_delay_spread_s": [max(0.0, float(lat.min())), max(0.0, float(lat.max()))]}
     else:
         notes.append("no cudaMemcpy measurements: copy_delay and pcie.bw kept from the base file")
+    # pageable copies: their own line, reported only (a trace does not say whether a copy's host
+    # buffer is pageable, so no machine key could be used by the replay: docs/calibration.md)
+    pg = {s.mode: _line_fit(s.sizes, s.t) for s in series if s.kind == "memcpy" and s.op == "pageable"}
+    if pg:
+        det["pageable"] = {k: {"intercept_s": a, "bw": (1 / sl) if sl > 0 else None} for k, (a, sl) in pg.items()}
+        notes.append("pageable cudaMemcpy (reported, not written: traces do not mark pageable buffers): "
+                     + ", ".join(f"{k} {fmt_dur(a)} + size / {fmt_bw(1 / sl) if sl > 0 else 'inf'}"
+                                 for k, (a, sl) in pg.items()))
 
     # 2./3. call overhead, host latency and eager limit
     hp = _find(series, "pingpong", "host")
@@ -537,11 +545,12 @@ def fit(raw, base: str | Path = "h200x4", host_bw_from: str = "pingpong", large_
         else:
             percall.apply(pc, p)
             det["per_call"] = percall.details(pc)
+            names = {a: b for a, b, _ in percall.PARAMS}
             for k, why in pc.fixed.items():
-                notes.append(f"{dict((a, b) for a, b, _ in percall.PARAMS)[k]}: not fitted ({why}); base value kept")
+                notes.append(f"{names[k]}: not fitted ({why})" + ("" if k == "w" else "; base value kept"))
             for k, sup in pc.support.items():
                 if len(sup) == 1 and k not in pc.fixed:
-                    notes.append(f"{dict((a, b) for a, b, _ in percall.PARAMS)[k]}: supported by one series only "
+                    notes.append(f"{names[k]}: supported by one series only "
                                  f"({next(iter(sup))})")
     if factors and bins:
         p.factors = {}
@@ -550,14 +559,14 @@ def fit(raw, base: str | Path = "h200x4", host_bw_from: str = "pingpong", large_
             xs, T, T_blk, used = one_way_targets(series, mode, p)
             if xs is None:
                 continue
-            bins, info = fit_bins(xs, T, mode, p, tol=tol, T_blk=T_blk)
-            if path == "gpudirect-p2p" and bins:
+            path_bins, info = fit_bins(xs, T, mode, p, tol=tol, T_blk=T_blk)
+            if path == "gpudirect-p2p" and path_bins:
                 # the smallest bin intercept becomes gpudirect_delay: every bin's delay >= 0
-                lift = min(b_["delay"] for b_ in bins)
+                lift = min(b_["delay"] for b_ in path_bins)
                 p.gpudirect_delay += lift
-                for b_ in bins:
+                for b_ in path_bins:
                     b_["delay"] -= lift
-            p.factors[path] = bins
+            p.factors[path] = path_bins
             det["factors"][path] = {"from": used, "tolerance": tol, "segments": info,
                                     "blocking_send_overhead": "median residual of the blocking ping-pong "
                                     f"({used[0]}) over each bin's nonblocking line ({', '.join(used[1:]) or 'none'})"}
@@ -593,9 +602,14 @@ def fit_copy_engines(series: list[Series], res: FitResult, workdir=None) -> None
     series where one GPU receives from several peers at once (fan-in, all-pairs) can tell the
     count: without them it is left out, with a note."""
     p = res.params
-    multi = [s for s in series if s.mode == "device" and s.kind in MULTI_KINDS and s.scope == "intra"]
+    # on two ranks a multi-peer series has one peer: nothing shares an engine
+    multi = [s for s in series if s.mode == "device" and s.kind in MULTI_KINDS and s.scope == "intra"
+             and s.nranks >= 3]
     if not any(s.kind in ("fan-in", "all-pairs") for s in multi):
-        if multi:
+        if any(s.kind in MULTI_KINDS and s.nranks == 2 for s in series):
+            res.notes.append("copy engines not fitted: the multi-peer series ran on two ranks (one peer each: "
+                             "nothing shares an engine); they join the per-call fit instead")
+        elif multi:
             res.notes.append("copy engines not fitted: no series where one GPU receives from several peers at "
                              "once (measure.py's multipeer section: all-pairs, fan-in)")
         return
@@ -960,17 +974,17 @@ def to_toml(res: FitResult, name: str = "h200x4-calibrated", raw_path: str | Non
         c("# per-call costs and protocol switches: one joint least-squares fit over "
           + ", ".join(pc["series"]) + " (calibrate/percall.py); each value says which series carry it")
 
-        def why(key: str) -> str:
+        def sup(key: str) -> str:
             return "  # " + percall.support_text(pc, key)
 
         c(f"eager_limit = {_toml_value(fmt_size(p.eager_limit))}"
           + "  # fitted: the host eager/rendezvous switch of least joint error")
-        c(f"send_overhead = {_toml_value(fmt_dur(p.send_overhead))}" + why("o") + " (o_s + o_r, halved)")
+        c(f"send_overhead = {_toml_value(fmt_dur(p.send_overhead))}" + sup("o") + " (o_s + o_r, halved)")
         c(f"recv_overhead = {_toml_value(fmt_dur(p.recv_overhead))}")
-        c(f"call_overhead = {_toml_value(fmt_dur(p.call_overhead))}" + why("c"))
-        c(f"wait_overhead = {_toml_value(fmt_dur(p.wait_call))}" + why("w"))
-        c(f"device_call_overhead = {_toml_value(fmt_dur(p.device_call_overhead))}" + why("d"))
-        c(f"blocking_send_overhead = {_toml_value(fmt_dur(p.blocking_send_overhead))}" + why("b"))
+        c(f"call_overhead = {_toml_value(fmt_dur(p.call_overhead))}" + sup("c"))
+        c(f"wait_overhead = {_toml_value(fmt_dur(p.wait_call))}" + sup("w"))
+        c(f"device_call_overhead = {_toml_value(fmt_dur(p.device_call_overhead))}" + sup("d"))
+        c(f"blocking_send_overhead = {_toml_value(fmt_dur(p.blocking_send_overhead))}" + sup("b"))
         if p.gap:
             c(f"gap = {_toml_value(fmt_dur(p.gap))}  # " + (d.get("gap") or {}).get("why", "base"))
     else:
@@ -991,16 +1005,17 @@ def to_toml(res: FitResult, name: str = "h200x4-calibrated", raw_path: str | Non
                      "device_call_overhead", "blocking_send_overhead", "gap"):
             c(f"{k} = {_toml_value(v)}  # base")
     fd = d.get("factors") or {}
+    pcd: dict = pc or {}
     for path, bins in (p.factors.items() if pc else ()):
         c("")
         if path == "hostcopy":
             c("# staged host messages (their buffers written by the DMA copies): their own rate and delay, fitted "
-              f"jointly (rate: {percall.support_text(pc, 'ih')}; delay: {percall.support_text(pc, 'hd')})")
+              f"jointly (rate: {percall.support_text(pcd, 'ih')}; delay: {percall.support_text(pcd, 'hd')})")
         elif path == "host":
             c("# the host protocol regimes: eager (up to mpi.eager_limit) and rendezvous, each its own rate, fitted "
-              f"jointly (eager: {percall.support_text(pc, 'ie')}; rendezvous: {percall.support_text(pc, 'ir')})")
+              f"jointly (eager: {percall.support_text(pcd, 'ie')}; rendezvous: {percall.support_text(pcd, 'ir')})")
         else:
-            c(f"# device blocking sends up to the device protocol switch pay an extra ({percall.support_text(pc, 'bd')})")
+            c(f"# device blocking sends up to the device protocol switch pay an extra ({percall.support_text(pcd, 'bd')})")
         for b in bins:
             c("[[mpi.factors]]")
             c(f"path = {_toml_value(path)}")

@@ -72,8 +72,10 @@ def leave_one_out(raw, base: str = "h200x4", collectives: bool = False, workdir=
     ``collectives=True`` it is on, with ``bins`` the collective bins too, and the collective series
     are left out in turn: slower)."""
     raw = load_raw(raw)
-    opts = dict(collectives=collectives, coll_bins=collectives and bins, bins=bins)
-    full = fit(raw, base=base, workdir=workdir, **opts)
+    def fit_(r):
+        return fit(r, base=base, workdir=workdir, collectives=collectives, coll_bins=collectives and bins, bins=bins)
+
+    full = fit_(raw)
     ents = entries(raw, collectives)
     if only:
         ents = [x for x in ents if x[0] in only]
@@ -86,7 +88,7 @@ def leave_one_out(raw, base: str = "h200x4", collectives: bool = False, workdir=
             rest[sec] = [e for j, e in enumerate(rest[sec]) if j != idx]
             row: dict[str, Any] = {"series": label, "section": sec}
             try:
-                res = fit(rest, base=base, workdir=workdir, **opts)
+                res = fit_(rest)
             except (ValueError, KeyError) as e:
                 row["held_out"] = None
                 row["why"] = f"the fit cannot do without it: {e}"

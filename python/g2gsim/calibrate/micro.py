@@ -438,7 +438,9 @@ def closed_form(kind: str, mode: str, n, p: P2PParams, nranks: int = 2) -> np.nd
     Waitall) = 2c' + max(w, T) (+ both copies), T with two
     opposite flows (on one node link without per-rank ports they share it); ring (every rank
     MPI_Sendrecv to its right neighbour, Open MPI's irecv + blocking send) = c' + T_blocking with
-    one flow per rank (+ both copies when staged).
+    one flow per rank (+ both copies when staged).  On two ranks the multi-peer series are the
+    same calls: all-pairs is a ping-ping, fan-in a blocking one-way plus the root's 1-byte blocking
+    reply.
     """
     b = np.asarray(n, dtype=float)
     copy = copy_time(b, p)
@@ -456,6 +458,10 @@ def closed_form(kind: str, mode: str, n, p: P2PParams, nranks: int = 2) -> np.nd
     if kind == "pingping":
         t = one_way(mode, b, p, flows=2 if mode != "device" else 1)
         return 2 * cd + np.maximum(w, t) + staged
+    if kind == "all-pairs" and nranks == 2:        # Irecv, Isend, Waitall with the one peer: ping-ping
+        return closed_form("pingping", mode, b, p)
+    if kind == "fan-in" and nranks == 2:           # the peer's blocking send, the root's 1-byte reply
+        return closed_form("pingpong", mode, b, p) + closed_form("pingpong", mode, np.ones(len(b)), p)
     if kind == "ring" and nranks >= 2:
         flows = nranks if mode != "device" else 1
         return cd + one_way(mode, b, p, flows=flows, blocking=True) + staged

@@ -59,7 +59,7 @@ PARAMS = (
 IDX = {k: i for i, (k, _, _) in enumerate(PARAMS)}
 # which unknown gives way first when the data cannot tell some of them apart
 DROP_ORDER = ("bd", "im", "hd", "ih", "b", "w", "d", "ie", "L", "c", "o", "G", "ir", "inv")
-FIT_KINDS = ("pingpong", "pingpong-nb", "pingping", "ring")
+FIT_KINDS = ("pingpong", "pingpong-nb", "pingping", "ring", "all-pairs", "fan-in")
 EAGER_RANGE = (KiB, 4 * MiB)       # the host eager limit is searched here (as eager_break)
 DEVICE_SWITCH_MAX = MiB            # and the device blocking switch up to here
 MEMORY_SWITCH_MAX = 64 * MiB       # and the host memory switch (larger messages stream from memory)
@@ -82,16 +82,28 @@ class PerCallFit:
 
 def fit_series(series: list[Series]) -> list[Series]:
     """The series the joint fit uses: two-rank point-to-point inside a node (rings: two ranks only;
-    a ring of more ranks, or the multi-peer series, share links the closed forms do not model)."""
+    the multi-peer series on two ranks: all-pairs is a ping-ping, fan-in two blocking one-ways; on
+    more ranks they share links the closed forms do not model)."""
     return [s for s in series if s.kind in FIT_KINDS and s.scope == "intra" and len(s.sizes)
-            and (s.kind != "ring" or s.nranks == 2)]
+            and (s.kind in ("pingpong", "pingpong-nb", "pingping") or s.nranks == 2)]
 
 
 def _parts(s: Series, p: P2PParams, E: int, X: int | None, M: int | None = None):
-    """The design of series ``s``: (C, T, k) with C the calls' rows (len(sizes) x len(PARAMS)), T
-    the one message's rows (blocking extras included) and k the known part of each point (the
-    staging copies, the NVLink latency).  A point's time is (C + T) x + k, except for the
-    nonblocking ping-pong and ping-ping where T is max(T, c) (:func:`_rows`)."""
+    if s.kind == "all-pairs":       # two ranks: a ping-ping
+        return _parts(Series("pingping", s.mode, s.sizes, s.t, s.iterations), p, E, X, M)
+    if s.kind == "fan-in":          # two ranks: a blocking one-way and the 1-byte blocking reply
+        one = np.ones(len(s.sizes), dtype=s.sizes.dtype)
+        a = _parts(Series("pingpong", s.mode, s.sizes, s.t, s.iterations), p, E, X, M)
+        r = _parts(Series("pingpong", s.mode, one, s.t, s.iterations), p, E, X, M)
+        return tuple(x + y for x, y in zip(a, r))
+    return _parts1(s, p, E, X, M)
+
+
+def _parts1(s: Series, p: P2PParams, E: int, X: int | None, M: int | None = None):
+    """The design of series ``s``: (C, T, kc, kt) with C the calls' rows (len(sizes) x
+    len(PARAMS)), T the one message's rows (blocking extras included), kc the known part of the
+    calls (the staging copies) and kt of the message (the NVLink latency).  A point's time is
+    (C + T) x + kc + kt, except where a rank's wait bounds it: max(T, w) (:func:`_rows`)."""
     n = s.sizes.astype(float)
     C = np.zeros((len(n), len(PARAMS)))
     T = np.zeros((len(n), len(PARAMS)))
@@ -134,7 +146,7 @@ def _parts(s: Series, p: P2PParams, E: int, X: int | None, M: int | None = None)
 
 def _waits(s: Series) -> bool:
     """Does the series' time hold max(T, w) (the rank's own wait call bounds it)?"""
-    return s.kind == "pingping" or (s.kind == "pingpong-nb" and s.mode != "staged")
+    return s.kind in ("pingping", "all-pairs") or (s.kind == "pingpong-nb" and s.mode != "staged")
 
 
 def _rows(s: Series, parts, low: np.ndarray | None):
