@@ -79,7 +79,7 @@ fn wait_overhead_replaces_call_overhead_for_waits_only() {
     let t = with_mpi(&two_gpu_node(), "call_overhead = \"1us\"");
     let w = with_mpi(&t, "wait_overhead = \"200ns\"");
     let b = 1000; // eager
-    // rank 0: Isend, Waitall; rank 1: Irecv, Waitall
+                  // rank 0: Isend, Waitall; rank 1: Irecv, Waitall
     let ranks = || vec![vec![isend(1, 0, b, 1), waitall(&[1])], vec![irecv(0, 0, b, 1), waitall(&[1])]];
     let o = SimOptions::default();
     let base = run(ranks(), &t, o.clone()).unwrap();
