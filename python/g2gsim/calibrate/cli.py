@@ -89,21 +89,24 @@ def register(group: click.Group) -> None:
     @click.option("--bins", is_flag=True,
                   help="size bins per path ([[mpi.factors]] lines per size range, each tuned to one curve) instead "
                        "of the joint fit of per-call costs and protocol switches (the default; docs/calibration.md)")
+    @click.option("--collective-rates/--no-collective-rates", default=True, show_default=True,
+                  help="one rate factor per collective and path, fitted by simulation on the collective series "
+                       ">= 1 MiB (docs/calibration.md)")
     @click.option("--collective-bins/--no-collective-bins", default=False, show_default=True,
                   help="fit [[mpi.factors]] bins per collective (collective = \"Bcast\", ...) from the "
                        "collective series (docs/calibration.md)")
     @click.option("--no-verify", is_flag=True, help="skip the simulation of every measured point")
     @click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None,
                   help="write the fit (parameters, details) and the verification rows as JSON")
-    def calibrate_fit(raw, output, base, name, host_bw_from, no_collectives, ring_bins, bins, collective_bins,
-                      no_verify, json_out):
+    def calibrate_fit(raw, output, base, name, host_bw_from, no_collectives, ring_bins, bins, collective_rates,
+                      collective_bins, no_verify, json_out):
         """Fit machine-file parameters to RAW (measure.py's JSON) and write OUTPUT, citing the run."""
         from .fit import fit, write_machine
         from .report import CALIB_HEADER, calib_rows, params_rows, rich_table
         from .verify import summarize, verify
         try:
             res = fit(raw, base=base, host_bw_from=host_bw_from, collectives=not no_collectives, ring=ring_bins,
-                      coll_bins=collective_bins, bins=bins)
+                      coll_bins=collective_bins, bins=bins, coll_rates=collective_rates)
         except (ValueError, KeyError) as e:
             _fail(f"{raw}: {e}")
         cmd = "g2gsim calibrate fit " + " ".join(shlex.quote(a) for a in sys.argv[3:]) if len(sys.argv) > 3 else None
