@@ -202,3 +202,45 @@ def test_bins_stay_an_option():
     assert "per_call" not in binned.details and len(binned.params.factors["host"]) > 3
     assert "per_call" in joint.details
     assert all(len(b) <= 3 for b in joint.params.factors.values())
+
+
+def test_collective_rate_factor_is_recovered_and_leaves_point_to_point_alone(machine, tmp_path):
+    """A collective that moves its data at half the point-to-point rate (one bin per path for its
+    messages): fit_collective_rates finds the factor from the collective series >= 1 MiB, and the
+    point-to-point series keep their prediction."""
+    slow = tmp_path / "slow.toml"
+    slow.write_text(PERCALL + '''
+[[mpi.factors]]
+path = "host"
+collective = "Scatter"
+max_bytes = "64KiB"
+bw_factor = 0.25
+
+[[mpi.factors]]
+path = "host"
+collective = "Scatter"
+max_bytes = "4MiB"
+bw_factor = 0.5
+
+[[mpi.factors]]
+path = "host"
+collective = "Scatter"
+bw_factor = 0.3
+''')
+    raw = synthetic_raw(machine, sizes=[1, 4 * KiB, 64 * KiB, MiB, 4 * MiB, 16 * MiB])
+    sizes = [MiB, 2 * MiB, 4 * MiB]
+    s = Series("collective", "host", np.array(sizes), np.ones(3), np.ones(3), op="Scatter", nranks=2)
+    t = simulate_series(s, slow)
+    raw["collectives"].append({"op": "Scatter", "mode": "host", "nranks": 2, "root": 0, "sizes": sizes,
+                               "iterations": [5, 5, 5], "stats": [_stats(float(x)) for x in t]})
+    res = fitmod.fit(raw, base="h200x4", collectives=False, engines=False)
+    assert not res.params.coll_factors
+    fitmod.fit_collective_rates(fitmod.series_from_raw(raw), res)
+    info = res.details["collective_rates"]["Scatter host"]
+    assert info["factor"] == pytest.approx(0.5, rel=0.03)
+    assert info["rms_log_error_after"] < 0.01 < info["rms_log_error_before"]
+    out = tmp_path / "fitted.toml"
+    fitmod.write_machine(res, out)
+    assert simulate_series(s, out) == pytest.approx(t, rel=0.02)
+    pp = Series("pingpong", "host", np.array(sizes), np.ones(3), np.ones(3))
+    assert simulate_series(pp, out) == pytest.approx(simulate_series(pp, machine), rel=0.02)
