@@ -738,7 +738,7 @@ def fit_collective_rates(series: list[Series], res: FitResult, workdir=None,
     size instead): Open MPI's collectives move their data slower than point-to-point messages of
     the same size (segmentation, temporary buffers).  For each collective series (mode -> path:
     host, hostcopy for staged, gpudirect-p2p for device), the factor f in [0.05, 1] minimising the
-    squared log error of the simulated collective at the sizes >= 1 MiB (golden section); the
+    squared log error of the simulated collective at every measured size >= 1 MiB (golden section); the
     messages of that collective on that path then take the path's ordinary bins with bw_factor x f.
     Kept where it changes the error by more than 1 %.  Writes res.params.coll_factors and
     res.details["collective_rates"]."""
@@ -750,7 +750,7 @@ def fit_collective_rates(series: list[Series], res: FitResult, workdir=None,
             s = _find(series, "collective", mode, op=op)
             if s is None:
                 continue
-            m = (s.sizes >= COLL_RATE_FROM) & (s.sizes <= COLL_SEARCH_MAX)
+            m = s.sizes >= COLL_RATE_FROM
             if m.sum() < 1:
                 continue
             one = replace(s, sizes=s.sizes[m], t=s.t[m])
