@@ -397,9 +397,19 @@ fn check_uncertainty(ctx: &Ctx, root: &toml::Table) -> Result<(), ConfigError> {
     for (k, v) in u {
         let key = format!("uncertainty.\"{k}\"");
         let (table, _) = k.rsplit_once('.').unwrap_or(("", k));
-        if !["node", "node.pcie", "node.nvlink", "node.host", "node.nic", "network", "mpi", "gpu", "cpu"]
-            .contains(&table)
-        {
+        const TABLES: &[&str] = &[
+            "node",
+            "node.pcie",
+            "node.nvlink",
+            "node.host",
+            "node.nic",
+            "node.inter_socket",
+            "network",
+            "mpi",
+            "gpu",
+            "cpu",
+        ];
+        if !TABLES.contains(&table) {
             return Err(ctx.err(&key, "names no machine parameter: use \"table.key\", e.g. \"gpu.copy_delay\""));
         }
         let Some(t) = v.as_table() else { return Err(ctx.err(&key, "expected a table with low, high and source")) };
