@@ -66,3 +66,17 @@ fn a_bad_rank_bw_names_the_key_and_line() {
     assert_eq!(e.key, "node.nic.rank_bw", "{e}");
     assert!(e.to_string().contains("m.toml:"), "{e}");
 }
+
+#[test]
+fn network_scale_says_the_rank_ports_stay() {
+    let b: u64 = 4_000_000;
+    let opt = SimOptions { network_scale: 2.0, ..Default::default() };
+    let r = run(messages(&[(0, 2)], b), &two_per_node(Some("0.4GB/s")), opt).unwrap();
+    assert!(r.assumptions.iter().any(|a| a.contains("node.nic.rank_bw") && a.contains("not")), "{:?}", r.assumptions);
+    // the port binds: doubling the NIC changes nothing for one pair
+    let base = run(messages(&[(0, 2)], b), &two_per_node(Some("0.4GB/s")), SimOptions::default()).unwrap();
+    assert_eq!(end_ns(&r, 2), end_ns(&base, 2));
+    let r = run(messages(&[(0, 2)], b), &two_per_node(None), SimOptions { network_scale: 2.0, ..Default::default() })
+        .unwrap();
+    assert!(!r.assumptions.iter().any(|a| a.contains("node.nic.rank_bw")));
+}
