@@ -1,5 +1,6 @@
 //! Machine files: TOML with a schema version and unit strings, validated with errors that name the
 //! key and its line.  See docs/machine-files.md.
+pub use crate::schema::{ConfigError, COLLECTIVE_NAMES, FACTOR_PATHS};
 use crate::topology::TopologySpec;
 use crate::units::{parse_bandwidth, parse_duration_ns, parse_size};
 
@@ -198,29 +199,6 @@ pub struct SizeFactor {
     pub collective: Option<String>,
 }
 
-/// Collectives a `[[mpi.factors]]` entry may name (g2g-trace's COLL_NAMES).
-pub const COLLECTIVE_NAMES: [&str; 16] = [
-    "Barrier",
-    "Bcast",
-    "Reduce",
-    "Allreduce",
-    "Gather",
-    "Gatherv",
-    "Scatter",
-    "Scatterv",
-    "Allgather",
-    "Allgatherv",
-    "Alltoall",
-    "Alltoallv",
-    "Reduce_scatter",
-    "Reduce_scatter_block",
-    "Scan",
-    "Exscan",
-];
-
-/// Data paths a `[[mpi.factors]]` entry may name (`hostcopy`: host transfers of staged buffers).
-pub const FACTOR_PATHS: [&str; 6] = ["host", "hostcopy", "gpudirect-p2p", "gpudirect-rdma", "pipelined", "all"];
-
 /// `[collectives]` thresholds (see g2g-coll's Thresholds for what each selects).
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct CollConfig {
@@ -228,24 +206,6 @@ pub struct CollConfig {
     /// "kind=algo" overrides
     pub algos: Vec<String>,
 }
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct ConfigError {
-    pub file: String,
-    pub key: String,
-    pub line: Option<usize>,
-    pub msg: String,
-}
-
-impl std::fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.line {
-            Some(l) => write!(f, "{}:{}: {}: {}", self.file, l, self.key, self.msg),
-            None => write!(f, "{}: {}: {}", self.file, self.key, self.msg),
-        }
-    }
-}
-impl std::error::Error for ConfigError {}
 
 struct Ctx<'a> {
     file: &'a str,
