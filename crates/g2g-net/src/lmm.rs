@@ -97,6 +97,9 @@ struct LinkStat {
     fmax: f64,
     /// U flows whose committed rate is the link's `lmax`
     u_at_max: u32,
+    /// the smallest staged rate of a U flow without a bottleneck on this saturated link
+    /// (infinite if none): the fixed flows faster than it join U
+    pull: f64,
 }
 
 /// Field order fixed (`repr(C)`, 64-byte aligned): what a scan of a link's flows reads (`rate`,
@@ -187,10 +190,16 @@ pub struct Reschedule {
     pub version: u32,
 }
 
+/// Places in its links' flow lists kept per flow: for the first `SLOTS` links of its path.
+const SLOTS: usize = 8;
+
 #[derive(Default)]
 pub struct FlowNet {
     links: Vec<Link>,
     flows: Vec<Flow>,
+    /// per flow: its place in the flow list of each of its first `SLOTS` links, so that a
+    /// finishing flow leaves a link of thousands of flows without a search
+    slot: Vec<[u32; SLOTS]>,
     free: Vec<FlowId>,
     dirty: Vec<LinkId>,
     epoch: u32,
@@ -221,6 +230,8 @@ pub struct FlowNet {
     pub component_solves: u64,
     u_flows: Vec<FlowId>,
     r_links: Vec<LinkId>,
+    /// the check's saturated links with a U flow that has no bottleneck (`LinkStat::pull`)
+    pulls: Vec<LinkId>,
     /// per link: what one check round knows of it
     link_stat: Vec<LinkStat>,
     /// exact max-min: flows started since the last resolve (the incremental solve's first U)
@@ -244,6 +255,7 @@ impl FlowNet {
     /// and the kernel zeroes every fresh page: a few % of a replay's time.
     pub fn reserve_flows(&mut self, n: usize) {
         self.flows.reserve(n.saturating_sub(self.flows.len()));
+        self.slot.reserve(n.saturating_sub(self.slot.len()));
     }
 
     /// Reserves room for `n` more links (the machine knows its count before it adds them: the
@@ -330,8 +342,14 @@ impl FlowNet {
             });
             (self.flows.len() - 1) as FlowId
         };
-        for &l in links {
+        if self.slot.len() <= id as usize {
+            self.slot.resize(id as usize + 1, [0; SLOTS]);
+        }
+        for (j, &l) in links.iter().enumerate() {
             let lk = &mut self.links[l as usize];
+            if j < SLOTS {
+                self.slot[id as usize][j] = lk.flows.len() as u32;
+            }
             lk.flows.push(id);
             if lk.flows.len() == 1 {
                 lk.lmax = 0.0;
@@ -357,11 +375,25 @@ impl FlowNet {
         let token = f.token;
         let rate = f.rate;
         let links = std::mem::take(&mut f.links);
-        for &l in &links {
+        for (j, &l) in links.iter().enumerate() {
             let lk = &mut self.links[l as usize];
             let v = &mut lk.flows;
-            if let Some(p) = v.iter().position(|&x| x == id) {
+            // its place in the link's list, as `start` or a later removal left it (a search
+            // past the first `SLOTS` links of a path)
+            let p = match self.slot[id as usize].get(j) {
+                Some(&p) if v.get(p as usize) == Some(&id) => Some(p as usize),
+                _ => v.iter().position(|&x| x == id),
+            };
+            if let Some(p) = p {
                 v.swap_remove(p);
+                if let Some(&m) = v.get(p) {
+                    // the link's last flow moved to `p`
+                    if let Some(jm) = self.flows[m as usize].links.iter().position(|&x| x == l) {
+                        if jm < SLOTS {
+                            self.slot[m as usize][jm] = p as u32;
+                        }
+                    }
+                }
             }
             if lk.flows.is_empty() {
                 lk.load = 0;
@@ -514,6 +546,7 @@ impl FlowNet {
                     umax: 0.0,
                     fmax: f64::NAN,
                     u_at_max: 0,
+                    pull: f64::INFINITY,
                 };
             }
             if st.sum < cap * (1.0 - 1e-9) || r < st.umax * (1.0 - 1e-9) {
@@ -682,6 +715,7 @@ impl FlowNet {
         let mark = self.epoch.wrapping_add(1);
         let mut u = std::mem::take(&mut self.u_flows);
         let mut rl = std::mem::take(&mut self.r_links);
+        let mut pulls = std::mem::take(&mut self.pulls);
         u.clear();
         rl.clear();
         for i in 0..self.started.len() {
@@ -776,7 +810,8 @@ impl FlowNet {
                     self.heap.push(std::cmp::Reverse(((rem / n as f64).to_bits(), l)));
                 }
                 self.lmax(l);
-                self.link_stat[li] = LinkStat { tick, sum: fixed, umax: 0.0, fmax: f64::NAN, u_at_max: 0 };
+                self.link_stat[li] =
+                    LinkStat { tick, sum: fixed, umax: 0.0, fmax: f64::NAN, u_at_max: 0, pull: f64::INFINITY };
             }
             self.u_flows = u;
             self.fill_u(total);
@@ -798,25 +833,35 @@ impl FlowNet {
             }
             // check: U flows, then the fixed flows that can have lost their bottleneck
             let before = u.len();
+            pulls.clear();
             for i in 0..before {
                 let f = u[i];
                 let r = self.flows[f as usize].staged;
                 if self.has_bottleneck(f, r, mark, tick) {
                     continue;
                 }
-                // a faster fixed flow shares f's saturated link: it joins U
+                // a faster fixed flow shares f's saturated link: it joins U (each such link is
+                // scanned once, below, for the flows faster than its slowest failing U flow)
                 for j in 0..self.flows[f as usize].links.len() {
-                    let l = self.flows[f as usize].links[j];
-                    if self.link_stat[l as usize].sum < self.links[l as usize].cap * (1.0 - 1e-9) {
+                    let l = self.flows[f as usize].links[j] as usize;
+                    if self.link_stat[l].sum < self.links[l].cap * (1.0 - 1e-9) {
                         continue;
                     }
-                    for k in 0..self.links[l as usize].flows.len() {
-                        let g = self.links[l as usize].flows[k];
-                        let fl = &mut self.flows[g as usize];
-                        if fl.mark != mark && fl.rate > r * (1.0 + 1e-9) {
-                            fl.mark = mark;
-                            u.push(g);
-                        }
+                    let st = &mut self.link_stat[l];
+                    if st.pull == f64::INFINITY {
+                        pulls.push(l as LinkId);
+                    }
+                    st.pull = st.pull.min(r);
+                }
+            }
+            for &l in &pulls {
+                let top = self.link_stat[l as usize].pull * (1.0 + 1e-9);
+                for k in 0..self.links[l as usize].flows.len() {
+                    let g = self.links[l as usize].flows[k];
+                    let fl = &mut self.flows[g as usize];
+                    if fl.mark != mark && fl.rate > top {
+                        fl.mark = mark;
+                        u.push(g);
                     }
                 }
             }
@@ -880,6 +925,7 @@ impl FlowNet {
         }
         self.u_flows = u;
         self.r_links = rl;
+        self.pulls = pulls;
         ok
     }
 
