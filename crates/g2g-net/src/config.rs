@@ -1,5 +1,6 @@
 //! Machine files: TOML with a schema version and unit strings, validated with errors that name the
 //! key and its line.  See docs/machine-files.md.
+pub use crate::schema::{ConfigError, COLLECTIVE_NAMES, FACTOR_PATHS};
 use crate::topology::TopologySpec;
 use crate::units::{parse_bandwidth, parse_duration_ns, parse_size};
 
@@ -103,6 +104,10 @@ pub struct MachineConfig {
     pub nic_count: u32,
     pub nic_bw: f64,
     pub nic_latency_ns: f64,
+    /// per-rank NIC ports (`node.nic.rank_bw`): when set, every inter-node message crosses its
+    /// sender's injection port and its receiver's ejection port of this rate, besides the NIC: one
+    /// process reaches at most this rate however fast the NIC is, several ranks sharing a NIC more
+    pub nic_rank_bw: Option<f64>,
     pub nic_affinity: NicAffinity,
     /// socket each NIC attaches to (`node.nic.socket`); None: NIC i on socket i x sockets / count
     pub nic_socket: Option<Vec<u32>>,
@@ -190,29 +195,6 @@ pub struct SizeFactor {
     pub collective: Option<String>,
 }
 
-/// Collectives a `[[mpi.factors]]` entry may name (g2g-trace's COLL_NAMES).
-pub const COLLECTIVE_NAMES: [&str; 16] = [
-    "Barrier",
-    "Bcast",
-    "Reduce",
-    "Allreduce",
-    "Gather",
-    "Gatherv",
-    "Scatter",
-    "Scatterv",
-    "Allgather",
-    "Allgatherv",
-    "Alltoall",
-    "Alltoallv",
-    "Reduce_scatter",
-    "Reduce_scatter_block",
-    "Scan",
-    "Exscan",
-];
-
-/// Data paths a `[[mpi.factors]]` entry may name (`hostcopy`: host transfers of staged buffers).
-pub const FACTOR_PATHS: [&str; 6] = ["host", "hostcopy", "gpudirect-p2p", "gpudirect-rdma", "pipelined", "all"];
-
 /// `[collectives]` thresholds (see g2g-coll's Thresholds for what each selects).
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct CollConfig {
@@ -220,24 +202,6 @@ pub struct CollConfig {
     /// "kind=algo" overrides
     pub algos: Vec<String>,
 }
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct ConfigError {
-    pub file: String,
-    pub key: String,
-    pub line: Option<usize>,
-    pub msg: String,
-}
-
-impl std::fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.line {
-            Some(l) => write!(f, "{}:{}: {}: {}", self.file, l, self.key, self.msg),
-            None => write!(f, "{}: {}: {}", self.file, self.key, self.msg),
-        }
-    }
-}
-impl std::error::Error for ConfigError {}
 
 struct Ctx<'a> {
     file: &'a str,
@@ -397,9 +361,19 @@ fn check_uncertainty(ctx: &Ctx, root: &toml::Table) -> Result<(), ConfigError> {
     for (k, v) in u {
         let key = format!("uncertainty.\"{k}\"");
         let (table, _) = k.rsplit_once('.').unwrap_or(("", k));
-        if !["node", "node.pcie", "node.nvlink", "node.host", "node.nic", "network", "mpi", "gpu", "cpu"]
-            .contains(&table)
-        {
+        const TABLES: &[&str] = &[
+            "node",
+            "node.pcie",
+            "node.nvlink",
+            "node.host",
+            "node.nic",
+            "node.inter_socket",
+            "network",
+            "mpi",
+            "gpu",
+            "cpu",
+        ];
+        if !TABLES.contains(&table) {
             return Err(ctx.err(&key, "names no machine parameter: use \"table.key\", e.g. \"gpu.copy_delay\""));
         }
         let Some(t) = v.as_table() else { return Err(ctx.err(&key, "expected a table with low, high and source")) };
@@ -763,6 +737,11 @@ impl MachineConfig {
         let nic_eff = nic.efficiency()?;
         let nic_bw = nic.bw("bw", None)? * nic_eff;
         let nic_latency_ns = nic.dur("latency", Some(1000.0))?;
+        // an achieved per-process rate: not scaled by node.nic.efficiency
+        let nic_rank_bw = match nic.str_("rank_bw")? {
+            Some(_) => Some(nic.bw("rank_bw", None)?),
+            None => None,
+        };
         let gpudirect_rdma = nic.boolean("gpudirect_rdma", true)?;
         let nic_affinity = match nic.get("affinity") {
             None => NicAffinity::PerGpu,
@@ -1052,6 +1031,7 @@ impl MachineConfig {
             nic_count,
             nic_bw,
             nic_latency_ns,
+            nic_rank_bw,
             nic_affinity,
             nic_socket,
             gpudirect_rdma,

@@ -5,8 +5,49 @@
 //! reading values, so no value the parser reads can wrap, truncate or saturate. A new table plugs in
 //! by adding its path to [`TABLES`] and its keys to [`KEYS`] (docs/machine-files.md, "Bounds", lists
 //! them; a test checks that the docs name every key).
-use crate::config::ConfigError;
 use crate::units::{parse_bandwidth, parse_duration_ns, parse_size, MAX_SIZE};
+
+/// An error of a machine file: the file, the key and (where found) its line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConfigError {
+    pub file: String,
+    pub key: String,
+    pub line: Option<usize>,
+    pub msg: String,
+}
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.line {
+            Some(l) => write!(f, "{}:{}: {}: {}", self.file, l, self.key, self.msg),
+            None => write!(f, "{}: {}: {}", self.file, self.key, self.msg),
+        }
+    }
+}
+impl std::error::Error for ConfigError {}
+
+/// Collectives a `[[mpi.factors]]` entry may name (g2g-trace's COLL_NAMES).
+pub const COLLECTIVE_NAMES: [&str; 16] = [
+    "Barrier",
+    "Bcast",
+    "Reduce",
+    "Allreduce",
+    "Gather",
+    "Gatherv",
+    "Scatter",
+    "Scatterv",
+    "Allgather",
+    "Allgatherv",
+    "Alltoall",
+    "Alltoallv",
+    "Reduce_scatter",
+    "Reduce_scatter_block",
+    "Scan",
+    "Exscan",
+];
+
+/// Data paths a `[[mpi.factors]]` entry may name (`hostcopy`: host transfers of staged buffers).
+pub const FACTOR_PATHS: [&str; 6] = ["host", "hostcopy", "gpudirect-p2p", "gpudirect-rdma", "pipelined", "all"];
 
 /// What a key holds.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -134,6 +175,7 @@ pub const KEYS: &[KeySpec] = &[
     k("node.nic", "bw", BW),
     k("node.nic", "latency", DUR),
     k("node.nic", "efficiency", FRACTION),
+    k("node.nic", "rank_bw", BW),
     k("node.nic", "gpudirect_rdma", Kind::Bool),
     k("node.nic", "affinity", Kind::Other("\"per-gpu\", \"shared\" or a list of NIC indices")),
     k("node.nic", "socket", Kind::Other("a list of socket indices, one per NIC")),
@@ -166,7 +208,7 @@ pub const KEYS: &[KeySpec] = &[
     k("mpi", "collective_chunk", SIZE),
     k("mpi", "collective_depth", int(1, MAX_DEPTH)),
     k("mpi", "library", Kind::Other("free text")),
-    k("mpi.factors", "path", Kind::Choice(&crate::config::FACTOR_PATHS)),
+    k("mpi.factors", "path", Kind::Choice(&FACTOR_PATHS)),
     k("mpi.factors", "max_bytes", SIZE),
     k("mpi.factors", "bw_factor", FACTOR),
     k("mpi.factors", "lat_factor", Kind::Float { min: 0.0, max: 1e6, min_open: false }),
@@ -175,7 +217,7 @@ pub const KEYS: &[KeySpec] = &[
     k("mpi.factors", "recv_overhead", DUR),
     k("mpi.factors", "blocking_send_overhead", DUR),
     k("mpi.factors", "active_ranks", int(1, 1 << 20)),
-    k("mpi.factors", "collective", Kind::Choice(&crate::config::COLLECTIVE_NAMES)),
+    k("mpi.factors", "collective", Kind::Choice(&COLLECTIVE_NAMES)),
     k("gpu", "copy_delay", DUR),
     k("gpu", "copy_per_byte", DUR),
     k("gpu", "gpudirect_delay", DUR),

@@ -117,7 +117,8 @@ class FitResult:
             "mpi.eager_limit": fmt_size(p.eager_limit), "mpi.send_overhead": fmt_dur(p.send_overhead),
             "mpi.recv_overhead": fmt_dur(p.recv_overhead), "gpu.copy_delay": fmt_dur(p.copy_delay),
             "gpu.gpudirect_delay": fmt_dur(p.gpudirect_delay),
-            **({"gpu.copy_engines": p.copy_engines, "gpu.copy_engine_bw": fmt_bw(p.copy_engine_bw)} if p.copy_engines else {}),
+            **({"gpu.copy_engines": p.copy_engines, "gpu.copy_engine_bw": fmt_bw(p.copy_engine_bw)}
+               if p.copy_engines and p.copy_engine_bw is not None else {}),
             **{f"collectives.algorithms.{k.lower()}": v for k, v in self.coll_algos.items()},
             **{f"mpi.factors.{path}": [factor_text(b) for b in bins] for path, bins in p.factors.items()},
         }
@@ -579,7 +580,7 @@ def fit_copy_engines(series: list[Series], res: FitResult, workdir=None) -> None
     pts = [(s, s.sizes[s.sizes >= ENGINE_FROM], s.t[s.sizes >= ENGINE_FROM]) for s in multi]
     pts = [x for x in pts if len(x[1])]
     scores = {}
-    per = {}
+    per: dict[str, dict[str, list[float]]] = {}
     for e in ENGINE_CHOICES:
         p.copy_engines, p.copy_engine_bw = e, (p.nvlink_bw if e else None)
         errs = []
@@ -1021,7 +1022,7 @@ def to_toml(res: FitResult, name: str = "h200x4-calibrated", raw_path: str | Non
     c(f"gpudirect_delay = {_toml_value(fmt_dur(p.gpudirect_delay))}"
       + ("  # fitted: device intercept minus overheads, 2 x shm_latency, NVLink latency" if dv else "  # base"))
     ce = d.get("copy_engines")
-    if p.copy_engines:
+    if p.copy_engines and p.copy_engine_bw is not None:     # set together (fit_copy_engines)
         c(f"copy_engines = {p.copy_engines}  # fitted: least error on "
           f"{', '.join(ce['series']) if ce else 'the multi-peer series'} >= {size_label(ENGINE_FROM)}")
         c(f"copy_engine_bw = {_toml_value(fmt_bw(p.copy_engine_bw))}  # one pair's rate (node.nvlink.bw)")

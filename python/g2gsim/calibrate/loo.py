@@ -71,7 +71,7 @@ def leave_one_out(raw, base: str = "h200x4", collectives: bool = False, workdir=
     collective bins (they only change collectives; with ``collectives=True`` both are on and the
     collective series are left out in turn too: slower)."""
     raw = load_raw(raw)
-    opts = dict(collectives=collectives, coll_bins=collectives)
+    opts: dict[str, Any] = dict(collectives=collectives, coll_bins=collectives)
     full = fit(raw, base=base, workdir=workdir, **opts)
     ents = entries(raw, collectives)
     if only:
