@@ -470,6 +470,8 @@ pub struct RankConv {
     my_rank: HashMap<i64, usize>,
     /// (record index, new gid or None for COMM_NULL) of this rank's communicator creations
     created: VecDeque<(u64, Option<i64>)>,
+    /// the record ending the untraced stretch (see [`crate::RankInput::untraced_at`])
+    untraced_at: Option<u64>,
     origin: i64,
     mem: &'static str,
     pub orphans: u64,
@@ -486,6 +488,7 @@ impl RankConv {
         path: String,
         type_sizes: Vec<i64>,
         created: Vec<(u64, Option<i64>)>,
+        untraced_at: Option<u64>,
         origin: i64,
         mem: &'static str,
     ) -> RankConv {
@@ -503,6 +506,7 @@ impl RankConv {
             used: HashSet::new(),
             my_rank: HashMap::new(),
             created: created.into(),
+            untraced_at,
             origin,
             mem,
             orphans: 0,
@@ -639,7 +643,13 @@ impl RankConv {
         if let (Some(t0), Some(t1)) = (rec.t0, rec.t1) {
             if let Some(pe) = self.prev_end {
                 if t0 > pe {
-                    let mut c = Row::new("Compute");
+                    // the gap in which tracing was off (before the first row at or after the
+                    // record that ends it) is an Untraced stretch, not Compute
+                    let un = matches!(self.untraced_at, Some(u) if rec.idx >= u);
+                    if un {
+                        self.untraced_at = None;
+                    }
+                    let mut c = Row::new(if un { "Untraced" } else { "Compute" });
                     c.dur_ns = t0 - pe;
                     c.t_start_ns = Some(pe - self.origin);
                     c.t_end_ns = Some(t0 - self.origin);
