@@ -114,10 +114,10 @@ def test_measure_host_only(tmp_path):
 def test_workloads_host_only_and_compare(tmp_path):
     for mode in ("hostcopy", "device"):
         _mpirun([str(CAL / "workloads.py"), "--mode", mode, "--host-only", "--scale", "small",
-                 "--only", "pingpong,jacobi,jacobi-overlap,matmul", "-o", str(tmp_path)])
+                 "--only", "pingpong,jacobi,jacobi-overlap,jacobi-nb,allpairs,matmul", "-o", str(tmp_path)])
     runs = load_runs([tmp_path])
-    assert {(r.workload, r.mode) for r in runs} == {(w, m) for w in ("pingpong", "jacobi", "jacobi-overlap", "matmul")
-                                                     for m in ("hostcopy", "device")}
+    names = ("pingpong", "jacobi", "jacobi-overlap", "jacobi-nb", "allpairs", "matmul")
+    assert {(r.workload, r.mode) for r in runs} == {(w, m) for w in names for m in ("hostcopy", "device")}
     for r in runs:
         tr = trace_from_run(r)
         tr.validate()
@@ -125,10 +125,17 @@ def test_workloads_host_only_and_compare(tmp_path):
         assert ops.get("Compute", 0) > 0
         if r.mode == "hostcopy":
             assert ops.get("Memcpy", 0) > 0
-        if r.workload.startswith("jacobi"):
+        if r.workload.startswith("jacobi-nb"):      # both halos: Irecv, Irecv, Isend, Isend, Waitall
+            assert ops["Isend"] == ops["Irecv"] == 2 * 2 * 5 and ops["Waitall"] == 2 * 5 and "Sendrecv" not in ops
+        elif r.workload.startswith("jacobi"):
             assert ops["Sendrecv"] == 2 * 2 * 5 and ops["Kernel"] >= 2 * 5
+        if r.workload == "allpairs":                # 2 ranks: one peer; 2 sizes x 5 iterations
+            assert ops["Isend"] == ops["Irecv"] == ops["Waitall"] == 2 * 2 * 5
+        if r.mode == "hostcopy" and r.workload in ("jacobi-nb", "allpairs"):
+            # the GPU-aware twin: every staging copy of the nonblocking exchanges is removed
+            assert "Memcpy" not in staged_to_device(tr).op_counts()
     rows = compare(runs, "h200x4")
-    assert len(rows) == 4 * 5                       # own + cross, and the staged conversion
+    assert len(rows) == len(names) * 5              # own + cross, and the staged conversion
     for row in rows:
         assert row["predicted_total_s"] > 0 and row["measured_total_s"] > 0
         assert np.isfinite(row["error_total"])

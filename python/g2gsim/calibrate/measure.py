@@ -544,7 +544,9 @@ class Runner:
                         entry["stats"].append(stats(ts))
                 if me == 0:
                     self.out["concurrency"].append(entry)
-            if len(node0) >= 3:
+            if len(node0) >= 2:
+                # with two ranks: MPI_Sendrecv with the one other rank (the per-call cost of
+                # Sendrecv, and in staged mode the copies next to MPI on both GPUs)
                 self.out_ring(bufs, mode, node0)
             self.save()
 
@@ -610,7 +612,7 @@ class Runner:
         (``fan-in``: the root's Irecvs, Waitall, then a 1-byte reply to each; the time is the
         root's).  Per size, per rank; device and host modes (staged: the copies would dominate)."""
         node0 = [r for r in range(self.size) if self.hosts[r] == self.hosts[0]]
-        if len(node0) < 3:
+        if len(node0) < 2:      # two ranks: one peer, the baseline the multi-peer curves are held against
             return
         sizes = [s for s in (8, 4 * KiB, 64 * KiB, MiB, 4 * MiB, 16 * MiB, 64 * MiB) if s <= self.max_bytes]
         comm, me, MPI = self.comm, self.rank, self.MPI
@@ -768,9 +770,9 @@ class Runner:
             self.section("memcpy_concurrent", self.memcpy_concurrent)
         if "p2p" in a.sections and self.size >= 2:
             self.section("p2p", self.p2p_all)
-        if "concurrency" in a.sections and self.size >= 3:
+        if "concurrency" in a.sections and self.size >= 2:
             self.section("concurrency", self.concurrency)
-        if "multipeer" in a.sections and self.size >= 3:
+        if "multipeer" in a.sections and self.size >= 2:
             self.section("multipeer", self.multipeer)
         if "collectives" in a.sections and self.size >= 2:
             self.section("collectives", self.collectives)

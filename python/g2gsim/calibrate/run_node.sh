@@ -77,6 +77,7 @@ timeout 330 "${MPIRUN[@]}" -np "$NP" python3 "$HERE/measure.py" -o "$OUTDIR/raw.
 # 2b. the same measurements again, minutes later: the run-to-run spread (G2G_SECOND_RUN=0 skips it)
 if [ "${G2G_SECOND_RUN:-1}" = 1 ]; then
   stamp "measure (second run)"
+  sleep "${G2G_RUN_GAP_S:-120}"   # minutes apart, not back to back
   timeout 330 "${MPIRUN[@]}" -np "$NP" python3 "$HERE/measure.py" -o "$OUTDIR/raw-run2.json" --device $DEVICE 2>&1 | tee "$OUTDIR/measure-run2.log"
 fi
 
@@ -97,7 +98,7 @@ if [ -f .whl/tracer/libg2gtrace.so ]; then
     LD_LIBRARY_PATH=$TL:$LD_LIBRARY_PATH timeout 120 "${MPIRUN[@]}" -np "$NP" \
       -x LD_PRELOAD=$TL/libg2gtrace.so -x G2G_TRACE_DIR="$OUTDIR/traced/$mode" -x G2G_NO_CUPTI=$NOCUPTI \
       -x G2G_TRACE_VERBOSE=1 \
-      python3 "$HERE/workloads.py" --mode $mode --only jacobi,pingpong -o "$OUTDIR/traced" --tag=-traced 2>&1 \
+      python3 "$HERE/workloads.py" --mode $mode --only jacobi,jacobi-nb,pingpong,allpairs -o "$OUTDIR/traced" --tag=-traced 2>&1 \
       | tee -a "$OUTDIR/traced.log"
   done
 fi

@@ -117,6 +117,13 @@ def trace_from_run(run: Run | dict, compute_only: bool = False) -> Trace:
             elif op == "Sendrecv":
                 b.add(r, "Sendrecv", peer=kw["peer"], tag=kw["tag"], bytes=kw["bytes"], recv_peer=kw["recv_peer"],
                       recv_tag=kw["recv_tag"], recv_bytes=kw["recv_bytes"], mem_space=mem)
+            elif op == "Isend":
+                b.add(r, "Isend", peer=kw["peer"], tag=kw["tag"], bytes=kw["bytes"], req=int(kw["req"]), mem_space=mem)
+            elif op == "Irecv":
+                b.add(r, "Irecv", peer=kw["peer"], tag=kw["tag"], recv_bytes=kw["bytes"], req=int(kw["req"]),
+                      mem_space=mem)
+            elif op == "Waitall":
+                b.add(r, "Waitall", reqs=[int(x) for x in kw["reqs"]])
             elif op == "Barrier":
                 b.add(r, "Barrier")
             elif op in ("Bcast", "Scatter", "Gather"):
@@ -163,8 +170,9 @@ def _order(trace: Trace) -> np.ndarray:
 
 def staged_to_device(trace: Trace) -> Trace:
     """A HostCopy trace as its GPU-aware twin, done here: every D2H copy right before a send or a
-    collective of the same size and every H2D copy right after a receive (Recv, Sendrecv) or a
-    collective that received that size is removed, and MPI buffers become device buffers."""
+    collective of the same size and every H2D copy right after a receive (Recv, Sendrecv, the Wait
+    of an Irecv) or a collective that received that size is removed (several copies of one exchange
+    in a row count as right before / after it), and MPI buffers become device buffers."""
     t = trace.table
     ops = np.array(t.column("op").to_pylist(), dtype=object)
     kind = np.array(t.column("copy_kind").to_pylist(), dtype=object)
@@ -173,21 +181,32 @@ def staged_to_device(trace: Trace) -> Trace:
     rank = t.column("rank").to_numpy()
     order = _order(trace)
     keep = np.ones(len(ops), bool)
+    same = {"d2h": ("Compute", "Memcpy", "Irecv"), "h2d": ("Compute", "Memcpy")}
     for pos, i in enumerate(order):
-        if ops[i] != "Memcpy":
+        if ops[i] != "Memcpy" or kind[i] not in same:
             continue
+        # past the other staging copies of the same exchange (and, before sends, the receives
+        # posted with them) to the MPI call the copy serves
+        step = 1 if kind[i] == "d2h" else -1
+        k = pos + step
+        while 0 <= k < len(order) and rank[order[k]] == rank[i] and ops[order[k]] in same[kind[i]] and (
+                ops[order[k]] != "Memcpy" or kind[order[k]] == kind[i]):
+            k += step
+        if not (0 <= k < len(order) and rank[order[k]] == rank[i] and ops[order[k]] in MPI_OPS):
+            continue
+        j = order[k]
         if kind[i] == "d2h":
-            k = pos + 1
-            while k < len(order) and rank[order[k]] == rank[i] and ops[order[k]] == "Compute":
-                k += 1
-            if k < len(order) and rank[order[k]] == rank[i] and ops[order[k]] in MPI_OPS and nb[order[k]] == nb[i]:
-                keep[i] = False
-        elif kind[i] == "h2d":
-            k = pos - 1
-            while k >= 0 and rank[order[k]] == rank[i] and ops[order[k]] == "Compute":
+            keep[i] = not nb[j] == nb[i]
+        elif ops[j] in ("Wait", "Waitall"):
+            # the receives this wait completes: the nonblocking calls right before it
+            k -= 1
+            while k >= 0 and rank[order[k]] == rank[i] and ops[order[k]] in ("Isend", "Irecv", "Compute"):
+                if ops[order[k]] == "Irecv" and rb[order[k]] == nb[i]:
+                    keep[i] = False
+                    break
                 k -= 1
-            if k >= 0 and rank[order[k]] == rank[i] and ops[order[k]] in MPI_OPS and nb[i] in (rb[order[k]], nb[order[k]]):
-                keep[i] = False
+        elif nb[i] in (rb[j], nb[j]):
+            keep[i] = False
     mpi = np.isin(ops, list(MPI_OPS - {"Barrier"}))
     return _subset(trace, keep, trace.source + " | staging copies removed (g2gsim validate)", mem_device=mpi)
 

@@ -18,6 +18,10 @@ Workloads (``--only`` picks some):
   without overlap the whole-block kernel runs first, with overlap the boundary rows run on two
   high-priority streams and the interior on a low-priority one while the halos move.
   ``jacobi-wide`` / ``jacobi-wide-overlap``: 262144 columns x 512 rows a rank (2 MiB halos).
+* ``jacobi-nb`` / ``jacobi-nb-overlap``: the same Jacobi with both halos exchanged by Irecv, Irecv,
+  Isend, Isend, Waitall instead of two MPI_Sendrecv (the other exchange style of seed 004).
+* ``allpairs``: every rank exchanges a block with every other rank at once (Irecv from all, Isend
+  to all, Waitall), 64 KiB, 1 MiB and 16 MiB blocks: several peers of one GPU at once.
 * ``matmul`` / ``matmul-8192``: seed 000: Bcast A, Scatter B column blocks, local GEMM (cuBLAS),
   Gather C, N = 4096 / 8192 doubles; device buffers use MPI_IN_PLACE at the root.
 
@@ -65,8 +69,8 @@ def set_rooted_linear() -> dict:
     os.environ.update(ROOTED_LINEAR)
     return dict(ROOTED_LINEAR)
 
-WORKLOADS = ["pingpong", "jacobi", "jacobi-overlap", "jacobi-wide", "jacobi-wide-overlap", "matmul",
-             "matmul-8192"]
+WORKLOADS = ["pingpong", "jacobi", "jacobi-overlap", "jacobi-wide", "jacobi-wide-overlap", "jacobi-nb",
+             "jacobi-nb-overlap", "matmul", "matmul-8192", "allpairs"]
 
 JACOBI_SRC = r"""
 extern "C" __global__ void jacobi(const double* __restrict__ a, double* __restrict__ an,
@@ -207,6 +211,7 @@ class Recorder:
         self.t0 = 0
         self.t0_mono = 0
         self._kernels: list = []        # (event index, (e0, e1) or None)
+        self._req = 0                   # request ids of nonblocking calls, per rank
 
     def start(self, comm):
         """Barrier, then record from its exit."""
@@ -228,6 +233,15 @@ class Recorder:
         t1 = ns()
         self.add(op, t0, t1, **kw)
         return r
+
+    def post(self, op: str, fn, *args, **kw):
+        """A nonblocking call (Isend, Irecv): returns (request, its id in the record)."""
+        self._req += 1
+        return self.call(op, fn, *args, req=self._req, **kw), self._req
+
+    def waitall(self, MPI, posted: list):
+        """Waitall on [(request, id), ...]."""
+        self.call("Waitall", MPI.Request.Waitall, [r for r, _ in posted], reqs=[i for _, i in posted])
 
     def memcpy(self, kind: int, dst: int, src: int, n: int):
         t0 = ns()
@@ -350,6 +364,7 @@ def pingpong(c: Ctx, params: dict):
 def jacobi(c: Ctx, params: dict):
     """Seed 004's Jacobi: row slabs, periodic top/bottom neighbours, two Sendrecv per iteration."""
     nx, ny, iters, warm, overlap = params["nx"], params["ny_local"], params["iterations"], params["warmup"], params["overlap"]
+    nonblocking = bool(params.get("nonblocking", False))
     be, comm, rec, me, P = c.be, c.comm, c.rec, c.rank, c.size
     top, bottom = (me - 1) % P, (me + 1) % P
     a = be.random((ny + 2, nx), seed=me)
@@ -381,8 +396,49 @@ def jacobi(c: Ctx, params: dict):
             rec.call("Sendrecv", comm.Sendrecv, [arr[src_row], c.MPI.DOUBLE], dest, 0,
                      [arr[dst_row], c.MPI.DOUBLE], source, 0, **kw)
 
+    def host_row(arr, i):
+        return [arr[i], c.MPI.DOUBLE]
+
+    def exchange_nb(arr):
+        """Both halos at once: Irecv row 0 from top and row ny+1 from bottom, Isend row 1 to top and
+        row ny to bottom, Waitall (staged: both D2H before, both H2D after)."""
+        # tag 1: a row sent up (to top), tag 2: a row sent down (to bottom)
+        recvs = [(0, top, "top_r", 2), (ny + 1, bottom, "bot_r", 1)]
+        sends = [(1, top, "top_s", 1), (ny, bottom, "bot_s", 2)]
+        if c.staged:
+            for i, _, k, _ in sends:
+                rec.memcpy(D2H, h[k].ctypes.data, row_ptr(arr, i), row)
+
+        def m(i, k):
+            if c.staged:
+                return c.msg(h[k], row)
+            return c.msg(row_ptr(arr, i), row) if be.is_gpu else host_row(arr, i)
+        posted = [rec.post("Irecv", comm.Irecv, m(i, k), p, t, peer=p, tag=t, bytes=row, mem=c.mem)
+                  for i, p, k, t in recvs]
+        posted += [rec.post("Isend", comm.Isend, m(i, k), p, t, peer=p, tag=t, bytes=row, mem=c.mem)
+                   for i, p, k, t in sends]
+        rec.waitall(c.MPI, posted)
+        if c.staged:
+            for i, _, k, _ in recvs:
+                rec.memcpy(H2D, row_ptr(arr, i), h[k].ctypes.data, row)
+
+    def halos(arr):
+        if nonblocking:
+            exchange_nb(arr)
+        else:
+            exchange(arr, True)
+            exchange(arr, False)
+
     def iteration(a, an):
-        if overlap:
+        if overlap and nonblocking:
+            rec.kernel(push_top, be.jacobi, a, an, 1, 2, name="jacobi-top")
+            rec.kernel(push_bottom, be.jacobi, a, an, ny, ny + 1, name="jacobi-bottom")
+            rec.kernel(compute, be.jacobi, a, an, 2, ny, name="jacobi-interior")
+            rec.sync(push_top)
+            rec.sync(push_bottom)
+            exchange_nb(an)
+            rec.sync(compute)
+        elif overlap:
             rec.kernel(push_top, be.jacobi, a, an, 1, 2, name="jacobi-top")
             rec.kernel(push_bottom, be.jacobi, a, an, ny, ny + 1, name="jacobi-bottom")
             rec.kernel(compute, be.jacobi, a, an, 2, ny, name="jacobi-interior")
@@ -394,8 +450,7 @@ def jacobi(c: Ctx, params: dict):
         else:
             rec.kernel(compute, be.jacobi, a, an, 1, ny + 1, name="jacobi")
             rec.sync(compute)
-            exchange(an, True)
-            exchange(an, False)
+            halos(an)
 
     for _ in range(warm):
         iteration(a, an)
@@ -476,6 +531,49 @@ def matmul(c: Ctx, params: dict):
     return rec.stop()
 
 
+def allpairs(c: Ctx, params: dict):
+    """Every rank exchanges one block with every other rank at once: Irecv from all, Isend to all,
+    Waitall (staged: a D2H per block before its Isend, an H2D per block after the Waitall)."""
+    sizes, iters = params["sizes"], params["iterations"]
+    be, comm, rec, me, P = c.be, c.comm, c.rec, c.rank, c.size
+    peers = [p for p in range(P) if p != me]
+    maxb = max(sizes)
+    k = max(1, len(peers))
+    ds, dr = be.zeros(maxb * k, np.uint8), be.zeros(maxb * k, np.uint8)
+    hs, hr = be.pinned(maxb * k), be.pinned(maxb * k)
+
+    def run(n, it):
+        def blk(side, j):
+            if c.staged:
+                a = hs if side == "s" else hr
+                return c.msg(a[j * n:(j + 1) * n], n)
+            d = ds if side == "s" else dr
+            if be.is_gpu:
+                return c.msg(be.ptr(d) + j * n, n)
+            return [d[j * n:(j + 1) * n], c.MPI.BYTE]
+        for _ in range(it):
+            if c.staged:
+                for j in range(len(peers)):
+                    rec.memcpy(D2H, hs.ctypes.data + j * n, be.ptr(ds) + j * n, n)
+            posted = [rec.post("Irecv", comm.Irecv, blk("r", j), p, 3, peer=p, tag=3, bytes=n, mem=c.mem)
+                      for j, p in enumerate(peers)]
+            posted += [rec.post("Isend", comm.Isend, blk("s", j), p, 3, peer=p, tag=3, bytes=n, mem=c.mem)
+                       for j, p in enumerate(peers)]
+            rec.waitall(c.MPI, posted)
+            if c.staged:
+                for j in range(len(peers)):
+                    rec.memcpy(H2D, be.ptr(dr) + j * n, hr.ctypes.data + j * n, n)
+
+    for n in sizes:                                  # warm-up: connections, IPC handles
+        run(n, 2)
+    be.device_sync()
+    rec.start(comm)
+    for n, it in zip(sizes, iters):
+        rec.call("Barrier", comm.Barrier)
+        run(n, it)
+    return rec.stop()
+
+
 def params_for(name: str, P: int, scale: str) -> dict:
     small = scale == "small"
     if name == "pingpong":
@@ -483,16 +581,21 @@ def params_for(name: str, P: int, scale: str) -> dict:
             return {"sizes": [8, 4 * KiB, 64 * KiB], "iterations": [10, 10, 5]}
         return {"sizes": [8, 4 * KiB, 64 * KiB, MiB, 16 * MiB, 64 * MiB],
                 "iterations": [100, 100, 50, 20, 10, 5]}
+    if name == "allpairs":
+        if small:
+            return {"sizes": [8, 4 * KiB], "iterations": [5, 5]}
+        return {"sizes": [64 * KiB, MiB, 16 * MiB], "iterations": [50, 20, 10]}
     if name.startswith("jacobi"):
         wide = name.startswith("jacobi-wide")
         overlap = name.endswith("overlap")
+        nb = {"nonblocking": True} if name.startswith("jacobi-nb") else {}
         if small:
             nx, ny = (256, 16) if wide else (64, 32)
-            return {"nx": nx, "ny_local": ny, "iterations": 5, "warmup": 1, "overlap": overlap}
+            return {"nx": nx, "ny_local": ny, "iterations": 5, "warmup": 1, "overlap": overlap, **nb}
         if wide:
             return {"nx": 262144, "ny_local": 512, "iterations": 100, "warmup": 10, "overlap": overlap}
         n = 17408
-        return {"nx": n, "ny_local": n // P, "iterations": 100, "warmup": 10, "overlap": overlap}
+        return {"nx": n, "ny_local": n // P, "iterations": 100, "warmup": 10, "overlap": overlap, **nb}
     if name.startswith("matmul"):
         if small:
             return {"n": 16 * P, "iterations": 2, "warmup": 1}
@@ -501,7 +604,7 @@ def params_for(name: str, P: int, scale: str) -> dict:
     raise ValueError(f"unknown workload {name!r}; known: {', '.join(WORKLOADS)}")
 
 
-RUNNERS = {"pingpong": pingpong, "jacobi": jacobi, "matmul": matmul}
+RUNNERS = {"pingpong": pingpong, "jacobi": jacobi, "matmul": matmul, "allpairs": allpairs}
 
 
 def main(argv=None):
