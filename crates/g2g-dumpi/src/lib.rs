@@ -15,8 +15,8 @@ use std::collections::HashMap;
 
 use convert::{Comms, Fids, RankConv, Stats};
 use decode::{Args, RankFile, RankStream};
-use matching::Matcher;
 use g2g_trace::writer::NativeWriter;
+use matching::Matcher;
 
 /// Bytes read at a time per rank: 32 MiB over all ranks, 8 KiB to 256 KiB each.
 pub fn chunk_for(nranks: usize) -> usize {
@@ -157,15 +157,17 @@ pub fn convert(
                 }
                 ncomms = comms.members.len();
             }
-            for row in c.pending.drain(..k) {
-                out.push(r as u32, c.seq, &row);
-                matcher.row(r as u32, c.seq, &row);
+            // rows are written from where they wait and dropped there (no move out)
+            for row in c.pending.iter().take(k) {
+                out.push(r as u32, c.seq, row);
+                matcher.row(r as u32, c.seq, row);
                 match counts.iter_mut().find(|(k, _)| std::ptr::eq(*k, row.op)) {
                     Some(c) => c.1 += 1,
                     None => counts.push((row.op, 1)),
                 }
                 c.seq += 1;
             }
+            c.pending.drain(..k);
             any |= k > 0;
         }
         if !any {
