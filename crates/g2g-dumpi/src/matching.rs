@@ -385,3 +385,54 @@ fn cmp_time(a: Option<i64>, b: Option<i64>) -> std::cmp::Ordering {
         (_, None) => std::cmp::Ordering::Less,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(op: &'static str, peer: i32, tag: i32, bytes: u64) -> Row {
+        let mut r = Row::new(op);
+        r.peer = peer;
+        r.tag = tag;
+        r.bytes = bytes;
+        r.recv_bytes = bytes;
+        r.t_start_ns = Some(0);
+        r
+    }
+
+    #[test]
+    fn steady_exchange_holds_messages_in_flight_only() {
+        // two ranks exchange 1000 rounds with a new tag each round: the queue of every key is
+        // dropped once matched, so what is held is one round, not the trace
+        let mut m = Matcher::new([(0i64, vec![0u32, 1])]);
+        let mut seq = [0u32; 2];
+        for round in 0..1000 {
+            for r in 0..2u32 {
+                m.row(r, seq[r as usize], &row("Isend", 1 - r as i32, round, 8));
+                m.row(r, seq[r as usize] + 1, &row("Irecv", 1 - r as i32, round, 8));
+                seq[r as usize] += 2;
+            }
+            assert_eq!(m.held(), 0);
+            assert!(m.queues.is_empty());
+        }
+        assert!(m.peak_held <= 2);
+        let (n, first) = m.finish(10);
+        assert_eq!((n, first.len()), (0, 0));
+    }
+
+    #[test]
+    fn problems_in_reference_order() {
+        let mut m = Matcher::new([(0i64, vec![0u32, 1])]);
+        m.row(0, 0, &row("Send", 1, 5, 100)); // into a 10-byte receive
+        m.row(0, 1, &row("Send", 1, 7, 8)); // never received
+        m.row(0, 2, &row("Send", 3, 7, 8)); // peer 3 is not in the communicator
+        m.row(1, 0, &row("Recv", 0, 5, 10));
+        m.row(1, 1, &row("Recv", 0, 9, 8)); // nothing sent
+        let (n, p) = m.finish(10);
+        assert_eq!(n, 4);
+        assert!(matches!(p[0], Problem::InvalidPeer { send: true, peer: 3, .. }));
+        assert!(matches!(p[1], Problem::Truncated { .. }));
+        assert!(matches!(p[2], Problem::UnmatchedSend(k) if k.tag == 7));
+        assert!(matches!(p[3], Problem::UnmatchedRecv(k) if k.tag == 9));
+    }
+}

@@ -315,44 +315,20 @@ impl NativeWriter {
         let p = path.as_ref().display().to_string();
         let err = |msg: String| TraceError { file: p.clone(), rank: None, seq: None, msg };
         let f = File::create(path.as_ref()).map_err(|e| err(format!("cannot create: {e}")))?;
-        // strings (op, memory space, ...) dictionary-encoded, as the format documents; integers
-        // DELTA_BINARY_PACKED: times, sequence numbers and requests grow by small steps and the
-        // other columns repeat, so their deltas pack to a few bits (or none): the file is ~8x
-        // smaller than with dictionaries on the integers and writes ~15 % faster (no hashing of
-        // every value); no statistics (the readers do not use them)
+        // dictionaries where values repeat (op, memory space, peers, sizes, ...), plain encoding
+        // for the columns that are nearly unique per row (times, sequence numbers, requests):
+        // hashing those costs time and their dictionary would be dropped anyway; no statistics
+        // (the readers do not use them).  Only encodings the core's page decoder reads
+        // (`pages.rs`: PLAIN, dictionary, RLE): DELTA_BINARY_PACKED would write ~10 % faster and
+        // 8x smaller files, but the replay would then decode every row group through Arrow.
         let mut b = WriterProperties::builder()
             .set_compression(Compression::ZSTD(ZstdLevel::try_new(1).unwrap()))
             .set_dictionary_enabled(true)
             .set_statistics_enabled(EnabledStatistics::None)
             .set_max_row_group_size(usize::MAX);
-        let list_item = |c: &str| ColumnPath::from(vec![c.to_string(), "list".to_string(), "item".to_string()]);
-        let ints = [
-            "rank",
-            "seq",
-            "t_start_ns",
-            "t_end_ns",
-            "dur_ns",
-            "peer",
-            "tag",
-            "comm_id",
-            "bytes",
-            "recv_bytes",
-            "recv_peer",
-            "recv_tag",
-            "root",
-            "req",
-            "stream",
-            "priority",
-        ]
-        .map(ColumnPath::from)
-        .into_iter()
-        .chain(["reqs", "counts_bytes", "recv_counts_bytes"].map(list_item));
-        for c in ints {
-            b = b
-                .set_column_dictionary_enabled(c.clone(), false)
-                .set_column_encoding(c, parquet::basic::Encoding::DELTA_BINARY_PACKED);
+        for c in ["seq", "t_start_ns", "t_end_ns", "dur_ns", "req"] {
+            b = b.set_column_dictionary_enabled(ColumnPath::from(c), false);
         }
-        b = b.set_column_dictionary_enabled(ColumnPath::from("contiguous"), false);
         let props = b.build();
         let schema = schema();
         // no embedded Arrow schema: its metadata would be fixed before the conversion knows the
