@@ -216,3 +216,17 @@ def test_ignored_calls_untraced_in_rust(tmp_path):
     assert "kept as an Untraced row" in got.source
     st = import_dumpi(tmp_path / "synth.meta", tmp_path / "o.g2g.parquet")
     assert st["op_counts"]["Untraced"] == 3 and "engine" not in st
+
+
+def test_written_file_uses_encodings_the_core_decodes(tmp_path):
+    """The streaming writer keeps to the encodings the core's page decoder reads (PLAIN,
+    dictionary, RLE): any other (DELTA_*, ...) would make every replay decode through Arrow."""
+    import pyarrow.parquet as pq
+    out = tmp_path / "o.g2g.parquet"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import_dumpi(tdr.write_trace(tmp_path, [tdr._synthetic_program(r) for r in range(4)]), out)
+    md = pq.ParquetFile(out).metadata
+    encs = {e for g in range(md.num_row_groups) for c in range(md.num_columns)
+            for e in md.row_group(g).column(c).encodings}
+    assert encs <= {"PLAIN", "PLAIN_DICTIONARY", "RLE_DICTIONARY", "RLE"}, encs
