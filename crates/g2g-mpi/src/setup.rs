@@ -200,6 +200,15 @@ fn report(st: &State, opt: &SimOptions, trace: String, machine: String, wall_s: 
     });
     st.stats.fill(&mut rep, ranks, opt.per_rank);
     explain(st, &mut rep);
+    if opt.network_scale != 1.0 {
+        if let Some(bw) = st.m.cfg.nic_rank_bw {
+            rep.assumptions.push(format!(
+                "network scale {}: the NICs and network links are scaled, each rank's NIC ports (node.nic.rank_bw, {:.3} GB/s) are not: one process's rate stays",
+                opt.network_scale,
+                bw / 1e9
+            ));
+        }
+    }
     rep.warnings = st.checks.warnings.clone();
     rep.engine = engine_stat(
         &st.stats,

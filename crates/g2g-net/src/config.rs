@@ -103,6 +103,10 @@ pub struct MachineConfig {
     pub nic_count: u32,
     pub nic_bw: f64,
     pub nic_latency_ns: f64,
+    /// per-rank NIC ports (`node.nic.rank_bw`): when set, every inter-node message crosses its
+    /// sender's injection port and its receiver's ejection port of this rate, besides the NIC: one
+    /// process reaches at most this rate however fast the NIC is, several ranks sharing a NIC more
+    pub nic_rank_bw: Option<f64>,
     pub nic_affinity: NicAffinity,
     /// socket each NIC attaches to (`node.nic.socket`); None: NIC i on socket i x sockets / count
     pub nic_socket: Option<Vec<u32>>,
@@ -397,9 +401,19 @@ fn check_uncertainty(ctx: &Ctx, root: &toml::Table) -> Result<(), ConfigError> {
     for (k, v) in u {
         let key = format!("uncertainty.\"{k}\"");
         let (table, _) = k.rsplit_once('.').unwrap_or(("", k));
-        if !["node", "node.pcie", "node.nvlink", "node.host", "node.nic", "network", "mpi", "gpu", "cpu"]
-            .contains(&table)
-        {
+        const TABLES: &[&str] = &[
+            "node",
+            "node.pcie",
+            "node.nvlink",
+            "node.host",
+            "node.nic",
+            "node.inter_socket",
+            "network",
+            "mpi",
+            "gpu",
+            "cpu",
+        ];
+        if !TABLES.contains(&table) {
             return Err(ctx.err(&key, "names no machine parameter: use \"table.key\", e.g. \"gpu.copy_delay\""));
         }
         let Some(t) = v.as_table() else { return Err(ctx.err(&key, "expected a table with low, high and source")) };
@@ -763,6 +777,11 @@ impl MachineConfig {
         let nic_eff = nic.efficiency()?;
         let nic_bw = nic.bw("bw", None)? * nic_eff;
         let nic_latency_ns = nic.dur("latency", Some(1000.0))?;
+        // an achieved per-process rate: not scaled by node.nic.efficiency
+        let nic_rank_bw = match nic.str_("rank_bw")? {
+            Some(_) => Some(nic.bw("rank_bw", None)?),
+            None => None,
+        };
         let gpudirect_rdma = nic.boolean("gpudirect_rdma", true)?;
         let nic_affinity = match nic.get("affinity") {
             None => NicAffinity::PerGpu,
@@ -1052,6 +1071,7 @@ impl MachineConfig {
             nic_count,
             nic_bw,
             nic_latency_ns,
+            nic_rank_bw,
             nic_affinity,
             nic_socket,
             gpudirect_rdma,

@@ -3,7 +3,7 @@
 //!
 //! Per node, links are laid out as (G = GPUs per node):
 //! `pcie_up[G] pcie_down[G] ce_d2h[G] ce_h2d[G] nvlink[..] shm[1] shm_out[G] shm_in[G]
-//! xsock[S(S-1)] nv_out[G] nv_in[G] ce[G x E]`, where
+//! xsock[S(S-1)] nv_out[G] nv_in[G] ce[G x E] nic_out[G] nic_in[G]`, where
 //! `pcie_up` carries GPU→host traffic (the GPU's link to its socket: PCIe or NVLink to the CPU),
 //! `ce_*` are the copy engines that cap cudaMemcpy speed when `gpu.copy_engines` is not set, the
 //! NVLink block depends on the NVLink kind (ordered pairs, switch ports, or listed pairs), `shm` is
@@ -11,7 +11,8 @@
 //! shared-memory ports (`node.host.shm_rank_bw`, used only when it is set), `xsock` the links
 //! between sockets per ordered pair (`[node.inter_socket]`, S sockets), `nv_out` / `nv_in` each
 //! GPU's aggregate NVLink ports (`node.nvlink.gpu_bw`, only when set) and `ce` the E copy engines
-//! of each GPU (`gpu.copy_engines`, only when set).  Network links follow all nodes.
+//! of each GPU (`gpu.copy_engines`, only when set), `nic_out` / `nic_in` each rank's ports to its
+//! NIC (`node.nic.rank_bw`, only when set).  Network links follow all nodes.
 use crate::config::{MachineConfig, NvlinkKind};
 use crate::lmm::FlowNet;
 use crate::topology::{self, LinkId, Links, Topology};
@@ -93,6 +94,8 @@ pub struct Machine {
     ce_off: u32,
     /// copy engines per GPU (0: the model without engines, `ce_d2h` / `ce_h2d`)
     ce_n: u32,
+    /// first per-rank NIC port (2G of them when `node.nic.rank_bw` is set, else `stride`)
+    nr_off: u32,
     /// next copy engine of each GPU (round robin), by node x G + gpu
     ce_next: Vec<std::cell::Cell<u32>>,
     topo_base: LinkId,
@@ -156,7 +159,9 @@ impl Machine {
         let nvg_links = if cfg.nvlink_gpu_bw.is_some() && !matches!(cfg.nvlink, NvlinkKind::None) { 2 * g } else { 0 };
         let ce_off = nvg_off + nvg_links;
         let ce_n = cfg.copy_engines.unwrap_or(0);
-        let stride = ce_off + g * ce_n;
+        let nr_off = ce_off + g * ce_n;
+        let nr_links = if cfg.nic_rank_bw.is_some() { 2 * g } else { 0 };
+        let stride = nr_off + nr_links;
         let node_links = stride as u64 * place.nodes as u64;
         if node_links > MAX_LINKS {
             return Err(crate::topology::too_many_links("the nodes", node_links));
@@ -227,6 +232,12 @@ impl Machine {
                 net.add_link(ce_bw);
                 latency.push(0);
             }
+            if let Some(bw) = cfg.nic_rank_bw {
+                for _ in 0..nr_links {
+                    net.add_link(bw);
+                    latency.push(0);
+                }
+            }
         }
         let topo_base = net.num_links() as LinkId;
         for l in topo.links() {
@@ -252,6 +263,7 @@ impl Machine {
             nvg_off,
             ce_off,
             ce_n,
+            nr_off,
             ce_next,
             topo_base,
             routes: Default::default(),
@@ -342,6 +354,16 @@ impl Machine {
         let e = c.get();
         c.set(if e + 1 >= self.ce_n { 0 } else { e + 1 });
         self.base(node) + self.ce_off + gpu * self.ce_n + e
+    }
+
+    /// The injection (`out`) or ejection port of the rank on GPU slot `gpu` to its NIC
+    /// (`node.nic.rank_bw`), appended to `out_links` when the machine has them.
+    pub fn nic_rank_port(&self, node: u32, gpu: u32, out: bool, out_links: &mut Links) {
+        if self.nr_off == self.stride {
+            return;
+        }
+        let g = self.place.gpus_per_node;
+        out_links.push(self.base(node) + self.nr_off + if out { gpu } else { g + gpu });
     }
 
     /// Copy engines per GPU (0: not modelled).

@@ -134,6 +134,7 @@ pub const KEYS: &[KeySpec] = &[
     k("node.nic", "bw", BW),
     k("node.nic", "latency", DUR),
     k("node.nic", "efficiency", FRACTION),
+    k("node.nic", "rank_bw", BW),
     k("node.nic", "gpudirect_rdma", Kind::Bool),
     k("node.nic", "affinity", Kind::Other("\"per-gpu\", \"shared\" or a list of NIC indices")),
     k("node.nic", "socket", Kind::Other("a list of socket indices, one per NIC")),

@@ -42,6 +42,8 @@ impl HostPath {
         } else {
             let rail = m.cfg.nic_of_gpu(src.gpu);
             let at = links.len();
+            // the sender's own port to its NIC (node.nic.rank_bw: one process's injection rate)
+            m.nic_rank_port(src.node, src.gpu, true, links);
             // from the sender's socket to its NIC's, and from the receiving NIC's socket to the
             // receiver's (the same rail on both nodes)
             m.cross_sockets(src.node, m.socket_of(src.gpu), m.nic_socket_of(src.gpu), links);
@@ -50,6 +52,7 @@ impl HostPath {
             lat += m.net_route_latency(src.node, dst.node, rail, links) + m.cfg.nic_latency_ns as u64;
             let at2 = links.len();
             m.cross_sockets(dst.node, sock_in, m.socket_of(dst.gpu), links);
+            m.nic_rank_port(dst.node, dst.gpu, false, links);
             lat + m.path_latency(&links[at2..])
         }
     }
@@ -77,7 +80,7 @@ impl DataPath for HostPath {
             "node.sockets",
             "node.gpu_socket",
             "node.inter_socket.*",
-            "node.nic.*",
+            "node.nic.* (rank_bw: each rank's ports to its NIC)",
             "network.*",
             "mpi.factors (path host / hostcopy)",
         ]
