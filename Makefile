@@ -32,7 +32,9 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_PKGS_TEST := openmpi-bin libopenmpi-dev libopen-trace-format2-dev pkg-config gfortran chromium libsimgrid-dev
 PY_PKGS := maturin numpy pyarrow pandas click rich tomli-w matplotlib dask distributed otf2
 PY_PKGS_TEST := pytest mpi4py jsonschema hypothesis
-PY_PKGS_LINT := ruff mypy
+# the gates' versions are pinned: a new ruff or mypy release brings new rules and must not fail CI
+# unasked (raise the pins on purpose, with the fixes they call for)
+PY_PKGS_LINT := ruff==0.17.6 mypy==2.4.1
 # install stamps live with the environment they describe
 STAMP := $(if $(OWN_VENV),$(VENV)/.make-stamps,.make-stamps)
 
@@ -97,8 +99,10 @@ lint: deps-lint
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
 
+# the stamp holds the pins it installed: new pins install again
 deps-lint: | $(STAMP)
-	@[ -f $(STAMP)/deps-lint ] || { $(PIP) install -q $(PY_PKGS_LINT) && touch $(STAMP)/deps-lint; }
+	@[ "$$(cat $(STAMP)/deps-lint 2>/dev/null)" = "$(PY_PKGS_LINT)" ] || \
+	  { $(PIP) install -q $(PY_PKGS_LINT) && echo "$(PY_PKGS_LINT)" > $(STAMP)/deps-lint; }
 
 # rewrite tests/golden/*/expected.*.json from the current build; review the diff (tests/golden/README.md)
 golden-update: build

@@ -21,6 +21,20 @@ def coll_algorithms() -> list[tuple[str, list[str]]]:
     """(collective, algorithm names) of each collective."""
 def trace_meta(path: str) -> tuple[int, int, str, str]:
     """(ranks, rows, source, buffers) of a native trace."""
+# (bin path, rank, body offset, END_OF_STREAM offset, version, datatype sizes) of one DUMPI rank file
+_DumpiRank = tuple[str, int, int, int, tuple[int, int, int], list[int]]
+def dumpi_scan(ranks: list[_DumpiRank], full: bool) -> list[tuple[int | None, int, list[tuple[int, int, int, tuple]]]]:
+    """Per rank: (first call time ns or None, records decoded, [(record index, byte offset,
+    function id, args)] of its communicator/group calls); without ``full`` only the first timed
+    record is decoded."""
+def dumpi_convert(ranks: list[_DumpiRank], created: list[list[tuple[int, int | None]]], out_path: str,
+                  origin: int, mem_space: str, window_ops: int, members: dict[int, list[int]],
+                  names: dict[int, str], self_gids: dict[int, int], self_base: int, resolved: bool,
+                  finish: Callable[[dict[str, Any]], list[tuple[str, str]]],
+                  progress: Callable[[int], None] | None = None) -> dict[str, Any]:
+    """Converts every rank's records to native rows written to out_path a window at a time;
+    ``finish(stats)`` returns the file's [(key, value)] metadata, written before it is closed.
+    The stats dict."""
 def parse_size(text: str) -> int:
     """Bytes: "64KiB" = 65536, "64KB" = "64K" = 64000, "4096"; ValueError naming the text."""
 def parse_duration_ns(text: str) -> float:

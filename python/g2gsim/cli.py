@@ -5,6 +5,7 @@ import json
 import sys
 import tempfile
 from pathlib import Path
+from typing import NoReturn
 
 import click
 from rich.console import Console
@@ -32,7 +33,7 @@ def _one_line_warning(message, category, filename, lineno, line=None):
     return f"{kind}: {message}\n"
 
 
-def _fail(msg: str, code: int = 1):
+def _fail(msg: str, code: int = 1) -> NoReturn:
     _fail_line(msg, code)
 
 
@@ -204,7 +205,7 @@ def print_assumptions(rep: dict, out: Console | None = None):
 def _parse_ranks(spec: str | None):
     if not spec:
         return None
-    out = []
+    out: list[int] = []
     for part in spec.split(","):
         try:
             if "-" in part:

@@ -681,10 +681,11 @@ def _sockets(ctx: _Ctx, det: Detection, topo, gpus: list[Gpu], cpu_model: str | 
     if not n:
         return
     how = ""
-    if all(g.numa is not None for g in gpus):
-        doms = sorted({g.numa for g in gpus})
+    numas = [g.numa for g in gpus if g.numa is not None]
+    if len(numas) == n:             # every GPU's NUMA node known
+        doms = sorted(set(numas))
         det.socket_of_numa = {d: i for i, d in enumerate(doms)}
-        det.gpu_socket = [det.socket_of_numa[g.numa] for g in gpus]
+        det.gpu_socket = [det.socket_of_numa[d] for d in numas]
         how = "the GPUs' NUMA nodes (nvidia-smi topo -m NUMA Affinity, hwloc or sysfs numa_node)"
     elif topo is not None and len(topo.gpus) == n and n > 1:
         group = list(range(n))
@@ -957,8 +958,9 @@ def _nics(ctx: _Ctx, det: Detection, topo, hw, ib: dict[str, Nic], gpus: list[Gp
                 near = [g for g in range(n) if topo.path(g, i) not in ("", "SYS", "SOC")]
                 if near:
                     s_i, src_i = det.gpu_socket[near[0]], f"nvidia-smi topo -m (reaches GPU{near[0]} without SYS)"
-            if s_i is None and nics[i].numa is not None:
-                s_i, src_i = det.socket_of_numa.get(nics[i].numa), "its NUMA node"
+            nic_numa = nics[i].numa
+            if s_i is None and nic_numa is not None:
+                s_i, src_i = det.socket_of_numa.get(nic_numa), "its NUMA node"
             if s_i is None:
                 s_i, src_i = 0, "unknown, socket 0 assumed"
             nsock.append(s_i)

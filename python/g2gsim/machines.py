@@ -239,7 +239,9 @@ def _overridden_by(doc: dict, key: str) -> str | None:
     """Why setting ``key`` has no effect on the machine ``doc`` (after all settings), or None.
     node.nic.bw reaches the network only as the default of network.link_bw (fat-tree) or as a cap on
     it (crossbar); torus and dragonfly give the NIC its own link."""
-    net = doc.get("network") if isinstance(doc.get("network"), dict) else {}
+    net = doc.get("network")
+    if not isinstance(net, dict):
+        net = {}
     if key == "node.nic.bw" and net.get("topology") == "fat-tree" and "link_bw" in net:
         return ("network.link_bw is set, and a fat-tree's links take their bandwidth from it "
                 "(set network.link_bw instead)")

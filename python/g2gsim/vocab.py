@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 from typing import Any, NamedTuple
 
-from . import _core
+from ._core import vocabulary
 
-_V: dict[str, Any] = json.loads(_core.vocabulary())
+_V: dict[str, Any] = json.loads(vocabulary())
 
 #: every operation name a trace may hold -> the classes it belongs to
 OP_CLASSES: dict[str, frozenset[str]] = {name: frozenset(classes) for name, classes in _V["ops"]}

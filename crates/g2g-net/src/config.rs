@@ -1,5 +1,6 @@
 //! Machine files: TOML with a schema version and unit strings, validated with errors that name the
 //! key and its line.  See docs/machine-files.md.
+pub use crate::schema::{ConfigError, COLLECTIVE_NAMES, FACTOR_PATHS};
 use crate::topology::TopologySpec;
 use crate::units::{parse_bandwidth, parse_duration_ns, parse_size};
 
@@ -123,6 +124,10 @@ pub struct MachineConfig {
     /// extra CPU time of an MPI call on a device buffer (`mpi.device_call_overhead`: the
     /// library's memory-type query, IPC handle cache), on top of `call_overhead`
     pub device_call_overhead_ns: f64,
+    /// CPU time of a wait or test call (Wait, Waitall, Waitany, Waitsome, Test) instead of
+    /// `call_overhead` (`mpi.wait_overhead`; default: `mpi.call_overhead`): completing a request
+    /// that is already done costs less than posting one
+    pub wait_overhead_ns: f64,
     /// LogGP g (`mpi.gap`): the least time between two messages one rank injects; a message
     /// leaves no earlier than the previous one of the rank plus this
     pub gap_ns: f64,
@@ -194,29 +199,6 @@ pub struct SizeFactor {
     pub collective: Option<String>,
 }
 
-/// Collectives a `[[mpi.factors]]` entry may name (g2g-trace's COLL_NAMES).
-pub const COLLECTIVE_NAMES: [&str; 16] = [
-    "Barrier",
-    "Bcast",
-    "Reduce",
-    "Allreduce",
-    "Gather",
-    "Gatherv",
-    "Scatter",
-    "Scatterv",
-    "Allgather",
-    "Allgatherv",
-    "Alltoall",
-    "Alltoallv",
-    "Reduce_scatter",
-    "Reduce_scatter_block",
-    "Scan",
-    "Exscan",
-];
-
-/// Data paths a `[[mpi.factors]]` entry may name (`hostcopy`: host transfers of staged buffers).
-pub const FACTOR_PATHS: [&str; 6] = ["host", "hostcopy", "gpudirect-p2p", "gpudirect-rdma", "pipelined", "all"];
-
 /// `[collectives]` thresholds (see g2g-coll's Thresholds for what each selects).
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct CollConfig {
@@ -224,24 +206,6 @@ pub struct CollConfig {
     /// "kind=algo" overrides
     pub algos: Vec<String>,
 }
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct ConfigError {
-    pub file: String,
-    pub key: String,
-    pub line: Option<usize>,
-    pub msg: String,
-}
-
-impl std::fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.line {
-            Some(l) => write!(f, "{}:{}: {}: {}", self.file, l, self.key, self.msg),
-            None => write!(f, "{}: {}: {}", self.file, self.key, self.msg),
-        }
-    }
-}
-impl std::error::Error for ConfigError {}
 
 struct Ctx<'a> {
     file: &'a str,
@@ -964,10 +928,12 @@ impl MachineConfig {
         };
         let call_overhead_ns = mpi.dur("call_overhead", Some(0.0))?;
         let device_call_overhead_ns = mpi.dur("device_call_overhead", Some(0.0))?;
+        let wait_overhead_ns = mpi.dur("wait_overhead", Some(call_overhead_ns))?;
         let gap_ns = mpi.dur("gap", Some(0.0))?;
         let blocking_send_overhead_ns = mpi.dur("blocking_send_overhead", Some(0.0))?;
         for (k, v) in [
             ("mpi.device_call_overhead", device_call_overhead_ns),
+            ("mpi.wait_overhead", wait_overhead_ns),
             ("mpi.gap", gap_ns),
             ("mpi.blocking_send_overhead", blocking_send_overhead_ns),
         ] {
@@ -1083,6 +1049,7 @@ impl MachineConfig {
             recv_overhead_ns,
             call_overhead_ns,
             device_call_overhead_ns,
+            wait_overhead_ns,
             gap_ns,
             blocking_send_overhead_ns,
             factors,

@@ -5,8 +5,49 @@
 //! reading values, so no value the parser reads can wrap, truncate or saturate. A new table plugs in
 //! by adding its path to [`TABLES`] and its keys to [`KEYS`] (docs/machine-files.md, "Bounds", lists
 //! them; a test checks that the docs name every key).
-use crate::config::ConfigError;
 use crate::units::{parse_bandwidth, parse_duration_ns, parse_size, MAX_SIZE};
+
+/// An error of a machine file: the file, the key and (where found) its line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConfigError {
+    pub file: String,
+    pub key: String,
+    pub line: Option<usize>,
+    pub msg: String,
+}
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.line {
+            Some(l) => write!(f, "{}:{}: {}: {}", self.file, l, self.key, self.msg),
+            None => write!(f, "{}: {}: {}", self.file, self.key, self.msg),
+        }
+    }
+}
+impl std::error::Error for ConfigError {}
+
+/// Collectives a `[[mpi.factors]]` entry may name (g2g-trace's COLL_NAMES).
+pub const COLLECTIVE_NAMES: [&str; 16] = [
+    "Barrier",
+    "Bcast",
+    "Reduce",
+    "Allreduce",
+    "Gather",
+    "Gatherv",
+    "Scatter",
+    "Scatterv",
+    "Allgather",
+    "Allgatherv",
+    "Alltoall",
+    "Alltoallv",
+    "Reduce_scatter",
+    "Reduce_scatter_block",
+    "Scan",
+    "Exscan",
+];
+
+/// Data paths a `[[mpi.factors]]` entry may name (`hostcopy`: host transfers of staged buffers).
+pub const FACTOR_PATHS: [&str; 6] = ["host", "hostcopy", "gpudirect-p2p", "gpudirect-rdma", "pipelined", "all"];
 
 /// What a key holds.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -160,6 +201,7 @@ pub const KEYS: &[KeySpec] = &[
     k("mpi", "recv_overhead", DUR),
     k("mpi", "call_overhead", DUR),
     k("mpi", "device_call_overhead", DUR),
+    k("mpi", "wait_overhead", DUR),
     k("mpi", "blocking_send_overhead", DUR),
     k("mpi", "gap", DUR),
     k("mpi", "gpudirect_eager", Kind::Bool),
@@ -167,7 +209,7 @@ pub const KEYS: &[KeySpec] = &[
     k("mpi", "collective_chunk", SIZE),
     k("mpi", "collective_depth", int(1, MAX_DEPTH)),
     k("mpi", "library", Kind::Other("free text")),
-    k("mpi.factors", "path", Kind::Choice(&crate::config::FACTOR_PATHS)),
+    k("mpi.factors", "path", Kind::Choice(&FACTOR_PATHS)),
     k("mpi.factors", "max_bytes", SIZE),
     k("mpi.factors", "bw_factor", FACTOR),
     k("mpi.factors", "lat_factor", Kind::Float { min: 0.0, max: 1e6, min_open: false }),
@@ -176,7 +218,7 @@ pub const KEYS: &[KeySpec] = &[
     k("mpi.factors", "recv_overhead", DUR),
     k("mpi.factors", "blocking_send_overhead", DUR),
     k("mpi.factors", "active_ranks", int(1, 1 << 20)),
-    k("mpi.factors", "collective", Kind::Choice(&crate::config::COLLECTIVE_NAMES)),
+    k("mpi.factors", "collective", Kind::Choice(&COLLECTIVE_NAMES)),
     k("gpu", "copy_delay", DUR),
     k("gpu", "copy_per_byte", DUR),
     k("gpu", "gpudirect_delay", DUR),

@@ -626,8 +626,9 @@ class Runner:
             sarr, saddr = bufs.addr[(kind, "s")]
             rarr, raddr = bufs.addr[(kind, "r")]
 
-            def part(side, j, n):
-                # the j-th n-byte block of a buffer (one per peer, no two messages on one block)
+            def part(side, j, n, kind=kind, saddr=saddr, raddr=raddr, sarr=sarr, rarr=rarr):
+                # the j-th n-byte block of a buffer (one per peer, no two messages on one block);
+                # this mode's buffers bound as defaults
                 if kind == "device":
                     return [_fromaddress(MPI, (saddr if side == "s" else raddr) + j * n, n), MPI.BYTE]
                 a = sarr if side == "s" else rarr

@@ -326,7 +326,7 @@ class _Reader:
 
     __slots__ = ("buf", "n", "status_size", "status_tag")
 
-    def __init__(self, buf: bytes, version: tuple[int, int, int]):
+    def __init__(self, buf: bytes | mmap.mmap, version: tuple[int, int, int]):
         self.buf = buf
         self.n = len(buf)
         self.status_tag = version >= (0, 6, 3)   # status tag added in 0.6.3
@@ -728,6 +728,9 @@ class DumpiRecords:
 class DumpiFile:
     """One rank's ``.bin``: index, header, footer, datatype sizes and the record stream."""
 
+    buf: mmap.mmap | bytes          # mapped (read_bytes for files under 8 bytes; b"" once closed)
+    rd: _Reader | None              # None once closed
+
     def __init__(self, path: str | Path, rank: int):
         self.path = Path(path)
         self.rank = rank
@@ -886,7 +889,7 @@ class DumpiFile:
                                  f"this reader knows (before record 0)")
 
     def _read_tables(self) -> None:
-        buf, rd = self.buf, self.rd
+        buf, rd = self.buf, self._reader()
         self.type_sizes: tuple[int, ...] = _DEFAULT_TYPE_SIZES
         self.has_size_table = False
         self.perf_labels: tuple[str, ...] = ()
@@ -930,6 +933,11 @@ class DumpiFile:
         self.buf = b""
         self.rd = None
 
+    def _reader(self) -> _Reader:
+        if self.rd is None:
+            raise TraceError(f"{self.path}: rank {self.rank}: the file is closed (records() needs it open)")
+        return self.rd
+
     def stream_spec(self) -> tuple:
         """What the Rust decoder needs: (path, rank, body offset, END_OF_STREAM offset, version,
         datatype sizes)."""
@@ -950,7 +958,7 @@ class DumpiFile:
 
         ``stream_end``: where the END_OF_STREAM label must sit (the header follows it), or None
         when unknown (truncation diagnosis)."""
-        rd = self.rd
+        rd = self._reader()
         buf, n = rd.buf, rd.n
         limit = stream_end + 2 if stream_end is not None else n
         decoders = _decoders(self.version)
@@ -1184,7 +1192,7 @@ class _RankCommState:
         return (parent, n)
 
 
-def _resolve_comms(files: list[DumpiFile], recs: list[DumpiRecords], comms: _Comms
+def _resolve_comms(files: list[DumpiFile], recs: list[DumpiRecords] | list[_CommEvents], comms: _Comms
                    ) -> dict[tuple[int, int], int | None]:
     """Replay the communicator/group calls of all ranks, matching collective creations.
 

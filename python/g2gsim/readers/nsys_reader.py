@@ -217,8 +217,8 @@ def read_nsys(path: str | Path, assume_buffers: str | None = None, progress: boo
     # CUDA: API calls by correlation id, then the activities
     api: dict[tuple[int, int], tuple[int, int, int, str]] = {}
     if "CUPTI_ACTIVITY_KIND_RUNTIME" in db.tables:
-        for i, (s, e, gtid, corr, nid) in enumerate(db.rows(
-                "CUPTI_ACTIVITY_KIND_RUNTIME", ["start", "end", "globalTid", "correlationId", "nameId"])):
+        for s, e, gtid, corr, nid in db.rows(
+                "CUPTI_ACTIVITY_KIND_RUNTIME", ["start", "end", "globalTid", "correlationId", "nameId"]):
             if gtid is None or corr is None:
                 continue
             pid = int(gtid) >> 24
@@ -228,7 +228,7 @@ def read_nsys(path: str | Path, assume_buffers: str | None = None, progress: boo
     sync_enum = db.enum("ENUM_CUPTI_SYNC_TYPE")
     used_api: set[tuple[int, int]] = set()
 
-    def place(table: str, i: int, gpid, corr, s, e) -> tuple[int, int, int, str]:
+    def place(table: str, i: int, gpid, corr, s, e) -> tuple[int, int, int, str] | None:
         if gpid is None:
             raise TraceError(f"{path}: {table} row {i}: no globalPid")
         pid = int(gpid) >> 24

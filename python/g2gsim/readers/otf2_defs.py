@@ -19,10 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .._extras import require
+from ..trace import MEM_SPACES, Comm, TraceError
 
 _otf2 = require("_otf2", "otf2", "reading OTF2 traces")
-
-from ..trace import MEM_SPACES, Comm, TraceError
 
 # numeric values of the OTF2 enums used by the converter
 LT_CPU = _otf2.LOCATION_TYPE_CPU_THREAD.value

@@ -29,10 +29,6 @@ from ctypes import c_int, c_int64, c_uint8, c_uint32, c_uint64, c_void_p
 import numpy as np
 
 from .._extras import require
-
-_otf2 = require("_otf2", "otf2", "reading OTF2 traces")
-from _otf2.Config import conf  # noqa: E402
-
 from ..trace import ALL_OPS, COLLECTIVES, COPY_KINDS, TraceError
 from ..vocab import SEND_ONLY_OPS, TEST_OPS, WAIT_OPS
 from .otf2_defs import (
@@ -53,6 +49,9 @@ from .otf2_defs import (
     OTF2Plan,
 )
 from .rules import compute_gap
+
+_otf2 = require("_otf2", "otf2", "reading OTF2 traces")
+from _otf2.Config import conf  # noqa: E402  (after require: a missing otf2 is a one-line error)
 
 # ------------------------------------------------------------------------------------ op codes
 OP_NAMES = sorted(ALL_OPS)

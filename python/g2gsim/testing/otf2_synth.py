@@ -20,9 +20,10 @@ from typing import Any
 from .._extras import require
 
 _otf2 = require("_otf2", "otf2", "writing OTF2 archives")
+# the otf2 imports come after require, so that a missing otf2 is a one-line error
 import otf2  # noqa: E402
-from otf2.definitions import Location
-from otf2.enums import (
+from otf2.definitions import Location  # noqa: E402
+from otf2.enums import (  # noqa: E402
     CollectiveOp,
     GroupType,
     LocationGroupType,
