@@ -158,3 +158,10 @@ def test_seed002_observation4_shared_nic(ws):
 def test_seed002_observation4_magnitude(ws):
     growth, _ = _minisweep_growth(ws)
     assert within(1 + growth, 1.476)
+
+
+def test_machine_check_reports_the_nic_ports():
+    from g2gsim import machines
+    assert machines.check("a100x8-nvswitch")["nic_rank_bw_bytes_per_s"] == 17.5e9
+    d = machines.check("lassen")
+    assert d["nic_rank_bw_bytes_per_s"] is None and d["nic_latency_ns"] == 600.0

@@ -128,7 +128,8 @@ def test_platform_xml_parses_and_mirrors_the_fat_tree(tmp_path):
     # lassen: 18 nodes per leaf, 9 leaves per pod, 12 uplinks per leaf (taper 1.5), one pod
     assert cl.get("topo_parameters") == "3;18,9,1;1,12,9;1,1,1"
     assert cl.get("radical") == "0-161"
-    assert cl.get("bw") == "12500000000Bps" and cl.get("lat") == "550ns"
+    # EDR 12.5 GB/s x node.nic.efficiency 0.994; lat = (NIC 600 ns + hop 100 ns) / 2
+    assert cl.get("bw") == "12425000000Bps" and cl.get("lat") == "350ns"
     assert cl.get("core") == "4" and cl.get("speed") == "1000000000f"
     assert cl.get("loopback_bw") == "25000000000Bps" and cl.get("loopback_lat") == "300ns"
     # 2,000 nodes: 112 leaves -> 13 pods of 9 leaves

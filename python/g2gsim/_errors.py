@@ -69,7 +69,7 @@ def error_line(msg: str):
     """Prints ``error: msg`` on stderr (the message is never read as markup)."""
     from rich.console import Console
     from rich.markup import escape
-    Console(stderr=True).print(f"[bold red]error:[/] {escape(msg)}", highlight=False, markup=True, soft_wrap=True)
+    Console(stderr=True, emoji=False).print(f"[bold red]error:[/] {escape(msg)}", highlight=False, markup=True, soft_wrap=True)
 
 
 def fail(msg: str, code: int = EXIT_ERROR) -> NoReturn:
@@ -80,7 +80,7 @@ def fail(msg: str, code: int = EXIT_ERROR) -> NoReturn:
 def notice(msg: str):
     from rich.console import Console
     from rich.markup import escape
-    Console(stderr=True).print(f"[yellow]notice:[/] {escape(msg)}", highlight=False, markup=True, soft_wrap=True)
+    Console(stderr=True, emoji=False).print(f"[yellow]notice:[/] {escape(msg)}", highlight=False, markup=True, soft_wrap=True)
 
 
 def _guard(fn):

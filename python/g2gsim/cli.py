@@ -22,8 +22,8 @@ from .sim import simulate as run_simulation
 from .trace import Trace, TraceError
 from .vocab import MODES, SEND_OPS, SHARING
 
-console = Console(soft_wrap=True)
-err_console = Console(stderr=True)
+console = Console(soft_wrap=True, emoji=False)   # "m.toml:100:" must not print as an emoji
+err_console = Console(stderr=True, emoji=False)
 
 
 

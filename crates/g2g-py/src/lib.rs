@@ -181,6 +181,8 @@ fn machine_check(machine_toml: &str, machine_file: &str, nodes: u32) -> PyResult
         "nvlink_bw_bytes_per_s": cfg.nvlink_bw,
         "nic_count": cfg.nic_count,
         "nic_bw_bytes_per_s": cfg.nic_bw,
+        "nic_latency_ns": cfg.nic_latency_ns,
+        "nic_rank_bw_bytes_per_s": cfg.nic_rank_bw,
         "nic_affinity": format!("{:?}", cfg.nic_affinity),
         "gpudirect_rdma": cfg.gpudirect_rdma,
         "network": m.topo.describe(),

@@ -174,6 +174,9 @@ def machine_params(machine: str | Path | dict, gpus_per_node: int | None = None)
     nic_bw = _bw(nic["bw"]) if "bw" in nic else None
     if nic_bw is None:
         raise SimgridExportError("machine has no node.nic.bw")
+    # node.nic.efficiency scales the NIC and the network's links, as the core does (config.rs)
+    nic_eff = float(nic.get("efficiency", 1.0))
+    nic_bw *= nic_eff
     copy_per_byte = gpu.get("copy_per_byte")
     pcie_bw = _bw(pcie["bw"]) if "bw" in pcie else 16e9
     copy_bw = 1e9 / _ns(copy_per_byte) if copy_per_byte else pcie_bw
@@ -187,7 +190,7 @@ def machine_params(machine: str | Path | dict, gpus_per_node: int | None = None)
         "nic_latency_ns": _ns(nic.get("latency", "1us")),
         "topology": net.get("topology", "crossbar"),
         "hop_latency_ns": _ns(net.get("hop_latency", "100ns")),
-        "link_bw": _bw(net["link_bw"]) if "link_bw" in net else nic_bw,
+        "link_bw": _bw(net["link_bw"]) * nic_eff if "link_bw" in net else nic_bw,
         "rails": int(net.get("rails", nic.get("count", 1))),
         "levels": int(net.get("levels", 2)),
         "nodes_per_leaf": int(net.get("nodes_per_leaf", 16)),
