@@ -120,7 +120,7 @@ def test_fit_recovers_a_machine_with_bins_ports_and_call_overhead(tmp_path):
     m = tmp_path / "binned.toml"
     m.write_text(BINNED)
     raw = _synthetic_raw(m)
-    res = fitmod.fit(raw, base="h200x4", collectives=False)
+    res = fitmod.fit(raw, base="h200x4", collectives=False, bins=True)
     p = res.params
     assert p.call_overhead == pytest.approx(0.5e-6, rel=0.05)
     assert p.shm_rank_bw is not None                                 # ping-ping ~ one ping-pong: ports

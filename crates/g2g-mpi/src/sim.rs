@@ -260,7 +260,9 @@ impl State<'_> {
                 match self.next_op(r)? {
                     Some(op) => {
                         self.check_op(r, &op)?;
-                        let mut c = self.m.cfg.call_overhead_ns;
+                        // a wait or test call: mpi.wait_overhead (default mpi.call_overhead)
+                        let mut c =
+                            if is_wait(op.kind) { self.m.cfg.wait_overhead_ns } else { self.m.cfg.call_overhead_ns };
                         if self.m.cfg.device_call_overhead_ns > 0.0
                             && is_mpi_call(op.kind)
                             && !is_wait(op.kind)

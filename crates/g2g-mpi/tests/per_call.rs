@@ -73,3 +73,23 @@ fn per_call_keys_are_checked() {
     assert_eq!(e.key, "mpi.gap");
     assert!(e.line.is_some());
 }
+
+#[test]
+fn wait_overhead_replaces_call_overhead_for_waits_only() {
+    let t = with_mpi(&two_gpu_node(), "call_overhead = \"1us\"");
+    let w = with_mpi(&t, "wait_overhead = \"200ns\"");
+    let b = 1000; // eager
+                  // rank 0: Isend, Waitall; rank 1: Irecv, Waitall
+    let ranks = || vec![vec![isend(1, 0, b, 1), waitall(&[1])], vec![irecv(0, 0, b, 1), waitall(&[1])]];
+    let o = SimOptions::default();
+    let base = run(ranks(), &t, o.clone()).unwrap();
+    let less = run(ranks(), &w, o.clone()).unwrap();
+    // the sender's wait is the last thing it does: 800 ns earlier
+    assert_eq!(end_ns(&base, 0) - end_ns(&less, 0), 800);
+    // without the key, a wait costs mpi.call_overhead (unchanged runs)
+    let same = with_mpi(&t, "wait_overhead = \"1us\"");
+    assert_eq!(end_ns(&run(ranks(), &same, o.clone()).unwrap(), 0), end_ns(&base, 0));
+    // sends and receives keep mpi.call_overhead: a blocking pair is unchanged
+    let blocking = || vec![vec![send(1, 0, b)], vec![recv(0, 0, b)]];
+    assert_eq!(end_ns(&run(blocking(), &w, o.clone()).unwrap(), 1), end_ns(&run(blocking(), &t, o).unwrap(), 1));
+}

@@ -124,6 +124,10 @@ pub struct MachineConfig {
     /// extra CPU time of an MPI call on a device buffer (`mpi.device_call_overhead`: the
     /// library's memory-type query, IPC handle cache), on top of `call_overhead`
     pub device_call_overhead_ns: f64,
+    /// CPU time of a wait or test call (Wait, Waitall, Waitany, Waitsome, Test) instead of
+    /// `call_overhead` (`mpi.wait_overhead`; default: `mpi.call_overhead`): completing a request
+    /// that is already done costs less than posting one
+    pub wait_overhead_ns: f64,
     /// LogGP g (`mpi.gap`): the least time between two messages one rank injects; a message
     /// leaves no earlier than the previous one of the rank plus this
     pub gap_ns: f64,
@@ -924,10 +928,12 @@ impl MachineConfig {
         };
         let call_overhead_ns = mpi.dur("call_overhead", Some(0.0))?;
         let device_call_overhead_ns = mpi.dur("device_call_overhead", Some(0.0))?;
+        let wait_overhead_ns = mpi.dur("wait_overhead", Some(call_overhead_ns))?;
         let gap_ns = mpi.dur("gap", Some(0.0))?;
         let blocking_send_overhead_ns = mpi.dur("blocking_send_overhead", Some(0.0))?;
         for (k, v) in [
             ("mpi.device_call_overhead", device_call_overhead_ns),
+            ("mpi.wait_overhead", wait_overhead_ns),
             ("mpi.gap", gap_ns),
             ("mpi.blocking_send_overhead", blocking_send_overhead_ns),
         ] {
@@ -1043,6 +1049,7 @@ impl MachineConfig {
             recv_overhead_ns,
             call_overhead_ns,
             device_call_overhead_ns,
+            wait_overhead_ns,
             gap_ns,
             blocking_send_overhead_ns,
             factors,

@@ -201,6 +201,7 @@ pub const KEYS: &[KeySpec] = &[
     k("mpi", "recv_overhead", DUR),
     k("mpi", "call_overhead", DUR),
     k("mpi", "device_call_overhead", DUR),
+    k("mpi", "wait_overhead", DUR),
     k("mpi", "blocking_send_overhead", DUR),
     k("mpi", "gap", DUR),
     k("mpi", "gpudirect_eager", Kind::Bool),

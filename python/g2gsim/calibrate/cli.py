@@ -86,21 +86,27 @@ def register(group: click.Group) -> None:
     @click.option("--ring-bins", is_flag=True,
                   help="also fit [[mpi.factors]] bins with active_ranks from the ring series (every rank "
                        "of the node communicating at once; docs/calibration.md)")
-    @click.option("--collective-bins/--no-collective-bins", default=True, show_default=True,
+    @click.option("--bins", is_flag=True,
+                  help="size bins per path ([[mpi.factors]] lines per size range, each tuned to one curve) instead "
+                       "of the joint fit of per-call costs and protocol switches (the default; docs/calibration.md)")
+    @click.option("--collective-rates/--no-collective-rates", default=True, show_default=True,
+                  help="one rate factor per collective and path, fitted by simulation on the collective series "
+                       ">= 1 MiB (docs/calibration.md)")
+    @click.option("--collective-bins/--no-collective-bins", default=False, show_default=True,
                   help="fit [[mpi.factors]] bins per collective (collective = \"Bcast\", ...) from the "
                        "collective series (docs/calibration.md)")
     @click.option("--no-verify", is_flag=True, help="skip the simulation of every measured point")
     @click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None,
                   help="write the fit (parameters, details) and the verification rows as JSON")
-    def calibrate_fit(raw, output, base, name, host_bw_from, no_collectives, ring_bins, collective_bins, no_verify,
-                      json_out):
+    def calibrate_fit(raw, output, base, name, host_bw_from, no_collectives, ring_bins, bins, collective_rates,
+                      collective_bins, no_verify, json_out):
         """Fit machine-file parameters to RAW (measure.py's JSON) and write OUTPUT, citing the run."""
         from .fit import fit, write_machine
         from .report import CALIB_HEADER, calib_rows, params_rows, rich_table
         from .verify import summarize, verify
         try:
             res = fit(raw, base=base, host_bw_from=host_bw_from, collectives=not no_collectives, ring=ring_bins,
-                      coll_bins=collective_bins)
+                      coll_bins=collective_bins, bins=bins, coll_rates=collective_rates)
         except (ValueError, KeyError) as e:
             _fail(f"{raw}: {e}")
         cmd = "g2gsim calibrate fit " + " ".join(shlex.quote(a) for a in sys.argv[3:]) if len(sys.argv) > 3 else None
@@ -141,14 +147,15 @@ def register(group: click.Group) -> None:
     @click.option("--collectives", is_flag=True,
                   help="also leave out each collective series (the fits then search algorithms and fit collective bins: slow)")
     @click.option("--only", multiple=True, help="leave out only this series (e.g. 'pingping device'); repeatable")
+    @click.option("--bins", is_flag=True, help="fit size bins per path (calibrate fit --bins) instead of the joint fit")
     @click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None)
     @click.option("--md", "md_out", type=click.Path(dir_okay=False), default=None, help="write the table as markdown")
-    def calibrate_loo(raw, base, collectives, only, json_out, md_out):
+    def calibrate_loo(raw, base, collectives, only, bins, json_out, md_out):
         """Leave-one-out error: fit on every series of RAW but one, predict that one; for each series."""
         from .loo import HEADER, leave_one_out, markdown, table
         from .report import rich_table
         try:
-            rows = leave_one_out(raw, base=base, collectives=collectives, only=list(only) or None)
+            rows = leave_one_out(raw, base=base, collectives=collectives, only=list(only) or None, bins=bins)
         except (ValueError, KeyError) as e:
             _fail(f"{raw}: {e}")
         console.print(rich_table(f"{raw}: leave-one-out (fit without the series, then predict it)", HEADER, table(rows)))

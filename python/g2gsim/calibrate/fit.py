@@ -44,6 +44,7 @@ import numpy as np
 
 from .. import machines
 from ..units import parse_bandwidth, parse_duration_s, parse_size
+from . import percall
 from .micro import KiB, MiB, P2PParams, Series, closed_form, copy_time, load_raw, series_from_raw, simulate_series
 
 LARGE_FROM = 1 * MiB           # "large-message regime" of the host bandwidth fit
@@ -114,6 +115,10 @@ class FitResult:
             **({"node.host.shm_rank_bw": fmt_bw(p.shm_rank_bw)} if p.shm_rank_bw else {}),
             **({"node.host.shm_rank_out_bw": fmt_bw(p.shm_rank_out_bw)} if p.shm_rank_out_bw else {}),
             "mpi.call_overhead": fmt_dur(p.call_overhead),
+            **({"mpi.wait_overhead": fmt_dur(p.wait_overhead)} if p.wait_overhead is not None else {}),
+            **({"mpi.device_call_overhead": fmt_dur(p.device_call_overhead)} if p.device_call_overhead else {}),
+            **({"mpi.blocking_send_overhead": fmt_dur(p.blocking_send_overhead)} if p.blocking_send_overhead else {}),
+            **({"mpi.gap": fmt_dur(p.gap)} if p.gap else {}),
             "mpi.eager_limit": fmt_size(p.eager_limit), "mpi.send_overhead": fmt_dur(p.send_overhead),
             "mpi.recv_overhead": fmt_dur(p.recv_overhead), "gpu.copy_delay": fmt_dur(p.copy_delay),
             "gpu.gpudirect_delay": fmt_dur(p.gpudirect_delay),
@@ -164,6 +169,10 @@ def base_params(base: dict) -> P2PParams:
         nvlink_kind=nv.get("kind", "all-to-all" if nv else "none"),
         gpudirect_eager=bool(mpi.get("gpudirect_eager", False)),
         call_overhead=parse_dur(mpi.get("call_overhead", "0ns")),
+        device_call_overhead=parse_dur(mpi.get("device_call_overhead", "0ns")),
+        wait_overhead=parse_dur(mpi["wait_overhead"]) if "wait_overhead" in mpi else None,
+        blocking_send_overhead=parse_dur(mpi.get("blocking_send_overhead", "0ns")),
+        gap=parse_dur(mpi.get("gap", "0ns")),
         shm_rank_bw=parse_bw(host["shm_rank_bw"]) if "shm_rank_bw" in host else None,
         shm_rank_out_bw=parse_bw(host["shm_rank_out_bw"]) if "shm_rank_out_bw" in host else None,
         factors=_factors_from_toml([e for e in mpi.get("factors", [])
@@ -408,7 +417,8 @@ def fit_bins(x, T, mode: str, p: P2PParams, tol: float = 0.03, T_blk=None) -> tu
 
 def fit(raw, base: str | Path = "h200x4", host_bw_from: str = "pingpong", large_from: int = LARGE_FROM,
         collectives: bool = True, workdir=None, factors: bool = True, tol: float = BIN_TOL,
-        ring: bool = False, coll_bins: bool = False, engines: bool = True) -> FitResult:
+        ring: bool = False, coll_bins: bool = False, engines: bool = True, bins: bool = False,
+        coll_rates: bool = True) -> FitResult:
     """Fits the machine parameters to the raw measurements; see the module docstring."""
     raw = load_raw(raw)
     series = series_from_raw(raw)
@@ -437,6 +447,14 @@ def fit(raw, base: str | Path = "h200x4", host_bw_from: str = "pingpong", large_
                        "copy_delay_spread_s": [max(0.0, float(lat.min())), max(0.0, float(lat.max()))]}
     else:
         notes.append("no cudaMemcpy measurements: copy_delay and pcie.bw kept from the base file")
+    # pageable copies: their own line, reported only (a trace does not say whether a copy's host
+    # buffer is pageable, so no machine key could be used by the replay: docs/calibration.md)
+    pg = {s.mode: _line_fit(s.sizes, s.t) for s in series if s.kind == "memcpy" and s.op == "pageable"}
+    if pg:
+        det["pageable"] = {k: {"intercept_s": a, "bw": (1 / sl) if sl > 0 else None} for k, (a, sl) in pg.items()}
+        notes.append("pageable cudaMemcpy (reported, not written: traces do not mark pageable buffers): "
+                     + ", ".join(f"{k} {fmt_dur(a)} + size / {fmt_bw(1 / sl) if sl > 0 else 'inf'}"
+                                 for k, (a, sl) in pg.items()))
 
     # 2./3. call overhead, host latency and eager limit
     hp = _find(series, "pingpong", "host")
@@ -520,22 +538,37 @@ def fit(raw, base: str | Path = "h200x4", host_bw_from: str = "pingpong", large_
         notes.append("no device-buffer measurements (MPI not CUDA-aware?): NVLink and gpudirect_delay kept "
                      "from the base file")
 
-    # 6. size bins ([[mpi.factors]]) per path, from the one-way times of each mode's curves
-    if factors:
+    # 6. per-call costs and protocol regimes, jointly over the series (default; percall.py), or
+    #    size bins ([[mpi.factors]]) per path from each mode's curves (``bins``: opt-in)
+    if factors and not bins:
+        pc = percall.fit_per_call(series, p)
+        if pc is None:
+            notes.append("no two-rank point-to-point series: per-call costs kept from the base file")
+        else:
+            percall.apply(pc, p)
+            det["per_call"] = percall.details(pc)
+            names = {a: b for a, b, _ in percall.PARAMS}
+            for k, why in pc.fixed.items():
+                notes.append(f"{names[k]}: not fitted ({why})" + ("" if k == "w" else "; base value kept"))
+            for k, sup in pc.support.items():
+                if len(sup) == 1 and k not in pc.fixed:
+                    notes.append(f"{names[k]}: supported by one series only "
+                                 f"({next(iter(sup))})")
+    if factors and bins:
         p.factors = {}
         det["factors"] = {}
         for mode, path in (("host", "host"), ("staged", "hostcopy"), ("device", "gpudirect-p2p")):
             xs, T, T_blk, used = one_way_targets(series, mode, p)
             if xs is None:
                 continue
-            bins, info = fit_bins(xs, T, mode, p, tol=tol, T_blk=T_blk)
-            if path == "gpudirect-p2p" and bins:
+            path_bins, info = fit_bins(xs, T, mode, p, tol=tol, T_blk=T_blk)
+            if path == "gpudirect-p2p" and path_bins:
                 # the smallest bin intercept becomes gpudirect_delay: every bin's delay >= 0
-                lift = min(b_["delay"] for b_ in bins)
+                lift = min(b_["delay"] for b_ in path_bins)
                 p.gpudirect_delay += lift
-                for b_ in bins:
+                for b_ in path_bins:
                     b_["delay"] -= lift
-            p.factors[path] = bins
+            p.factors[path] = path_bins
             det["factors"][path] = {"from": used, "tolerance": tol, "segments": info,
                                     "blocking_send_overhead": "median residual of the blocking ping-pong "
                                     f"({used[0]}) over each bin's nonblocking line ({', '.join(used[1:]) or 'none'})"}
@@ -551,9 +584,12 @@ def fit(raw, base: str | Path = "h200x4", host_bw_from: str = "pingpong", large_
     if collectives:
         res.coll_algos, res.details["collectives"] = choose_collectives(series, res, workdir=workdir,
                                                                          forced=forced_algorithms(raw))
-    # 8. collectives' own bins, with the chosen algorithms
+    # 8. collectives' own bins (opt-in) or rate factors (default, with the algorithm choice), with the
+    #    chosen algorithms
     if factors and coll_bins:
         fit_collective_bins(series, res, workdir=workdir)
+    elif factors and collectives and coll_rates:
+        fit_collective_rates(series, res, workdir=workdir)
     return res
 
 
@@ -571,9 +607,14 @@ def fit_copy_engines(series: list[Series], res: FitResult, workdir=None) -> None
     series where one GPU receives from several peers at once (fan-in, all-pairs) can tell the
     count: without them it is left out, with a note."""
     p = res.params
-    multi = [s for s in series if s.mode == "device" and s.kind in MULTI_KINDS and s.scope == "intra"]
+    # on two ranks a multi-peer series has one peer: nothing shares an engine
+    multi = [s for s in series if s.mode == "device" and s.kind in MULTI_KINDS and s.scope == "intra"
+             and s.nranks >= 3]
     if not any(s.kind in ("fan-in", "all-pairs") for s in multi):
-        if multi:
+        if any(s.kind in MULTI_KINDS and s.nranks == 2 for s in series):
+            res.notes.append("copy engines not fitted: the multi-peer series ran on two ranks (one peer each: "
+                             "nothing shares an engine); they join the per-call fit instead")
+        elif multi:
             res.notes.append("copy engines not fitted: no series where one GPU receives from several peers at "
                              "once (measure.py's multipeer section: all-pairs, fan-in)")
         return
@@ -687,6 +728,57 @@ def fit_ring_bins(series: list[Series], res: FitResult, workdir=None) -> None:
         det[path] = {"from": s.name, "active_ranks": s.nranks, "points": info}
     if det:
         res.details["ring"] = det
+
+
+COLL_RATE_FROM = MiB     # a collective's rate factor is fitted where its data dominate
+
+
+def fit_collective_rates(series: list[Series], res: FitResult, workdir=None,
+                         ops=("Bcast", "Scatter", "Gather")) -> None:
+    """One rate factor per collective and path (the default; ``--collective-bins`` fits a bin per
+    size instead): Open MPI's collectives move their data slower than point-to-point messages of
+    the same size (segmentation, temporary buffers).  For each collective series (mode -> path:
+    host, hostcopy for staged, gpudirect-p2p for device), the factor f in [0.05, 1] minimising the
+    squared log error of the simulated collective at every measured size >= 1 MiB (golden section); the
+    messages of that collective on that path then take the path's ordinary bins with bw_factor x f.
+    Kept where it changes the error by more than 1 %.  Writes res.params.coll_factors and
+    res.details["collective_rates"]."""
+    p = res.params
+    p.coll_factors = {}
+    det: dict[str, Any] = {}
+    for mode, path in RING_PATHS:
+        for op in ops:
+            s = _find(series, "collective", mode, op=op)
+            if s is None:
+                continue
+            m = s.sizes >= COLL_RATE_FROM
+            if m.sum() < 1:
+                continue
+            one = replace(s, sizes=s.sizes[m], t=s.t[m])
+            # the path's ordinary bins (hostcopy falls back to host), closed by an open-ended one
+            ordinary = [dict(b) for b in (p.factors.get(path) or (p.factors.get("host", []) if path == "hostcopy"
+                                                                 else []))]
+            if not ordinary or math.isfinite(ordinary[-1]["max_bytes"]):
+                ordinary.append({"max_bytes": float("inf"), "bw_factor": 1.0, "lat_factor": 1.0, "delay": 0.0,
+                                 "send_overhead": None, "recv_overhead": None, "blocking_send_overhead": 0.0})
+
+            def err(x: float, one=one, ordinary=ordinary, op=op, path=path) -> float:
+                p.coll_factors[(op, path)] = [{**b, "bw_factor": b["bw_factor"] * math.exp(x)} for b in ordinary]
+                with machine_file(res) as mf:
+                    pred = simulate_series(one, mf, workdir=workdir)
+                return float(np.sum(np.log(pred / one.t) ** 2))
+
+            e1 = err(0.0)
+            x = _golden(err, math.log(0.05), 0.0, iters=18)
+            ex = err(x)
+            if ex < e1 * 0.98 and abs(x) > 0.01:
+                det[f"{op} {path}"] = {"from": s.name, "factor": math.exp(x), "sizes": [int(v) for v in one.sizes],
+                                       "rms_log_error_before": math.sqrt(e1 / len(one.sizes)),
+                                       "rms_log_error_after": math.sqrt(ex / len(one.sizes))}
+            else:
+                del p.coll_factors[(op, path)]
+    if det:
+        res.details["collective_rates"] = det
 
 
 def fit_collective_bins(series: list[Series], res: FitResult, workdir=None, ops=("Bcast", "Scatter", "Gather")) -> None:
@@ -881,7 +973,11 @@ def to_toml(res: FitResult, name: str = "h200x4-calibrated", raw_path: str | Non
            f"({size_label(nk['size'])})" if nk else "  # base")
     c(f"kind = {_toml_value(p.nvlink_kind)}" + why)
     dv = d.get("device")
-    c(f"bw = {_toml_value(fmt_bw(p.nvlink_bw))}" + ("           # fitted: device ping-pong + ping-ping >= 32 KiB, slope" if dv else "  # base"))
+    if d.get("per_call") and "inv" in d["per_call"]["support"]:
+        c(f"bw = {_toml_value(fmt_bw(p.nvlink_bw))}  # " + percall.support_text(d["per_call"], "inv"))
+    else:
+        c(f"bw = {_toml_value(fmt_bw(p.nvlink_bw))}"
+          + ("           # fitted: device ping-pong + ping-ping >= 32 KiB, slope" if dv else "  # base"))
     c(f"latency = {_toml_value(fmt_dur(p.nvlink_latency))}" + "       # base (folded into gpu.gpudirect_delay)")
     c("")
     c("[node.host]")
@@ -889,8 +985,9 @@ def to_toml(res: FitResult, name: str = "h200x4-calibrated", raw_path: str | Non
     if sb and p.shm_rank_bw:
         r2 = sb.get("two_pairs_ratio")
         rf = sb.get("fan_out_ratio")
-        c(f"shm_rank_bw = {_toml_value(fmt_bw(p.shm_rank_bw))}"
-          + f"   # fitted: {sb['from']} >= {size_label(sb['sizes_from'])}, slope"
+        rate_why = (percall.support_text(d["per_call"], "ir") + ", the rendezvous regime's rate"
+                    if d.get("per_call") else f"fitted: {sb['from']} >= {size_label(sb['sizes_from'])}, slope")
+        c(f"shm_rank_bw = {_toml_value(fmt_bw(p.shm_rank_bw))}   # {rate_why}"
           + " (each rank's own copy: ping-ping takes one ping-pong)")
         if p.shm_rank_out_bw:
             c(f"shm_rank_out_bw = {_toml_value(fmt_bw(p.shm_rank_out_bw))}"
@@ -900,11 +997,18 @@ def to_toml(res: FitResult, name: str = "h200x4-calibrated", raw_path: str | Non
              else "  # 4 x shm_rank_bw (no two-pairs data)"))
     elif sb:
         c(f"shm_bw = {_toml_value(fmt_bw(p.shm_bw))}"
-          + f"  # fitted: {sb['from']} >= {size_label(sb['sizes_from'])}, slope; ping-ping takes "
+          + (f"  # {percall.support_text(d['per_call'], 'ir')}" if d.get("per_call")
+             else f"  # fitted: {sb['from']} >= {size_label(sb['sizes_from'])}, slope")
+          + "; ping-ping takes "
           + f"{sb['pingping_ratio']:.2f} x: one link shared by the node")
     else:
         c(f"shm_bw = {_toml_value(fmt_bw(p.shm_bw))}" + "  # base")
-    c(f"shm_latency = {_toml_value(fmt_dur(p.shm_latency))}" + "  # fitted: " + (d.get("eager", {}).get("why", "1/10 of the small-message latency")))
+    if d.get("per_call"):
+        c(f"shm_latency = {_toml_value(fmt_dur(p.shm_latency))}  # "
+          + percall.support_text(d["per_call"], "L") + " (a rendezvous adds two)")
+    else:
+        c(f"shm_latency = {_toml_value(fmt_dur(p.shm_latency))}" + "  # fitted: "
+          + (d.get("eager", {}).get("why", "1/10 of the small-message latency")))
     c("")
     for sect in ("nic",):
         t = base.get("node", {}).get(sect)
@@ -921,19 +1025,64 @@ def to_toml(res: FitResult, name: str = "h200x4-calibrated", raw_path: str | Non
         c("")
     c("[mpi]")
     hl = d.get("host_latency", {})
-    c(f"eager_limit = {_toml_value(fmt_size(p.eager_limit))}" + "  # fitted: break of the host ping-pong curve")
-    c(f"send_overhead = {_toml_value(fmt_dur(p.send_overhead))}"
-      + (f"  # fitted: host ping-pong <= 1 KiB, {hl.get('small_message_s', 0) * 1e6:.3f} us one way, "
-         "minus shm_latency, halved" if hl else ""))
-    c(f"recv_overhead = {_toml_value(fmt_dur(p.recv_overhead))}")
-    c(f"call_overhead = {_toml_value(fmt_dur(p.call_overhead))}"
-      + (f"  # fitted: host ping-pong one way {hl.get('pingpong_small_s', 0) * 1e6:.3f} us = c + X, "
-         f"ping-ping {(hl.get('pingping_small_s') or 0) * 1e6:.3f} us = 2c + max(c, X) (<= 1 KiB)" if hl else ""))
+    pc = d.get("per_call")
+    if pc:
+        c("# per-call costs and protocol switches: one joint least-squares fit over "
+          + ", ".join(pc["series"]) + " (calibrate/percall.py); each value says which series carry it")
+
+        def sup(key: str) -> str:
+            return "  # " + percall.support_text(pc, key)
+
+        c(f"eager_limit = {_toml_value(fmt_size(p.eager_limit))}"
+          + "  # fitted: the host eager/rendezvous switch of least joint error")
+        c(f"send_overhead = {_toml_value(fmt_dur(p.send_overhead))}" + sup("o") + " (o_s + o_r, halved)")
+        c(f"recv_overhead = {_toml_value(fmt_dur(p.recv_overhead))}")
+        c(f"call_overhead = {_toml_value(fmt_dur(p.call_overhead))}" + sup("c"))
+        c(f"wait_overhead = {_toml_value(fmt_dur(p.wait_call))}" + sup("w"))
+        c(f"device_call_overhead = {_toml_value(fmt_dur(p.device_call_overhead))}" + sup("d"))
+        c(f"blocking_send_overhead = {_toml_value(fmt_dur(p.blocking_send_overhead))}" + sup("b"))
+        if p.gap:
+            c(f"gap = {_toml_value(fmt_dur(p.gap))}  # " + (d.get("gap") or {}).get("why", "base"))
+    else:
+        c(f"eager_limit = {_toml_value(fmt_size(p.eager_limit))}" + "  # fitted: break of the host ping-pong curve")
+        c(f"send_overhead = {_toml_value(fmt_dur(p.send_overhead))}"
+          + (f"  # fitted: host ping-pong <= 1 KiB, {hl.get('small_message_s', 0) * 1e6:.3f} us one way, "
+             "minus shm_latency, halved" if hl else ""))
+        c(f"recv_overhead = {_toml_value(fmt_dur(p.recv_overhead))}")
+        c(f"call_overhead = {_toml_value(fmt_dur(p.call_overhead))}"
+          + (f"  # fitted: host ping-pong one way {hl.get('pingpong_small_s', 0) * 1e6:.3f} us = c + X, "
+             f"ping-ping {(hl.get('pingping_small_s') or 0) * 1e6:.3f} us = 2c + max(c, X) (<= 1 KiB)" if hl else ""))
+        for key, val in (("wait_overhead", p.wait_overhead), ("device_call_overhead", p.device_call_overhead),
+                         ("blocking_send_overhead", p.blocking_send_overhead), ("gap", p.gap)):
+            if val:
+                c(f"{key} = {_toml_value(fmt_dur(val))}  # base")
     for k, v in base.get("mpi", {}).items():
-        if k not in ("eager_limit", "send_overhead", "recv_overhead", "call_overhead", "factors"):
+        if k not in ("eager_limit", "send_overhead", "recv_overhead", "call_overhead", "factors", "wait_overhead",
+                     "device_call_overhead", "blocking_send_overhead", "gap"):
             c(f"{k} = {_toml_value(v)}  # base")
     fd = d.get("factors") or {}
-    for path, bins in p.factors.items():
+    pcd: dict = pc or {}
+    for path, bins in (p.factors.items() if pc else ()):
+        c("")
+        if path == "hostcopy":
+            c("# staged host messages (their buffers written by the DMA copies): their own rate and delay, fitted "
+              f"jointly (rate: {percall.support_text(pcd, 'ih')}; delay: {percall.support_text(pcd, 'hd')})")
+        elif path == "host":
+            c("# the host protocol regimes: eager (up to mpi.eager_limit) and rendezvous, each its own rate, fitted "
+              f"jointly (eager: {percall.support_text(pcd, 'ie')}; rendezvous: {percall.support_text(pcd, 'ir')})")
+        else:
+            c(f"# device blocking sends up to the device protocol switch pay an extra ({percall.support_text(pcd, 'bd')})")
+        for b in bins:
+            c("[[mpi.factors]]")
+            c(f"path = {_toml_value(path)}")
+            if math.isfinite(b["max_bytes"]):
+                c(f"max_bytes = {_toml_value(fmt_size(int(b['max_bytes'])))}")
+            c(f"bw_factor = {float(_sig(b['bw_factor'], 4))!r}")
+            if b.get("delay", 0.0) > 0:
+                c(f"delay = {_toml_value(fmt_dur(b['delay']))}")
+            if b.get("blocking_send_overhead", 0.0) > 0:
+                c(f"blocking_send_overhead = {_toml_value(fmt_dur(b['blocking_send_overhead']))}")
+    for path, bins in (() if pc else p.factors.items()):
         info = fd.get(path, {})
         c("")
         c(f"# size bins of path {path!r}: lines fitted on "
@@ -993,8 +1142,14 @@ def to_toml(res: FitResult, name: str = "h200x4-calibrated", raw_path: str | Non
     for (op, path), bins in p.coll_factors.items():
         info = cd_.get(f"{op} {path}", {})
         c("")
-        c(f"# size bins of path {path!r} for the messages of {op}: fitted on the {info.get('from', op)} series, "
-          "each the ordinary bin at that size with one correction solved by simulation")
+        cr = (d.get("collective_rates") or {}).get(f"{op} {path}")
+        if cr:
+            c(f"# the messages of {op} on path {path!r}: the path's bins at x{cr['factor']:.3g} the rate, one factor fitted "
+              f"by simulation on the {cr['from']} series >= {size_label(COLL_RATE_FROM)} (rms log error "
+              f"{cr['rms_log_error_before']:.3f} -> {cr['rms_log_error_after']:.3f})")
+        else:
+            c(f"# size bins of path {path!r} for the messages of {op}: fitted on the {info.get('from', op)} series, "
+              "each the ordinary bin at that size with one correction solved by simulation")
         pts = info.get("points") or [None] * len(bins)
         for b, pt in zip(bins, pts):
             c("[[mpi.factors]]")
@@ -1019,8 +1174,12 @@ def to_toml(res: FitResult, name: str = "h200x4-calibrated", raw_path: str | Non
     c("")
     c("[gpu]")
     c(f"copy_delay = {_toml_value(fmt_dur(p.copy_delay))}" + ("  # fitted: cudaMemcpy pinned intercept minus pcie.latency" if cp else "  # base"))
-    c(f"gpudirect_delay = {_toml_value(fmt_dur(p.gpudirect_delay))}"
-      + ("  # fitted: device intercept minus overheads, 2 x shm_latency, NVLink latency" if dv else "  # base"))
+    if d.get("per_call") and "G" in d["per_call"]["support"]:
+        c(f"gpudirect_delay = {_toml_value(fmt_dur(p.gpudirect_delay))}  # "
+          + percall.support_text(d["per_call"], "G"))
+    else:
+        c(f"gpudirect_delay = {_toml_value(fmt_dur(p.gpudirect_delay))}"
+          + ("  # fitted: device intercept minus overheads, 2 x shm_latency, NVLink latency" if dv else "  # base"))
     ce = d.get("copy_engines")
     if p.copy_engines and p.copy_engine_bw is not None:     # set together (fit_copy_engines)
         c(f"copy_engines = {p.copy_engines}  # fitted: least error on "

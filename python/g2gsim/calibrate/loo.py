@@ -64,15 +64,18 @@ def _spread(raw_entry_series) -> float | None:
 
 
 def leave_one_out(raw, base: str = "h200x4", collectives: bool = False, workdir=None, progress=None,
-                  only: list[str] | None = None) -> list[dict]:
+                  only: list[str] | None = None, bins: bool = False) -> list[dict]:
     """One row per series: measured, fit-set and held-out predictions and their errors.
 
-    The fits are those of ``g2gsim calibrate fit`` without the collective algorithm search and the
-    collective bins (they only change collectives; with ``collectives=True`` both are on and the
-    collective series are left out in turn too: slower)."""
+    The fits are those of ``g2gsim calibrate fit`` (the joint per-call fit; ``bins``: size bins per
+    path, as ``--bins``) without the collective algorithm search (it only changes collectives; with
+    ``collectives=True`` it is on, with ``bins`` the collective bins too, and the collective series
+    are left out in turn: slower)."""
     raw = load_raw(raw)
-    opts: dict[str, Any] = dict(collectives=collectives, coll_bins=collectives)
-    full = fit(raw, base=base, workdir=workdir, **opts)
+    def fit_(r):
+        return fit(r, base=base, workdir=workdir, collectives=collectives, coll_bins=collectives and bins, bins=bins)
+
+    full = fit_(raw)
     ents = entries(raw, collectives)
     if only:
         ents = [x for x in ents if x[0] in only]
@@ -85,7 +88,7 @@ def leave_one_out(raw, base: str = "h200x4", collectives: bool = False, workdir=
             rest[sec] = [e for j, e in enumerate(rest[sec]) if j != idx]
             row: dict[str, Any] = {"series": label, "section": sec}
             try:
-                res = fit(rest, base=base, workdir=workdir, **opts)
+                res = fit_(rest)
             except (ValueError, KeyError) as e:
                 row["held_out"] = None
                 row["why"] = f"the fit cannot do without it: {e}"

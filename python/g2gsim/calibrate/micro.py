@@ -337,6 +337,14 @@ class P2PParams:
     nvlink_kind: str = "switch"
     gpudirect_eager: bool = False
     call_overhead: float = 0.0              # mpi.call_overhead
+    device_call_overhead: float = 0.0       # mpi.device_call_overhead (non-wait MPI calls on device buffers)
+    blocking_send_overhead: float = 0.0     # mpi.blocking_send_overhead (every blocking send; bins add theirs)
+    gap: float = 0.0                        # mpi.gap (LogGP g; never in the closed forms: one message at a time)
+    wait_overhead: float | None = None      # mpi.wait_overhead (wait / test calls; None: call_overhead)
+
+    @property
+    def wait_call(self) -> float:
+        return self.call_overhead if self.wait_overhead is None else self.wait_overhead
     shm_rank_bw: float | None = None        # node.host.shm_rank_bw (per-rank ports)
     shm_rank_out_bw: float | None = None    # node.host.shm_rank_out_bw
     # [[mpi.factors]]: path -> bins in increasing max_bytes, each {"max_bytes", "bw_factor",
@@ -399,13 +407,13 @@ def one_way(mode: str, n, p: P2PParams, flows: int = 1, blocking: bool = False) 
     if mode in ("host", "staged"):
         bw, lf, dl, os_, or_, bso = _fac(p, "hostcopy" if mode == "staged" else "host", b)
         if blocking:
-            os_ = os_ + bso
+            os_ = os_ + bso + p.blocking_send_overhead
         rndv = np.where(b > p.eager_limit, 2 * L, 0.0)
         return os_ + dl + rndv + L * lf + b / (p.host_flow_bw(flows) * bw) + or_
     if mode == "device":
         bw, lf, dl, os_, or_, bso = _fac(p, "gpudirect-p2p", b)
         if blocking:
-            os_ = os_ + bso
+            os_ = os_ + bso + p.blocking_send_overhead
         rts = np.where(b > p.eager_limit, 2 * L, 0.0) if p.gpudirect_eager else 2 * L
         return os_ + rts + p.gpudirect_delay + dl + p.nvlink_path_latency * lf + b / (p.nvlink_bw * bw) + or_
     raise ValueError(f"no closed form for mode {mode}")
@@ -416,29 +424,45 @@ def copy_time(n, p: P2PParams) -> np.ndarray:
     return p.copy_delay + p.pcie_latency + b / p.copy_bw
 
 
-def closed_form(kind: str, mode: str, n, p: P2PParams) -> np.ndarray:
+def closed_form(kind: str, mode: str, n, p: P2PParams, nranks: int = 2) -> np.ndarray:
     """The model's time of ``kind`` (pingpong one-way, pingping exchange, memcpy) at sizes ``n``.
 
     T = o_s + L + b / (B f) + o_r (+ 2L RTS/CTS above the eager limit; docs/models/host.md) with the
     size bin's factors f, delay and overheads (``[[mpi.factors]]``); device: o_s + 2L +
     gpudirect_delay + delay + NVLink latency + b / (B_nv f) + o_r (gpudirect-p2p.md); a copy is
-    copy_delay + pcie.latency + b / copy_bw (hostcopy.md).  With c = mpi.call_overhead:
-    ping-pong one-way = c + T_blocking (T plus the bin's ``blocking_send_overhead``; + a D2H and an
-    H2D copy when staged); nonblocking ping-pong (Isend + Wait / Irecv + Wait) one-way =
-    max(c + T, 2c) (+ copies); ping-ping exchange (Irecv, Isend, Waitall) = 2c + max(c, T) (+ both
-    copies), T with two opposite flows (on one node link without per-rank ports they share it).
+    copy_delay + pcie.latency + b / copy_bw (hostcopy.md).  With c = mpi.call_overhead and
+    c' = c + mpi.device_call_overhead on device buffers (c elsewhere): ping-pong one-way = c' +
+    T_blocking (T plus ``mpi.blocking_send_overhead`` and the bin's; + a D2H and an H2D copy when
+    staged); with w = mpi.wait_overhead (default c): nonblocking ping-pong (Isend + Wait / Irecv +
+    Wait) one-way = c' + max(T, w) (staged: c' + T + copies); ping-ping exchange (Irecv, Isend,
+    Waitall) = 2c' + max(w, T) (+ both copies), T with two
+    opposite flows (on one node link without per-rank ports they share it); ring (every rank
+    MPI_Sendrecv to its right neighbour, Open MPI's irecv + blocking send) = c' + T_blocking with
+    one flow per rank (+ both copies when staged).  On two ranks the multi-peer series are the
+    same calls: all-pairs is a ping-ping, fan-in a blocking one-way plus the root's 1-byte blocking
+    reply.
     """
     b = np.asarray(n, dtype=float)
     copy = copy_time(b, p)
     if kind == "memcpy":
         return copy
     c = p.call_overhead
+    cd = c + (p.device_call_overhead if mode == "device" else 0.0)
     staged = 2 * copy if mode == "staged" else 0.0
     if kind == "pingpong":
-        return c + one_way(mode, b, p, blocking=True) + staged
+        return cd + one_way(mode, b, p, blocking=True) + staged
+    w = p.wait_call
     if kind == "pingpong-nb":
-        return np.maximum(c + one_way(mode, b, p), 2 * c) + staged
+        t = one_way(mode, b, p)
+        return cd + (t + staged if mode == "staged" else np.maximum(t, w))
     if kind == "pingping":
         t = one_way(mode, b, p, flows=2 if mode != "device" else 1)
-        return 2 * c + np.maximum(c, t) + staged
+        return 2 * cd + np.maximum(w, t) + staged
+    if kind == "all-pairs" and nranks == 2:        # Irecv, Isend, Waitall with the one peer: ping-ping
+        return closed_form("pingping", mode, b, p)
+    if kind == "fan-in" and nranks == 2:           # the peer's blocking send, the root's 1-byte reply
+        return closed_form("pingpong", mode, b, p) + closed_form("pingpong", mode, np.ones(len(b)), p)
+    if kind == "ring" and nranks >= 2:
+        flows = nranks if mode != "device" else 1
+        return cd + one_way(mode, b, p, flows=flows, blocking=True) + staged
     raise ValueError(f"no closed form for {kind} {mode}")

@@ -47,6 +47,16 @@ def params_rows(res: FitResult) -> list[list[str]]:
         "gpu.copy_delay": "cudaMemcpy pinned intercept minus pcie.latency" if "copy" in d else "base",
         "gpu.gpudirect_delay": "device intercept minus overheads, 2 x shm_latency, NVLink latency" if "device" in d else "base",
     }
+    pc = d.get("per_call")
+    if pc:
+        from .percall import support_text
+        for key, pk in (("mpi.call_overhead", "c"), ("mpi.wait_overhead", "w"), ("mpi.device_call_overhead", "d"),
+                        ("mpi.send_overhead", "o"), ("mpi.recv_overhead", "o"), ("node.host.shm_latency", "L"),
+                        ("mpi.blocking_send_overhead", "b"), ("mpi.factors.gpudirect-p2p", "bd"),
+                        ("mpi.factors.host", "ie"), ("mpi.factors.hostcopy", "ih"), ("node.host.shm_bw", "ir"), ("node.host.shm_rank_bw", "ir"),
+                        ("gpu.gpudirect_delay", "G"), ("node.nvlink.bw", "inv")):
+            src[key] = support_text(pc, pk)
+        src["mpi.eager_limit"] = "host eager/rendezvous switch of least joint error"
     forced = (d.get("collectives") or {}).get("forced") or {}
     out = []
     for k, v in res.machine_params().items():
