@@ -97,6 +97,9 @@ struct LinkStat {
     fmax: f64,
     /// U flows whose committed rate is the link's `lmax`
     u_at_max: u32,
+    /// the smallest staged rate of a U flow without a bottleneck on this saturated link
+    /// (infinite if none): the fixed flows faster than it join U
+    pull: f64,
 }
 
 /// Field order fixed (`repr(C)`, 64-byte aligned): what a scan of a link's flows reads (`rate`,
@@ -187,10 +190,16 @@ pub struct Reschedule {
     pub version: u32,
 }
 
+/// Places in its links' flow lists kept per flow: for the first `SLOTS` links of its path.
+const SLOTS: usize = 8;
+
 #[derive(Default)]
 pub struct FlowNet {
     links: Vec<Link>,
     flows: Vec<Flow>,
+    /// per flow: its place in the flow list of each of its first `SLOTS` links, so that a
+    /// finishing flow leaves a link of thousands of flows without a search
+    slot: Vec<[u32; SLOTS]>,
     free: Vec<FlowId>,
     dirty: Vec<LinkId>,
     epoch: u32,
@@ -203,6 +212,14 @@ pub struct FlowNet {
     /// incremental max-min: per R link, the fixed-point sum of the rates of its flows not in U
     link_fixed: Vec<i128>,
     live: Vec<LinkId>,
+    /// incremental max-min filling: per link, where its U flows start in `ulist` and where the
+    /// next one goes (then ends); `heap`: links by fair share (lower bounds)
+    link_off: Vec<u32>,
+    link_pos: Vec<u32>,
+    /// incremental max-min: per R link, how many U flows it carries
+    link_u: Vec<u32>,
+    ulist: Vec<FlowId>,
+    heap: std::collections::BinaryHeap<std::cmp::Reverse<(u64, LinkId)>>,
     new_rates: Vec<(FlowId, f64)>,
     /// how concurrent flows share links
     pub sharing: Sharing,
@@ -213,6 +230,8 @@ pub struct FlowNet {
     pub component_solves: u64,
     u_flows: Vec<FlowId>,
     r_links: Vec<LinkId>,
+    /// the check's saturated links with a U flow that has no bottleneck (`LinkStat::pull`)
+    pulls: Vec<LinkId>,
     /// per link: what one check round knows of it
     link_stat: Vec<LinkStat>,
     /// exact max-min: flows started since the last resolve (the incremental solve's first U)
@@ -236,6 +255,7 @@ impl FlowNet {
     /// and the kernel zeroes every fresh page: a few % of a replay's time.
     pub fn reserve_flows(&mut self, n: usize) {
         self.flows.reserve(n.saturating_sub(self.flows.len()));
+        self.slot.reserve(n.saturating_sub(self.slot.len()));
     }
 
     /// Reserves room for `n` more links (the machine knows its count before it adds them: the
@@ -244,6 +264,9 @@ impl FlowNet {
         self.links.reserve(n);
         self.link_rem.reserve(n);
         self.link_n.reserve(n);
+        self.link_off.reserve(n);
+        self.link_pos.reserve(n);
+        self.link_u.reserve(n);
         self.link_fixed.reserve(n);
         self.link_stat.reserve(n);
         self.last_share.reserve(n);
@@ -261,6 +284,9 @@ impl FlowNet {
         });
         self.link_rem.push(0.0);
         self.link_n.push(0);
+        self.link_off.push(0);
+        self.link_pos.push(0);
+        self.link_u.push(0);
         self.link_fixed.push(0);
         self.link_stat.push(LinkStat::default());
         self.last_share.push(f64::INFINITY);
@@ -316,8 +342,14 @@ impl FlowNet {
             });
             (self.flows.len() - 1) as FlowId
         };
-        for &l in links {
+        if self.slot.len() <= id as usize {
+            self.slot.resize(id as usize + 1, [0; SLOTS]);
+        }
+        for (j, &l) in links.iter().enumerate() {
             let lk = &mut self.links[l as usize];
+            if j < SLOTS {
+                self.slot[id as usize][j] = lk.flows.len() as u32;
+            }
             lk.flows.push(id);
             if lk.flows.len() == 1 {
                 lk.lmax = 0.0;
@@ -343,11 +375,25 @@ impl FlowNet {
         let token = f.token;
         let rate = f.rate;
         let links = std::mem::take(&mut f.links);
-        for &l in &links {
+        for (j, &l) in links.iter().enumerate() {
             let lk = &mut self.links[l as usize];
             let v = &mut lk.flows;
-            if let Some(p) = v.iter().position(|&x| x == id) {
+            // its place in the link's list, as `start` or a later removal left it (a search
+            // past the first `SLOTS` links of a path)
+            let p = match self.slot[id as usize].get(j) {
+                Some(&p) if v.get(p as usize) == Some(&id) => Some(p as usize),
+                _ => v.iter().position(|&x| x == id),
+            };
+            if let Some(p) = p {
                 v.swap_remove(p);
+                if let Some(&m) = v.get(p) {
+                    // the link's last flow moved to `p`
+                    if let Some(jm) = self.flows[m as usize].links.iter().position(|&x| x == l) {
+                        if jm < SLOTS {
+                            self.slot[m as usize][jm] = p as u32;
+                        }
+                    }
+                }
             }
             if lk.flows.is_empty() {
                 lk.load = 0;
@@ -500,6 +546,7 @@ impl FlowNet {
                     umax: 0.0,
                     fmax: f64::NAN,
                     u_at_max: 0,
+                    pull: f64::INFINITY,
                 };
             }
             if st.sum < cap * (1.0 - 1e-9) || r < st.umax * (1.0 - 1e-9) {
@@ -570,22 +617,87 @@ impl FlowNet {
         }
     }
 
-    /// Progressive filling of the U flows (marked `mark`) over the links `r_links`, whose
-    /// `link_rem` / `link_n` hold the capacity left by the other flows and the count of U flows.
-    fn fill_u(&mut self, mark: u32) {
+    /// Progressive filling of the U flows over the links `r_links`, whose `link_rem` / `link_n`
+    /// hold the capacity left by the other flows and the count of U flows.
+    ///
+    /// The same levels as `progressive_fill`, without scanning: each R link gets the list of its
+    /// U flows (a link of a spine carries thousands of flows, a handful of them in U), and the
+    /// next level comes from a heap of the links' fair shares (updated as flows are rated)
+    /// instead of a pass over every live link.  At a level (the smallest share `s`), every link
+    /// whose share is within `s * 1e-9` of it rates its unrated U flows at `s`.
+    fn fill_u(&mut self, total: u32) {
         let tick = self.next_tick();
-        let mut live = std::mem::take(&mut self.live);
-        live.clear();
-        live.extend(self.r_links.iter().copied().filter(|&l| self.link_n[l as usize] > 0));
-        self.progressive_fill(&mut live, self.u_flows.len(), |_, fl, share| {
-            if fl.mark != mark || fl.seen == tick {
-                return false;
+        let mut ulist = std::mem::take(&mut self.ulist);
+        ulist.clear();
+        ulist.resize(total as usize, 0);
+        for &f in &self.u_flows {
+            for &l in &self.flows[f as usize].links {
+                let p = &mut self.link_pos[l as usize];
+                ulist[*p as usize] = f;
+                *p += 1;
             }
-            fl.seen = tick;
-            fl.staged = share;
-            true
-        });
-        self.live = live;
+        }
+        let mut heap = std::mem::take(&mut self.heap);
+        let mut left = self.u_flows.len();
+        // Pops the link of smallest share at most `below`.  A link's share only grows as flows
+        // are rated (a flow is rated at the smallest share, at most the link's), so an entry's
+        // key is a lower bound: a link whose share has grown since goes back with its share.
+        fn pop_live(
+            heap: &mut std::collections::BinaryHeap<std::cmp::Reverse<(u64, LinkId)>>,
+            link_n: &[u32],
+            link_rem: &[f64],
+            below: u64,
+        ) -> Option<(u64, LinkId)> {
+            while let Some(&std::cmp::Reverse((key, l))) = heap.peek() {
+                if key > below {
+                    return None;
+                }
+                let n = link_n[l as usize];
+                if n == 0 {
+                    heap.pop();
+                    continue;
+                }
+                let cur = (link_rem[l as usize] / n as f64).to_bits();
+                if cur == key {
+                    heap.pop();
+                    return Some((key, l));
+                }
+                heap.peek_mut().unwrap().0 = (cur, l); // re-sifts on drop
+            }
+            None
+        }
+        while left > 0 {
+            let Some((key, first)) = pop_live(&mut heap, &self.link_n, &self.link_rem, u64::MAX) else {
+                break;
+            };
+            let share = f64::from_bits(key);
+            let below = (share + share * 1e-9).to_bits();
+            let mut l = first;
+            loop {
+                let off = self.link_off[l as usize] as usize;
+                let end = self.link_pos[l as usize] as usize;
+                for &f in &ulist[off..end] {
+                    let fl = &mut self.flows[f as usize];
+                    if fl.seen == tick {
+                        continue;
+                    }
+                    fl.seen = tick;
+                    fl.staged = share;
+                    left -= 1;
+                    for j in 0..self.flows[f as usize].links.len() {
+                        let l2 = self.flows[f as usize].links[j] as usize;
+                        self.link_rem[l2] = (self.link_rem[l2] - share).max(0.0);
+                        self.link_n[l2] -= 1;
+                    }
+                }
+                match pop_live(&mut heap, &self.link_n, &self.link_rem, below) {
+                    Some((_, l2)) => l = l2,
+                    None => break,
+                }
+            }
+        }
+        self.ulist = ulist;
+        self.heap = heap;
     }
 
     /// The incremental exact max-min solve (module docs).  Commits and returns true when the
@@ -603,6 +715,7 @@ impl FlowNet {
         let mark = self.epoch.wrapping_add(1);
         let mut u = std::mem::take(&mut self.u_flows);
         let mut rl = std::mem::take(&mut self.r_links);
+        let mut pulls = std::mem::take(&mut self.pulls);
         u.clear();
         rl.clear();
         for i in 0..self.started.len() {
@@ -619,58 +732,91 @@ impl FlowNet {
             if self.links[l as usize].mark != mark {
                 self.links[l as usize].mark = mark;
                 rl.push(l);
+                self.link_fixed[l as usize] = self.links[l as usize].load;
+                self.link_u[l as usize] = 0;
             }
         }
         // R's first links are the dirty ones: on the others, `load` is still the sum before the
         // solve, and a link that was not saturated then was nobody's bottleneck
         let ndirty = rl.len();
         let limit = (self.active_flows / 4).max(64);
+        // A flow started on a saturated link finds no capacity left there: the check would fail
+        // it and pull in every faster flow of the link, i.e. all of them, one round later.  They
+        // join U now (any U gives the max-min rates once the check holds; this one saves a round)
+        let seed = self.next_tick();
+        for i in 0..u.len() {
+            let f = u[i];
+            for j in 0..self.flows[f as usize].links.len() {
+                let l = self.flows[f as usize].links[j] as usize;
+                if self.link_stat[l].tick == seed {
+                    continue;
+                }
+                self.link_stat[l].tick = seed;
+                if from_fx(self.links[l].load) < self.links[l].cap * (1.0 - 1e-9) {
+                    continue;
+                }
+                for k in 0..self.links[l].flows.len() {
+                    let g = self.links[l].flows[k];
+                    let fl = &mut self.flows[g as usize];
+                    if fl.mark != mark {
+                        fl.mark = mark;
+                        u.push(g);
+                    }
+                }
+            }
+        }
         let mut linked = 0;
         let ok = loop {
             if u.len() > limit {
                 break false;
             }
-            // the links of U's new flows join R
+            // U's new flows: their links join R, their committed rates leave the capacity the
+            // fixed flows take there (`link_fixed`: `load` less U's rates, exact in fixed point,
+            // so the same whatever the order), and they count among the link's U flows
             for i in linked..u.len() {
                 let f = u[i];
+                let r = fx(self.flows[f as usize].rate);
                 for j in 0..self.flows[f as usize].links.len() {
-                    let l = self.flows[f as usize].links[j];
-                    if self.links[l as usize].mark != mark {
-                        self.links[l as usize].mark = mark;
-                        rl.push(l);
+                    let l = self.flows[f as usize].links[j] as usize;
+                    if self.links[l].mark != mark {
+                        self.links[l].mark = mark;
+                        rl.push(l as LinkId);
+                        self.link_fixed[l] = self.links[l].load;
+                        self.link_u[l] = 0;
                     }
+                    self.link_fixed[l] -= r;
+                    self.link_u[l] += 1;
                 }
             }
             linked = u.len();
-            // capacity the fixed flows leave on R, and U's flows there
-            for &l in &rl {
-                self.link_fixed[l as usize] = self.links[l as usize].load;
-                self.link_n[l as usize] = 0;
-            }
-            for &f in &u {
-                let fl = &self.flows[f as usize];
-                let r = fx(fl.rate);
-                for &l in &fl.links {
-                    self.link_fixed[l as usize] -= r;
-                    self.link_n[l as usize] += 1;
+            // per R link: the capacity left to U, where its U flows go in the filling's lists,
+            // its fair share in the filling's heap, and its check stat (sum of the fixed rates
+            // so far; U's staged rates are added after the filling)
+            let tick = self.next_tick();
+            let mut total = 0u32;
+            self.heap.clear();
+            for i in 0..rl.len() {
+                let l = rl[i];
+                let li = l as usize;
+                let n = self.link_u[li];
+                let fixed = from_fx(self.link_fixed[li]);
+                let rem = (self.links[li].cap - fixed).max(0.0);
+                self.link_n[li] = n;
+                self.link_rem[li] = rem;
+                self.link_off[li] = total;
+                self.link_pos[li] = total;
+                total += n;
+                if n > 0 {
+                    self.heap.push(std::cmp::Reverse(((rem / n as f64).to_bits(), l)));
                 }
-            }
-            for &l in &rl {
-                let fixed = from_fx(self.link_fixed[l as usize]);
-                self.link_rem[l as usize] = (self.links[l as usize].cap - fixed).max(0.0);
+                self.lmax(l);
+                self.link_stat[li] =
+                    LinkStat { tick, sum: fixed, umax: 0.0, fmax: f64::NAN, u_at_max: 0, pull: f64::INFINITY };
             }
             self.u_flows = u;
-            self.r_links = rl;
-            self.fill_u(mark);
+            self.fill_u(total);
             u = std::mem::take(&mut self.u_flows);
-            rl = std::mem::take(&mut self.r_links);
-            // the round's stat of every R link: sum and U's largest rate with the staged rates
-            let tick = self.next_tick();
-            for &l in &rl {
-                self.lmax(l);
-                let fixed = from_fx(self.link_fixed[l as usize]);
-                self.link_stat[l as usize] = LinkStat { tick, sum: fixed, umax: 0.0, fmax: f64::NAN, u_at_max: 0 };
-            }
+            // U's staged rates on their links
             for &f in &u {
                 let fl = &self.flows[f as usize];
                 let (old, new) = (fl.rate, fl.staged);
@@ -687,25 +833,35 @@ impl FlowNet {
             }
             // check: U flows, then the fixed flows that can have lost their bottleneck
             let before = u.len();
+            pulls.clear();
             for i in 0..before {
                 let f = u[i];
                 let r = self.flows[f as usize].staged;
                 if self.has_bottleneck(f, r, mark, tick) {
                     continue;
                 }
-                // a faster fixed flow shares f's saturated link: it joins U
+                // a faster fixed flow shares f's saturated link: it joins U (each such link is
+                // scanned once, below, for the flows faster than its slowest failing U flow)
                 for j in 0..self.flows[f as usize].links.len() {
-                    let l = self.flows[f as usize].links[j];
-                    if self.link_stat[l as usize].sum < self.links[l as usize].cap * (1.0 - 1e-9) {
+                    let l = self.flows[f as usize].links[j] as usize;
+                    if self.link_stat[l].sum < self.links[l].cap * (1.0 - 1e-9) {
                         continue;
                     }
-                    for k in 0..self.links[l as usize].flows.len() {
-                        let g = self.links[l as usize].flows[k];
-                        let fl = &mut self.flows[g as usize];
-                        if fl.mark != mark && fl.rate > r * (1.0 + 1e-9) {
-                            fl.mark = mark;
-                            u.push(g);
-                        }
+                    let st = &mut self.link_stat[l];
+                    if st.pull == f64::INFINITY {
+                        pulls.push(l as LinkId);
+                    }
+                    st.pull = st.pull.min(r);
+                }
+            }
+            for &l in &pulls {
+                let top = self.link_stat[l as usize].pull * (1.0 + 1e-9);
+                for k in 0..self.links[l as usize].flows.len() {
+                    let g = self.links[l as usize].flows[k];
+                    let fl = &mut self.flows[g as usize];
+                    if fl.mark != mark && fl.rate > top {
+                        fl.mark = mark;
+                        u.push(g);
                     }
                 }
             }
@@ -769,6 +925,7 @@ impl FlowNet {
         }
         self.u_flows = u;
         self.r_links = rl;
+        self.pulls = pulls;
         ok
     }
 
@@ -1125,6 +1282,114 @@ mod tests {
         }
         // the incremental solve really ran (it is not the fallback every time)
         assert!(total_incremental > 1000, "only {total_incremental} incremental solves");
+    }
+
+    /// As `incremental_max_min_equals_full_solve`, but flows end when their bytes have moved (at
+    /// the finish time both solves gave, so equal sizes started together end together), links
+    /// carry tens to hundreds of flows, and capacities are tiered (a few narrow "NIC" links, wider
+    /// "leaf" and "spine" links), so that flows move between bottlenecks as others come and go.
+    #[test]
+    fn incremental_max_min_equals_full_solve_with_completions() {
+        let mut total_incremental = 0;
+        let mut simultaneous = 0;
+        for seed in 1..=40u64 {
+            let mut rng = Xs(seed.wrapping_mul(0xd134_2543_de82_ef95) | 1);
+            let (nnic, nleaf, nspine) =
+                (4 + rng.below(8) as usize, 2 + rng.below(4) as usize, 1 + rng.below(3) as usize);
+            let mut inc = FlowNet::new();
+            let mut full = FlowNet::new();
+            full.sharing = Sharing::MaxMinFull;
+            let mut caps = vec![];
+            for i in 0..nnic + nleaf + nspine {
+                let bw = if i < nnic {
+                    [10e9, 12.5e9][rng.below(2) as usize]
+                } else if i < nnic + nleaf {
+                    [12.5e9, 25e9, 40e9][rng.below(3) as usize]
+                } else {
+                    [20e9, 50e9][rng.below(2) as usize]
+                };
+                caps.push(bw);
+                inc.add_link(bw);
+                full.add_link(bw);
+            }
+            // a path: source NIC, then its leaf and maybe a spine and another leaf, destination NIC
+            let path = |rng: &mut Xs| -> Vec<LinkId> {
+                let (a, b) = (rng.below(nnic as u64) as usize, rng.below(nnic as u64) as usize);
+                let (la, lb) = (nnic + a % nleaf, nnic + b % nleaf);
+                let mut p = vec![a as LinkId];
+                if a != b {
+                    p.push(la as LinkId);
+                    if la != lb {
+                        p.push((nnic + nleaf + (a + b) % nspine) as LinkId);
+                        p.push(lb as LinkId);
+                    }
+                    p.push(b as LinkId);
+                }
+                p
+            };
+            let mut live: Vec<(FlowId, FlowId)> = vec![];
+            let (mut fin_a, mut fin_b) = (std::collections::HashMap::new(), std::collections::HashMap::new());
+            let mut now: Time = 0;
+            for _step in 0..300 {
+                // next instant: a batch of starts soon, or the next finish
+                let next_finish = live.iter().map(|&(a, _)| fin_a[&a]).min();
+                let next_start = now + 1 + rng.below(2_000);
+                now = match next_finish {
+                    Some(t) if t <= next_start => t,
+                    _ => next_start,
+                };
+                let mut ended = 0;
+                live.retain(|&(a, b)| {
+                    if fin_a[&a] <= now {
+                        assert_eq!(fin_a[&a], now);
+                        inc.finish(a);
+                        full.finish(b);
+                        ended += 1;
+                        false
+                    } else {
+                        true
+                    }
+                });
+                if ended > 1 {
+                    simultaneous += 1;
+                }
+                if now == next_start || live.is_empty() {
+                    // bursts of equal flows (one path, one size: they finish together) and
+                    // single ones
+                    for _ in 0..rng.below(4) {
+                        let links = path(&mut rng);
+                        let bytes = [4096.0, 65536.0, 1e6][rng.below(3) as usize] + rng.below(3) as f64;
+                        for _ in 0..1 + rng.below(12) {
+                            let a = inc.start(now, &links, bytes, 0);
+                            let b = full.start(now, &links, bytes, 0);
+                            live.push((a, b));
+                        }
+                    }
+                }
+                let (mut ra, mut rb) = (vec![], vec![]);
+                inc.resolve(now, &mut ra);
+                full.resolve(now, &mut rb);
+                for r in &ra {
+                    fin_a.insert(r.flow, r.finish);
+                }
+                for r in &rb {
+                    fin_b.insert(r.flow, r.finish);
+                }
+                for &(a, b) in &live {
+                    let (x, y) = (inc.rate_bytes_per_s(a), full.rate_bytes_per_s(b));
+                    assert!((x - y).abs() <= 1e-6 * y.max(1.0), "seed {seed}: rates {x} vs {y}");
+                    assert_eq!(fin_a[&a], fin_b[&b], "seed {seed}: finish times differ at {now}");
+                }
+                // no link is over its capacity
+                for (l, &cap) in caps.iter().enumerate() {
+                    let sum: f64 = inc.links[l].flows.iter().map(|&f| inc.flows[f as usize].rate).sum();
+                    assert!(sum <= cap * 1e-9 * (1.0 + 1e-9), "seed {seed}: link {l} over capacity");
+                }
+            }
+            total_incremental += inc.incremental_solves;
+        }
+        assert!(total_incremental > 1000, "only {total_incremental} incremental solves");
+        assert!(simultaneous > 100, "only {simultaneous} instants with simultaneous finishes");
     }
 
     /// Bottleneck sharing re-rates only the flows a change can affect; after every change each
