@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from . import _core, machines
+from .formats import dumpi_meta as _dumpi_meta
 from .report import Report
-from .trace import TraceError
+from .trace import Trace, TraceError, detect_format
 
 CACHE_DIR = Path(os.environ.get("G2GSIM_CACHE", Path.home() / ".cache" / "g2gsim"))
 
@@ -227,51 +228,10 @@ def import_to_file(p: Path, out: str | Path, assume_buffers: str | None = None,
     return {"nranks": t.nranks, "rows": len(t.table), "op_counts": t.op_counts()}
 
 
-def _dumpi_meta(p: Path) -> Path:
-    """The .meta of a DUMPI trace given as the file or as its directory (which must hold one)."""
-    if not p.is_dir():
-        return p
-    metas = sorted(p.glob("*.meta"))
-    if len(metas) != 1:
-        raise TraceError(f"{p}: directory holds {len(metas)} DUMPI .meta files "
-                         f"({', '.join(m.name for m in metas)}); name one")
-    return metas[0]
-
-
-def detect_format(p: Path) -> str:
-    if p.is_dir():
-        if list(p.glob("*.otf2")):
-            return "otf2"
-        if list(p.glob("*.meta")):
-            return "dumpi"
-        raise TraceError(f"{p}: directory holds no OTF2 anchor (*.otf2) or DUMPI .meta file")
-    if p.suffix == ".otf2":
-        return "otf2"
-    if p.suffix == ".meta":
-        return "dumpi"
-    if p.suffix == ".parquet":
-        return "native"
-    if p.suffix in (".sqlite", ".nsys-rep"):
-        return "nsys"
-    raise TraceError(f"{p}: unknown trace format (expected .g2g.parquet, an OTF2 anchor .otf2, "
-                     f"a DUMPI .meta or an Nsight Systems .sqlite / .nsys-rep)")
-
-
-def import_trace(p: Path, progress: bool = False):
+def import_trace(p: Path, progress: bool = False) -> Trace:
     """Reads an OTF2 or DUMPI trace as it was recorded (buffer spaces as traced; DUMPI records none:
-    host, marked ``assumed-host``)."""
-    kind = detect_format(p)
-    if kind == "otf2":
-        from .readers.otf2_reader import read_otf2
-        return read_otf2(p, assume_buffers="traced", progress=progress)
-    if kind == "dumpi":
-        from .readers.dumpi_reader import read_dumpi
-        return read_dumpi(_dumpi_meta(p), assume_buffers="host", progress=progress)
-    if kind == "nsys":
-        from .readers.nsys_reader import read_nsys
-        return read_nsys(p, progress=progress)
-    from .trace import Trace
-    return Trace.read(p)
+    host, marked ``assumed-host``): ``Trace.read``, through the reader g2gsim/formats.py registers."""
+    return Trace.read(p, progress=progress)
 
 
 def machine_info(machine: str | Path | machines.MachineSpec, explicit: bool = True) -> dict:

@@ -3,12 +3,16 @@
 ``Trace`` holds a pyarrow Table plus the communicator list and metadata.  Readers build traces with
 ``TraceBuilder`` (row at a time, for converters) or ``Trace.from_columns`` (numpy columns, for
 generators of millions of rows); writers and the core read the file written by ``Trace.write``.
+
+This is the lowest layer of the package: it imports neither ``sim.py`` nor the readers.  The readers
+of the imported formats (OTF2, DUMPI, Nsight Systems) sit above it and are reached through
+``register_format``, which ``g2gsim/formats.py`` calls when ``g2gsim`` is imported.
 """
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -234,9 +238,9 @@ class Trace:
         if not path.exists():
             raise TraceError(f"{path}: no such trace file")
         if not (path.is_file() and path.suffix == ".parquet"):
-            from .sim import detect_format, import_trace
-            if detect_format(path) != "native":
-                return import_trace(path, progress=progress)
+            kind = detect_format(path)
+            if kind != "native":
+                return reader(kind, path)(path, progress=progress)
         try:
             pf = pq.ParquetFile(path)
         except Exception as e:  # noqa: BLE001 - pyarrow raises several kinds
@@ -272,20 +276,17 @@ class Trace:
     @classmethod
     def from_otf2(cls, anchor: str | Path, **kw) -> Trace:
         """Imports a Score-P / g2gsim-tracer OTF2 archive (see readers/otf2_reader.py)."""
-        from .readers.otf2_reader import read_otf2
-        return read_otf2(anchor, **kw)
+        return reader("otf2", anchor)(anchor, **kw)
 
     @classmethod
     def from_dumpi(cls, meta: str | Path, **kw) -> Trace:
         """Imports an SST DUMPI trace from its .meta file (see readers/dumpi_reader.py)."""
-        from .readers.dumpi_reader import read_dumpi
-        return read_dumpi(meta, **kw)
+        return reader("dumpi", meta)(meta, **kw)
 
     @classmethod
     def from_nsys(cls, export: str | Path, **kw) -> Trace:
         """Imports an Nsight Systems SQLite export or .nsys-rep (see readers/nsys_reader.py)."""
-        from .readers.nsys_reader import read_nsys
-        return read_nsys(export, **kw)
+        return reader("nsys", export)(export, **kw)
 
     def to_pandas(self):
         """The operations as a pandas DataFrame, one row per operation (columns: docs/trace-format.md)."""
@@ -318,6 +319,49 @@ class Trace:
         """Number of rows per operation name (``{"Send": 12, "Compute": 40, ...}``)."""
         vc = self.table.column("op").value_counts()
         return {str(d["values"]): int(d["counts"]) for d in vc.to_pylist()}
+
+
+# ----------------------------------------------------------------- the imported formats
+#: The reader of each imported format, by the name ``detect_format`` gives: ``read(path, **kw)``
+#: returns the trace as recorded (``kw``: the reader's options; ``progress`` always accepted).
+#: Filled by ``register_format`` from g2gsim/formats.py, above the readers; never from here.
+_READERS: dict[str, Callable[..., Trace]] = {}
+
+
+def register_format(name: str, read: Callable[..., Trace]) -> None:
+    """Makes ``read`` the reader of format ``name`` (``"otf2"``, ``"dumpi"``, ``"nsys"``) for
+    ``Trace.read`` and ``Trace.from_<name>``."""
+    _READERS[name] = read
+
+
+def reader(kind: str, path: str | Path) -> Callable[..., Trace]:
+    """The registered reader of format ``kind``; a TraceError naming ``path`` when there is none."""
+    try:
+        return _READERS[kind]
+    except KeyError:
+        raise TraceError(f"{path}: no reader is registered for {kind} traces (g2gsim.formats registers "
+                         f"them when g2gsim is imported)") from None
+
+
+def detect_format(p: Path) -> str:
+    """The format of trace ``p`` by its name: ``native``, ``otf2``, ``dumpi`` or ``nsys`` (a directory:
+    the format of the anchor or .meta it holds); a TraceError for anything else."""
+    if p.is_dir():
+        if list(p.glob("*.otf2")):
+            return "otf2"
+        if list(p.glob("*.meta")):
+            return "dumpi"
+        raise TraceError(f"{p}: directory holds no OTF2 anchor (*.otf2) or DUMPI .meta file")
+    if p.suffix == ".otf2":
+        return "otf2"
+    if p.suffix == ".meta":
+        return "dumpi"
+    if p.suffix == ".parquet":
+        return "native"
+    if p.suffix in (".sqlite", ".nsys-rep"):
+        return "nsys"
+    raise TraceError(f"{p}: unknown trace format (expected .g2g.parquet, an OTF2 anchor .otf2, "
+                     f"a DUMPI .meta or an Nsight Systems .sqlite / .nsys-rep)")
 
 
 def _seq_from_ranks(rank: np.ndarray, nranks: int) -> np.ndarray:
