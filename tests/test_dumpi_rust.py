@@ -142,3 +142,91 @@ def test_local_copies_same_rows(meta):
 @pytest.mark.parametrize("meta", _corpus_metas(), ids=lambda p: str(p.relative_to(CORPUS)))
 def test_corpus_same_rows(meta):
     assert_same(meta)
+
+
+def _problem_program(r: int) -> tdr.Writer:
+    """Four ranks whose messages have every kind of matching problem the streaming check reports:
+    a ring with one receive too few (rank 0) and one too many (rank 1), a truncated message, a
+    wildcard receive that takes a left-over send and one that finds none, ANY_TAG, and a dozen
+    unmatched sends (so that the warning cuts its list and the order of problems shows): 16
+    problems, the truncation first, then the sends left over in time order, then the receives."""
+    w = tdr.Writer()
+    INT, WORLD = tdr.INT, tdr.WORLD
+    nxt, prv = (r + 1) % 4, (r - 1) % 4
+
+    def send(dest, tag, n=8):
+        w.call("Send", tdr.i32(n) + tdr.h16(INT) + tdr.i32(dest, tag) + tdr.h16(WORLD))
+
+    def recv(src, tag, n=8, st_src=None):
+        w.call("Recv", tdr.i32(n) + tdr.h16(INT) + tdr.i32(src, tag) + tdr.h16(WORLD)
+               + w.status((4 * n, src if st_src is None else st_src, tag)))
+
+    w.call("Init", tdr.i32(0))
+    for _ in range(3):
+        send(nxt, 1)
+    for _ in range({0: 2, 1: 4}.get(r, 3)):
+        recv(prv, 1)
+    if r == 0:
+        send(2, 2, n=100)               # into a 10-int receive: truncated
+        recv(3, -1)                     # ANY_TAG: takes rank 3's ring send left over
+    if r == 2:
+        recv(0, 2, n=10)
+        recv(-1, 4, st_src=0)           # ANY_SOURCE, nothing left for it
+    if r == 1:
+        send(3, 3)
+        for k in range(12):
+            send(2, 9 + k % 2)
+    if r == 3:
+        recv(-1, 3, st_src=1)           # ANY_SOURCE: takes rank 1's tag-3 send
+        send(0, 1)                      # a fourth ring send, for rank 0's ANY_TAG receive
+    w.call("Finalize")
+    return w
+
+
+def test_matching_problems_same_as_reference(tmp_path):
+    """The streaming matching check of the Rust converter reports what rules.check_matching
+    reports on the reference reader's rows: same count, same first problems in the same order."""
+    meta = tdr.write_trace(tmp_path, [_problem_program(r) for r in range(4)])
+    assert_same(meta)                   # rows, and the warnings' text
+    with warnings.catch_warnings(record=True) as wr:
+        warnings.simplefilter("always")
+        st = import_dumpi(meta, tmp_path / "o.g2g.parquet")
+    msg = next(str(w.message) for w in wr if "matching problem" in str(w.message))
+    assert st["unmatched"] == 16 and "16 point-to-point matching problem(s): truncated message" in msg
+    assert "(and 11 more)" in msg
+    with pytest.raises(TraceError, match="16 point-to-point matching problem"):
+        import_dumpi(meta, tmp_path / "s.g2g.parquet", strict=True)
+    assert not (tmp_path / "s.g2g.parquet").exists()
+
+
+def test_ignored_calls_untraced_in_rust(tmp_path):
+    """A trace whose footers count calls made while tracing was off converts in Rust (no fallback
+    to the Python reader): the longest gap of each such rank is an Untraced row, as the reference
+    gives it, and the note says so."""
+    ws = [tdr._synthetic_program(r) for r in range(4)]
+    for r, w in enumerate(ws):
+        w.counts[tdr.F["Send"]] += 3
+        w.ignored[tdr.F["Send"]] += 3 if r != 2 else 0     # rank 2 traced everything
+        if r == 2:
+            w.counts[tdr.F["Send"]] -= 3
+    ref, got = assert_same(tdr.write_trace(tmp_path, ws))
+    ops = got.table.column("op").to_pylist()
+    assert ops.count("Untraced") == 3
+    assert "9 MPI calls on 3 ranks were made while DUMPI tracing was off" in got.source
+    assert "kept as an Untraced row" in got.source
+    st = import_dumpi(tmp_path / "synth.meta", tmp_path / "o.g2g.parquet")
+    assert st["op_counts"]["Untraced"] == 3 and "engine" not in st
+
+
+def test_written_file_uses_encodings_the_core_decodes(tmp_path):
+    """The streaming writer keeps to the encodings the core's page decoder reads (PLAIN,
+    dictionary, RLE): any other (DELTA_*, ...) would make every replay decode through Arrow."""
+    import pyarrow.parquet as pq
+    out = tmp_path / "o.g2g.parquet"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import_dumpi(tdr.write_trace(tmp_path, [tdr._synthetic_program(r) for r in range(4)]), out)
+    md = pq.ParquetFile(out).metadata
+    encs = {e for g in range(md.num_row_groups) for c in range(md.num_columns)
+            for e in md.row_group(g).column(c).encodings}
+    assert encs <= {"PLAIN", "PLAIN_DICTIONARY", "RLE_DICTIONARY", "RLE"}, encs

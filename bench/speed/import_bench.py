@@ -1,12 +1,16 @@
 #!/usr/bin/env python3
 """Import speed.  OTF2 (issue 9): events/s of ``g2gsim.readers.otf2_reader.read_otf2`` on the corpus
 archives and on a generated ~10-million-event Score-P-like archive.  DUMPI (issue 26, ``--format
-dumpi``): records/s and peak memory of ``import_dumpi`` (the Rust streaming converter, trace to
-native file) on every corpus DUMPI trace and on generated traces of several lengths
-(``bench/speed/dumpi_gen.py``), optionally against the Python reference (``--reference``):
+dumpi``): records per CPU-second and peak memory of the whole ``g2gsim import TRACE.meta -o
+OUT.g2g.parquet`` command (a fresh process: interpreter start-up, the Rust streaming converter with
+its matching check, the file written; CPU = user + sys, as the machine may be shared) on every
+corpus DUMPI trace and on generated traces of several lengths (``bench/speed/dumpi_gen.py``),
+optionally for several builds interleaved (``--builds main=/path/to/python,new=python``) and against
+the Python reference reader (``--reference``):
 
     python3 bench/speed/import_bench.py --format dumpi                 # corpus + 2M and 8M records
-    python3 bench/speed/import_bench.py --format dumpi --records 2e6,8e6,16e6 --reference
+    python3 bench/speed/import_bench.py --format dumpi --records 2e6,8e6 --repeat 3 \
+        --builds main=/tmp/main-tree/python,new=python --reference
 
     python3 bench/speed/import_bench.py                       # corpus + 10M-event archive, 1 and 2 processes
     python3 bench/speed/import_bench.py --events 1e6 --processes 2
@@ -237,42 +241,58 @@ def table(results: list[dict]) -> str:
 
 # ----------------------------------------------------------------------------------- DUMPI
 DUMPI_RESULTS = Path(__file__).resolve().parent / "import_dumpi_results.json"
-DUMPI_SNIPPET = r"""
-import json, sys, time, warnings
+# records of a trace: every record of every rank, decoded by the Rust scan (not timed)
+DUMPI_RECORDS = r"""
+import sys
+from g2gsim import _core
+from g2gsim.readers.dumpi_reader import _open_rank, read_dumpi_meta
+m = read_dumpi_meta(sys.argv[1])
+files = [_open_rank(m, r) for r in range(m.numprocs)]
+for f in files:
+    f.close()
+print(sum(s[1] for s in _core.dumpi_scan([f.stream_spec() for f in files], True)))
+"""
+# the Python reference reader, trace to native file (--reference)
+DUMPI_REFERENCE = r"""
+import sys, warnings
 warnings.simplefilter("ignore")
-meta, out, engine = sys.argv[1], sys.argv[2], sys.argv[3]
-from g2gsim.readers.dumpi_reader import import_dumpi, read_dumpi
-t = time.perf_counter(); c = time.process_time()
-if engine == "rust":
-    st = import_dumpi(meta, out)
-    rows, records = st["rows"], st["records"]
-else:
-    from g2gsim.readers.dumpi_reader import read_dumpi_meta, _open_rank
-    tr = read_dumpi(meta, engine="python")
-    tr.write(out)
-    rows = tr.table.num_rows
-    m = read_dumpi_meta(meta)
-    records = sum(len(_open_rank(m, r).records().fids) for r in range(m.numprocs))
-print(json.dumps({"read_s": time.perf_counter() - t, "cpu_s": time.process_time() - c,
-                  "rows": rows, "records": records}))
+from g2gsim.readers.dumpi_reader import read_dumpi
+tr = read_dumpi(sys.argv[1], engine="python")
+tr.write(sys.argv[2])
+print(tr.table.num_rows)
 """
 
 
-def run_dumpi(meta: str, engine: str, out: str, timeout: float, mem_limit: int) -> dict:
-    env = dict(os.environ, PYTHONPATH=str(REPO / "python") + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    m = measure([sys.executable, "-c", DUMPI_SNIPPET, meta, out, engine], timeout_s=timeout,
-                mem_limit_bytes=mem_limit, env=env)
-    r = {"meta": meta, "engine": engine, "status": m.status, "process_wall_s": round(m.wall_s, 3),
-         "max_rss_bytes": m.max_rss_bytes}
-    if m.status == "ok":
-        try:
-            r.update(json.loads(m.stdout.strip().splitlines()[-1]))
-            # python reference: records counted by decoding again, outside the timed part
-            r["records_per_s"] = r["records"] / r["read_s"] if r["read_s"] else None
-            r["records_per_cpu_s"] = r["records"] / r["cpu_s"] if r["cpu_s"] else None
-        except (ValueError, IndexError):
-            r["status"] = "error"
-    if r["status"] != "ok":
+def _dumpi_env(pythonpath: str) -> dict:
+    return dict(os.environ, PYTHONPATH=pythonpath + os.pathsep + os.environ.get("PYTHONPATH", ""))
+
+
+def dumpi_records(meta: str, pythonpath: str) -> int:
+    import subprocess
+    out = subprocess.run([sys.executable, "-c", DUMPI_RECORDS, meta], env=_dumpi_env(pythonpath),
+                         capture_output=True, text=True, check=True).stdout
+    return int(out.split()[-1])
+
+
+def run_dumpi(meta: str, build: str, pythonpath: str, out: str, timeout: float, mem_limit: int,
+              records: int) -> dict:
+    """One import in a fresh process: the CLI (``g2gsim import META -o OUT``, the whole command:
+    interpreter start-up, the Rust conversion and its matching check, the file written) or, for
+    build ``python-reference``, the Python reader.  CPU = user + sys of the process (the machine
+    may be loaded: wall time is reported but not used for the rate)."""
+    if build == "python-reference":
+        argv = [sys.executable, "-c", DUMPI_REFERENCE, meta, out]
+    else:
+        argv = [sys.executable, "-m", "g2gsim.cli", "import", meta, "-o", out]
+    m = measure(argv, timeout_s=timeout, mem_limit_bytes=mem_limit, env=_dumpi_env(pythonpath))
+    r = {"meta": meta, "build": build, "pythonpath": pythonpath, "status": m.status,
+         "wall_s": round(m.wall_s, 3), "user_s": m.user_s, "sys_s": m.sys_s, "cpu_s": round(m.cpu_s, 3),
+         "max_rss_bytes": m.max_rss_bytes, "records": records}
+    if m.status == "ok" and m.rc == 0:
+        r["records_per_cpu_s"] = records / m.cpu_s if m.cpu_s else None
+        r["out_bytes"] = Path(out).stat().st_size if Path(out).exists() else None
+    else:
+        r["status"] = m.status if m.status != "ok" else "error"
         r["error_tail"] = m.stderr[-2000:]
     Path(out).unlink(missing_ok=True)
     return r
@@ -282,6 +302,14 @@ def main_dumpi(a) -> int:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from dumpi_gen import generate_dumpi
     mem_limit = int(a.mem_limit * (1 << 30))
+    builds: list[tuple[str, str]] = []
+    for spec in (a.builds.split(",") if a.builds else []):
+        name, _, path = spec.partition("=")
+        builds.append((name, str(Path(path).resolve())))
+    if not builds:
+        builds = [("this", str(REPO / "python"))]
+    if a.reference:
+        builds.append(("python-reference", builds[0][1]))
     traces: list[tuple[str, str]] = []
     if not a.no_corpus:
         for m in sorted(CORPUS.rglob("*.meta")):
@@ -297,27 +325,39 @@ def main_dumpi(a) -> int:
                 (gdir / "generated.json").write_text(json.dumps(info))
             gen.append(info)
             traces.append((f"generated halo {a.ranks} ranks, {info['records']:,} records", info["meta"]))
-    engines = ["rust"] + (["python"] if a.reference else [])
     results = []
     out = str(a.archive_dir / "dumpi-import-out.g2g.parquet")
     a.archive_dir.mkdir(parents=True, exist_ok=True)
     for label, meta in traces:
-        for eng in engines:
-            print(f"importing {label} ({eng}) ...", file=sys.stderr, flush=True)
-            r = run_dumpi(meta, eng, out, a.timeout, mem_limit)
-            r["label"] = label
-            results.append(r)
-    save_json(a.out if a.out != RESULTS else DUMPI_RESULTS, {"host": host_info(), "generated": gen, "results": results})
+        records = dumpi_records(meta, builds[0][1])
+        # builds interleaved, repeated: A B A B ... on a shared machine
+        for rep in range(a.repeat):
+            for name, pp in builds:
+                if name == "python-reference" and rep:
+                    continue
+                print(f"importing {label} ({name}, run {rep + 1}) ...", file=sys.stderr, flush=True)
+                r = run_dumpi(meta, name, pp, out, a.timeout, mem_limit, records)
+                r["label"] = label
+                r["run"] = rep
+                results.append(r)
+    save_json(a.out if a.out != RESULTS else DUMPI_RESULTS,
+              {"host": host_info(), "builds": builds, "generated": gen, "results": results})
     rows = []
-    for r in results:
-        if r["status"] != "ok":
-            rows.append([r["label"], r["engine"], "-", "-", "-", "-", "-", fmt_bytes(r.get("max_rss_bytes")), r["status"]])
-            continue
-        rows.append([r["label"], r["engine"], f"{r['records']:,}", f"{r['rows']:,}", f"{r['read_s']:.2f}",
-                     f"{r['cpu_s']:.2f}", f"{fmt_rate(r['records_per_s'])} / {fmt_rate(r['records_per_cpu_s'])}",
-                     fmt_bytes(r.get("max_rss_bytes")), "ok"])
-    print(markdown_table(["trace", "engine", "records", "rows", "wall s", "CPU s", "records/s (wall / CPU)",
-                          "peak RSS (process)", "status"], rows))
+    for label, _ in traces:
+        for name, _ in builds:
+            rs = [r for r in results if r["label"] == label and r["build"] == name]
+            ok = [r for r in rs if r["status"] == "ok"]
+            if not ok:
+                rows.append([label, name, "-", "-", "-", "-", "-", rs[0]["status"] if rs else "-"])
+                continue
+            cpu = sorted(r["cpu_s"] for r in ok)
+            med = cpu[len(cpu) // 2]
+            rows.append([label, name, f"{ok[0]['records']:,}", " ".join(f"{c:.2f}" for c in cpu),
+                         fmt_rate(ok[0]["records"] / med if med else None),
+                         fmt_bytes(max(r["max_rss_bytes"] for r in ok)),
+                         fmt_bytes(ok[0].get("out_bytes")), "ok" if len(ok) == len(rs) else "some failed"])
+    print(markdown_table(["trace", "build", "records", "CPU s (user+sys, each run)",
+                          "records per CPU-s (median run)", "peak RSS", "output", "status"], rows))
     return 0 if all(r["status"] == "ok" for r in results) else 1
 
 
@@ -326,6 +366,9 @@ def main(argv=None) -> int:
     ap.add_argument("--format", choices=["otf2", "dumpi"], default="otf2")
     ap.add_argument("--records", default="2e6,8e6", help="dumpi: comma list of generated trace lengths (records)")
     ap.add_argument("--reference", action="store_true", help="dumpi: also time the Python reference reader")
+    ap.add_argument("--builds", default="", help="dumpi: NAME=PYTHONPATH,... the python/ trees (with their _core) to "
+                    "compare, interleaved (default: this tree's python/)")
+    ap.add_argument("--repeat", type=int, default=1, help="dumpi: runs of each build per trace")
     ap.add_argument("--events", type=float, default=10e6, help="events of the generated archive")
     ap.add_argument("--ranks", type=int, default=64, help="ranks of the generated archive")
     ap.add_argument("--raw-events", action="store_true", help="write events with _otf2.EvtWriter_* (faster)")

@@ -23,18 +23,23 @@ def trace_meta(path: str) -> tuple[int, int, str, str]:
     """(ranks, rows, source, buffers) of a native trace."""
 # (bin path, rank, body offset, END_OF_STREAM offset, version, datatype sizes) of one DUMPI rank file
 _DumpiRank = tuple[str, int, int, int, tuple[int, int, int], list[int]]
-def dumpi_scan(ranks: list[_DumpiRank], full: bool) -> list[tuple[int | None, int, list[tuple[int, int, int, tuple]]]]:
+def dumpi_scan(ranks: list[_DumpiRank], full: bool, gaps: list[bool] | None = None
+               ) -> list[tuple[int | None, int, list[tuple[int, int, int, tuple]], tuple[int, int] | None]]:
     """Per rank: (first call time ns or None, records decoded, [(record index, byte offset,
-    function id, args)] of its communicator/group calls); without ``full`` only the first timed
-    record is decoded."""
+    function id, args)] of its communicator/group calls, (record index, ns) of the longest gap
+    between calls or None); without ``full`` only the first timed record is decoded, but for the
+    ranks whose ``gaps`` entry is true."""
 def dumpi_convert(ranks: list[_DumpiRank], created: list[list[tuple[int, int | None]]], out_path: str,
                   origin: int, mem_space: str, window_ops: int, members: dict[int, list[int]],
                   names: dict[int, str], self_gids: dict[int, int], self_base: int, resolved: bool,
                   finish: Callable[[dict[str, Any]], list[tuple[str, str]]],
-                  progress: Callable[[int], None] | None = None) -> dict[str, Any]:
-    """Converts every rank's records to native rows written to out_path a window at a time;
-    ``finish(stats)`` returns the file's [(key, value)] metadata, written before it is closed.
-    The stats dict."""
+                  progress: Callable[[int], None] | None = None,
+                  untraced_at: list[int | None] | None = None) -> dict[str, Any]:
+    """Converts every rank's records to native rows written to out_path a window at a time,
+    matching-checking their point-to-point messages as they are written; ``finish(stats)``
+    returns the file's [(key, value)] metadata, written before it is closed; ``untraced_at``: per
+    rank, the record ending its untraced stretch.  The stats dict (``problems_total``,
+    ``problems_first``, ``msg_time_missing``, ``peak_held_messages`` among its keys)."""
 def parse_size(text: str) -> int:
     """Bytes: "64KiB" = 65536, "64KB" = "64K" = 64000, "4096"; ValueError naming the text."""
 def parse_duration_ns(text: str) -> float:

@@ -8,6 +8,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use g2g_trace::writer::Row;
 
 use crate::decode::{call, fid_of, fname, Args, Record, ALL_FUNCTIONS};
+use crate::fxhash::{FxHashMap, FxHashSet};
 
 pub const DUMPI_COMM_NULL: i64 = 1;
 pub const DUMPI_COMM_WORLD: i64 = 2;
@@ -279,7 +280,7 @@ impl Comms {
 /// Per-rank datatype sizes (`_Types`).
 struct Types {
     table: Vec<i64>,
-    derived: HashMap<i64, (Option<i64>, bool)>,
+    derived: FxHashMap<i64, (Option<i64>, bool)>,
     unknown_uses: u64,
 }
 
@@ -461,15 +462,17 @@ pub struct RankConv {
     pub rank: u32,
     path: String,
     types: Types,
-    local: HashMap<i64, i64>,
-    active: HashMap<i64, u64>,
-    persistent: HashMap<i64, Persistent>,
+    local: FxHashMap<i64, i64>,
+    active: FxHashMap<i64, u64>,
+    persistent: FxHashMap<i64, Persistent>,
     next_req: u64,
     prev_end: Option<i64>,
-    used: HashSet<i64>,
-    my_rank: HashMap<i64, usize>,
+    used: FxHashSet<i64>,
+    my_rank: FxHashMap<i64, usize>,
     /// (record index, new gid or None for COMM_NULL) of this rank's communicator creations
     created: VecDeque<(u64, Option<i64>)>,
+    /// the record ending the untraced stretch (see [`crate::RankInput::untraced_at`])
+    untraced_at: Option<u64>,
     origin: i64,
     mem: &'static str,
     pub orphans: u64,
@@ -486,23 +489,25 @@ impl RankConv {
         path: String,
         type_sizes: Vec<i64>,
         created: Vec<(u64, Option<i64>)>,
+        untraced_at: Option<u64>,
         origin: i64,
         mem: &'static str,
     ) -> RankConv {
-        let mut local = HashMap::new();
+        let mut local = FxHashMap::default();
         local.insert(DUMPI_COMM_WORLD, 0);
         RankConv {
             rank,
             path,
-            types: Types { table: type_sizes, derived: HashMap::new(), unknown_uses: 0 },
+            types: Types { table: type_sizes, derived: FxHashMap::default(), unknown_uses: 0 },
             local,
-            active: HashMap::new(),
-            persistent: HashMap::new(),
+            active: FxHashMap::default(),
+            persistent: FxHashMap::default(),
             next_req: 1,
             prev_end: None,
-            used: HashSet::new(),
-            my_rank: HashMap::new(),
+            used: FxHashSet::default(),
+            my_rank: FxHashMap::default(),
             created: created.into(),
+            untraced_at,
             origin,
             mem,
             orphans: 0,
@@ -635,11 +640,18 @@ impl RankConv {
         out
     }
 
+    #[inline(always)]
     fn emit(&mut self, rec: &Record, mut row: Row) {
         if let (Some(t0), Some(t1)) = (rec.t0, rec.t1) {
             if let Some(pe) = self.prev_end {
                 if t0 > pe {
-                    let mut c = Row::new("Compute");
+                    // the gap in which tracing was off (before the first row at or after the
+                    // record that ends it) is an Untraced stretch, not Compute
+                    let un = matches!(self.untraced_at, Some(u) if rec.idx >= u);
+                    if un {
+                        self.untraced_at = None;
+                    }
+                    let mut c = Row::new(if un { "Untraced" } else { "Compute" });
                     c.dur_ns = t0 - pe;
                     c.t_start_ns = Some(pe - self.origin);
                     c.t_end_ns = Some(t0 - self.origin);

@@ -340,32 +340,55 @@ fn dumpi_args_py(py: Python<'_>, a: &g2g_dumpi::decode::Args) -> PyObject {
     PyTuple::new_bound(py, out).into_py(py)
 }
 
-type ScanOut = (Option<i64>, u64, Vec<(u64, u64, u16, PyObject)>);
+type ScanOut = (Option<i64>, u64, Vec<(u64, u64, u16, PyObject)>, Option<(u64, i64)>);
 
-/// dumpi_scan(ranks, full) -> per rank (first call time ns or None, records decoded,
-/// [(record index, byte offset, function id, args)] of its communicator/group calls).
+/// dumpi_scan(ranks, full, gaps=None) -> per rank (first call time ns or None, records decoded,
+/// [(record index, byte offset, function id, args)] of its communicator/group calls, (record
+/// index, ns) of the longest gap between calls or None).
 /// ranks: [(bin path, rank, body offset, END_OF_STREAM offset, version, datatype sizes)];
-/// without `full` only the first timed record is decoded.
+/// without `full` only the first timed record is decoded, but for the ranks whose `gaps` entry is
+/// true (the longest gap needs every record).
 #[pyfunction]
-fn dumpi_scan(py: Python<'_>, ranks: Vec<DumpiRank>, full: bool) -> PyResult<Vec<ScanOut>> {
+#[pyo3(signature = (ranks, full, gaps=None))]
+fn dumpi_scan(py: Python<'_>, ranks: Vec<DumpiRank>, full: bool, gaps: Option<Vec<bool>>) -> PyResult<Vec<ScanOut>> {
     let files = dumpi_files(ranks);
     let chunk = g2g_dumpi::chunk_for(files.len());
     let mut out = Vec::with_capacity(files.len());
-    for f in files {
-        let s = py.allow_threads(|| g2g_dumpi::scan(f, full, chunk)).map_err(TraceError::new_err)?;
+    for (r, f) in files.into_iter().enumerate() {
+        let gap = gaps.as_ref().is_some_and(|g| g.get(r).copied().unwrap_or(false));
+        let s = py.allow_threads(|| g2g_dumpi::scan(f, full, gap, chunk)).map_err(TraceError::new_err)?;
         let ev = s.comm_events.iter().map(|(i, off, fid, a)| (*i, *off, *fid, dumpi_args_py(py, a))).collect();
-        out.push((s.first_t0, s.records, ev));
+        out.push((s.first_t0, s.records, ev, s.gap));
         py.check_signals()?;
     }
     Ok(out)
 }
 
+/// A matching problem as a tuple the Python side formats (`dumpi_reader._problem_text`).
+fn dumpi_problem_py(py: Python<'_>, p: &g2g_dumpi::matching::Problem) -> PyObject {
+    use g2g_dumpi::matching::Problem;
+    match p {
+        Problem::InvalidPeer { send, rank, seq, t, peer, comm } => {
+            ("invalid", if *send { "send" } else { "receive" }, *rank, *seq, *t, *peer, *comm).into_py(py)
+        }
+        Problem::Truncated { s, r } => {
+            ("truncated", s.m.rank, r.rank, s.comm, s.tag, s.m.nbytes, s.m.seq, r.nbytes, r.seq).into_py(py)
+        }
+        Problem::UnmatchedSend(k) => {
+            ("send", k.m.rank, k.m.peer, k.comm, k.tag, k.m.nbytes, k.m.seq, k.m.t).into_py(py)
+        }
+        Problem::UnmatchedRecv(k) => ("receive", k.m.rank, k.m.peer, k.comm, k.tag, k.m.seq, k.m.t).into_py(py),
+    }
+}
+
 /// dumpi_convert(ranks, created, out_path, origin_ns, mem_space, window_ops, members, names,
-/// self_gids, self_base, resolved, finish, progress=None) -> stats dict.  Converts every rank's
-/// records to native rows written to out_path a window at a time; `finish(stats)` returns the
-/// file's [(key, value)] metadata, written before the file is closed.
+/// self_gids, self_base, resolved, finish, progress=None, untraced_at=None) -> stats dict.
+/// Converts every rank's records to native rows written to out_path a window at a time and
+/// matching-checks their point-to-point messages as they are written; `finish(stats)` returns
+/// the file's [(key, value)] metadata, written before the file is closed.  `untraced_at`: per
+/// rank, the record ending its untraced stretch or None.
 #[pyfunction]
-#[pyo3(signature = (ranks, created, out_path, origin, mem_space, window_ops, members, names, self_gids, self_base, resolved, finish, progress=None))]
+#[pyo3(signature = (ranks, created, out_path, origin, mem_space, window_ops, members, names, self_gids, self_base, resolved, finish, progress=None, untraced_at=None))]
 #[allow(clippy::too_many_arguments)]
 fn dumpi_convert(
     py: Python<'_>,
@@ -382,6 +405,7 @@ fn dumpi_convert(
     resolved: bool,
     finish: PyObject,
     progress: Option<PyObject>,
+    untraced_at: Option<Vec<Option<u64>>>,
 ) -> PyResult<PyObject> {
     let mem: &'static str = match mem_space {
         "host" => "host",
@@ -392,8 +416,16 @@ fn dumpi_convert(
     if created.len() != files.len() {
         return Err(PyValueError::new_err("created: one list per rank"));
     }
-    let inputs: Vec<g2g_dumpi::RankInput> =
-        files.into_iter().zip(created).map(|(file, created)| g2g_dumpi::RankInput { file, created }).collect();
+    let untraced_at = untraced_at.unwrap_or_else(|| vec![None; files.len()]);
+    if untraced_at.len() != files.len() {
+        return Err(PyValueError::new_err("untraced_at: one entry per rank"));
+    }
+    let inputs: Vec<g2g_dumpi::RankInput> = files
+        .into_iter()
+        .zip(created)
+        .zip(untraced_at)
+        .map(|((file, created), untraced_at)| g2g_dumpi::RankInput { file, created, untraced_at })
+        .collect();
     let mut comms = g2g_dumpi::convert::Comms { members, self_gid: self_gids, self_base, names, resolved };
     let mut w = g2g_trace::writer::NativeWriter::create(out_path).map_err(|e| TraceError::new_err(e.to_string()))?;
     let mut failure: Option<PyErr> = None;
@@ -430,6 +462,11 @@ fn dumpi_convert(
     d.set_item("used_comms", used)?;
     d.set_item("self_gids", comms.self_gid.clone())?;
     d.set_item("fid_counts", c.fid_counts)?;
+    d.set_item("problems_total", c.problems.0)?;
+    let first: Vec<PyObject> = c.problems.1.iter().map(|p| dumpi_problem_py(py, p)).collect();
+    d.set_item("problems_first", first)?;
+    d.set_item("msg_time_missing", c.msg_time_missing)?;
+    d.set_item("peak_held_messages", c.peak_held_messages)?;
     d.set_item(
         "op_counts",
         c.op_counts.into_iter().map(|(k, v)| (k.to_string(), v)).collect::<std::collections::HashMap<String, u64>>(),

@@ -1591,10 +1591,13 @@ def import_dumpi(meta_path: str | Path, out_path: str | Path, assume_buffers: st
     """Convert a DUMPI trace to a native trace file, streaming (the Rust decoder and converter of
     ``g2gsim._core``; memory: a file chunk and the conversion tables per rank, one row group).
 
-    Same rows as :func:`read_dumpi` with ``engine="python"`` (the reference).  The written file's
-    point-to-point messages are then matching-checked (``rules.report_matching``, as every import
-    is): problems are a warning, or with ``strict`` a ``TraceError``.  Returns the conversion's
-    statistics: ``records``, ``rows``, ``op_counts``, ``nranks``, ``source``, ``unmatched``."""
+    Same rows as :func:`read_dumpi` with ``engine="python"`` (the reference), the untraced
+    stretch of a rank whose footer counts ignored calls included.  The point-to-point messages are
+    matching-checked as they are written (the rules of ``rules.check_matching``, streaming: memory
+    is the messages in flight, not the trace): problems are a warning, or with ``strict`` a
+    ``TraceError`` (and no file).  Returns the conversion's statistics: ``records``, ``rows``,
+    ``op_counts``, ``nranks``, ``source``, ``unmatched`` (the number of matching problems),
+    ``peak_held_messages``."""
     if assume_buffers not in ("host", "device"):
         raise ValueError(f"assume_buffers must be 'host' or 'device', not {assume_buffers!r}")
     from .. import _core
@@ -1606,17 +1609,8 @@ def import_dumpi(meta_path: str | Path, out_path: str | Path, assume_buffers: st
         f = _open_rank(meta, r)
         f.close()
         files.append(f)
-    if meta.prefix_note and not any(f.has_footer and sum(f.ignored_counts[:ALL_FUNCTIONS]) for f in files):
+    if meta.prefix_note:
         warnings.warn(meta.prefix_note, DumpiImportNotice, stacklevel=2)
-    if any(f.has_footer and sum(f.ignored_counts[:ALL_FUNCTIONS]) for f in files):
-        # calls were made while tracing was off: the reference reader keeps each such rank's
-        # untraced stretch as an Untraced row (the streaming converter does not detect it yet)
-        t = read_dumpi(meta_path, assume_buffers=assume_buffers, progress=progress, strict=strict,
-                       engine="python")
-        t.write(out_path)
-        records = sum(sum(f.call_counts[:ALL_FUNCTIONS]) - sum(f.ignored_counts[:ALL_FUNCTIONS]) for f in files)
-        return {"records": records, "rows": len(t.table), "op_counts": t.op_counts(), "nranks": t.nranks,
-                "source": t.source, "unmatched": None, "engine": "python (untraced stretches)"}
     specs = [f.stream_spec() for f in files]
     resolve = any(not f.has_footer or any(f.call_counts[k] for k in _CREATE_FIDS) for f in files)
     while True:
@@ -1629,37 +1623,51 @@ def import_dumpi(meta_path: str | Path, out_path: str | Path, assume_buffers: st
                 continue
             raise TraceError(str(e)) from None
         try:
-            st["unmatched"] = len(report_matching(_p2p_rows(out_path, meta.path), meta.path,
-                                                   strict=strict))
+            st["unmatched"] = _report_problems(meta.path, st, strict)
         except TraceError:
             Path(out_path).unlink(missing_ok=True)   # strict: no file of a rejected trace
             raise
         return st
 
 
-def _p2p_rows(path: str | Path, source: str | Path) -> Trace:
-    """The point-to-point rows of the native file ``path`` with the columns the matching check
-    reads, a row group at a time (memory: those rows' 11 columns, not the whole trace); errors
-    name ``source``, the DUMPI trace."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
+def _problem_text(p: tuple, float_times: bool) -> str:
+    """The message ``rules.check_matching`` gives for a problem the Rust matcher found (a tuple of
+    ``_core.dumpi_convert``'s ``problems_first``); ``float_times``: a message row had no time, so
+    the reference's time column is a float one (NaN for the missing times)."""
+    def t(v: int | None):
+        return (float("nan") if v is None else float(v)) if float_times else v
+    kind = p[0]
+    if kind == "invalid":
+        side, rank, seq, tt, peer, comm = p[1:]
+        return (f"{side} at rank {rank} (seq {seq}, t={t(tt)} ns): peer {peer} is not a rank of "
+                f"communicator {comm}")
+    if kind == "truncated":
+        srank, rrank, comm, tag, sb, sseq, rb, rseq = p[1:]
+        return (f"truncated message: rank {srank} -> rank {rrank} (comm {comm}, tag {tag}): {sb} bytes "
+                f"sent (seq {sseq}) into a {rb}-byte receive (seq {rseq})")
+    if kind == "send":
+        rank, peer, comm, tag, nbytes, seq, tt = p[1:]
+        return (f"unmatched send: rank {rank} -> peer {peer} (comm {comm}, tag {tag}, {nbytes} "
+                f"bytes) at seq {seq}, t={t(tt)} ns")
+    rank, peer, comm, tag, seq, tt = p[1:]
+    return (f"unmatched receive: rank {rank} <- peer {peer} (comm {comm}, tag {tag}) at seq {seq}, "
+            f"t={t(tt)} ns")
 
-    from ..trace import Comm
-    from ..vocab import RECV_ONLY_OPS, SEND_ONLY_OPS
-    names = pa.array(sorted(set(SEND_ONLY_OPS) | set(RECV_ONLY_OPS) | {"Sendrecv"}), type=pa.string())
-    cols = ["op", "rank", "seq", "peer", "tag", "comm_id", "bytes", "recv_bytes", "recv_peer",
-            "recv_tag", "t_start_ns"]
-    pf = pq.ParquetFile(path)
-    md = {k.decode(): v.decode() for k, v in (pf.schema_arrow.metadata or {}).items()}
-    parts = []
-    for i in range(pf.num_row_groups):
-        rg = pf.read_row_group(i, columns=cols)
-        parts.append(rg.filter(pc.fill_null(pc.is_in(rg.column("op"), value_set=names), False)))
-    table = pa.concat_tables(parts) if parts else pf.schema_arrow.empty_table().select(cols)
-    comms = [Comm(int(c["id"]), str(c.get("name", "")), c.get("members"))
-             for c in json.loads(md.get("g2gsim.comms", "[]"))]
-    return Trace(table, int(md["g2gsim.nranks"]), comms, path=Path(source))
+
+def _report_problems(source: str | Path, st: dict, strict: bool) -> int:
+    """``rules.report_matching`` of the problems the converter's streaming matching check found
+    (same count, order and messages as ``check_matching`` of the written rows): a warning naming
+    ``source``, or with ``strict`` a ``TraceError``.  Returns the number of problems."""
+    n = st.pop("problems_total")
+    float_times = st.pop("msg_time_missing")
+    first = [_problem_text(p, float_times) for p in st.pop("problems_first")]
+    if n and strict:
+        raise TraceError(f"{source}: {n} point-to-point matching problem(s): " + "; ".join(first[:10]))
+    if n:
+        more = f" (and {n - 5} more)" if n > 5 else ""
+        warnings.warn(f"{source}: {n} point-to-point matching problem(s): " + "; ".join(first[:5])
+                      + more, stacklevel=3)
+    return n
 
 
 def _import_dumpi(meta: DumpiMeta, files: list[DumpiFile], specs: list[tuple], out_path,
@@ -1667,7 +1675,13 @@ def _import_dumpi(meta: DumpiMeta, files: list[DumpiFile], specs: list[tuple], o
     from .. import _core
     from ..trace import auto_window_ops
     nranks = meta.numprocs
-    scans = _core.dumpi_scan(specs, resolve)
+    # ranks whose footers count calls made while tracing was off: the longest gap between calls
+    # is where they were made (found by a full first pass over those ranks)
+    ignored = [sum(f.ignored_counts[:ALL_FUNCTIONS]) if f.has_footer else 0 for f in files]
+    gaps = [n > 0 for n in ignored]
+    scans = _core.dumpi_scan(specs, resolve, gaps)
+    untraced_at = [s[3][0] if g and s[3] is not None else None for s, g in zip(scans, gaps)]
+    gap_ns = [s[3][1] for s, g in zip(scans, gaps) if g and s[3] is not None]
     known = [s[0] for s in scans if s[0] is not None]
     origin = min(known) if known else 0
     comms = _Comms(nranks)
@@ -1687,6 +1701,11 @@ def _import_dumpi(meta: DumpiMeta, files: list[DumpiFile], specs: list[tuple], o
 
     def finish(stats: dict) -> list[tuple[str, str]]:
         ignored_note, _ = _check_footers(files, stats["fid_counts"])
+        if ignored_note and gap_ns:
+            tot = sum(gap_ns) * 1e-9
+            ignored_note += (f"; the longest gap of each such rank is kept as an Untraced row "
+                             f"({tot / len(gap_ns):.3f} s per rank on average; simulate skips it "
+                             f"unless --window all)")
         for r, g in stats["self_gids"].items():
             if g not in comms.members:
                 comms.members[g] = [r]
@@ -1717,7 +1736,7 @@ def _import_dumpi(meta: DumpiMeta, files: list[DumpiFile], specs: list[tuple], o
     stats = _core.dumpi_convert(
         specs, created_l, str(out_path), origin, assume_buffers, window_ops,
         {g: list(m) for g, m in comms.members.items()}, dict(comms.names), dict(comms.self_gid),
-        comms.self_base, resolve, finish, tick if progress else None)
+        comms.self_base, resolve, finish, tick if progress else None, untraced_at)
     dt = time.perf_counter() - t_begin
     if progress:
         print(f"dumpi: {stats['records']:,} records -> {stats['rows']:,} rows in {dt:.3f} s "
