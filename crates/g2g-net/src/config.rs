@@ -40,25 +40,9 @@ pub enum DeviceCollectives {
     Kinds(Vec<String>),
 }
 
-/// The collective kinds `mpi.device_collectives` may list (g2g-coll's CollKind names).
-pub const COLLECTIVE_KINDS: [&str; 16] = [
-    "Barrier",
-    "Bcast",
-    "Reduce",
-    "Allreduce",
-    "Gather",
-    "Gatherv",
-    "Scatter",
-    "Scatterv",
-    "Allgather",
-    "Allgatherv",
-    "Alltoall",
-    "Alltoallv",
-    "Reduce_scatter",
-    "Reduce_scatter_block",
-    "Scan",
-    "Exscan",
-];
+/// The collective kinds `mpi.device_collectives` may list (g2g-coll's CollKind names: the same
+/// names, in the same order, as the `[[mpi.factors]]` collectives).
+pub const COLLECTIVE_KINDS: [&str; 16] = COLLECTIVE_NAMES;
 
 impl DeviceCollectives {
     /// Does the library stage collectives of this kind (a CollKind name) on device buffers?
