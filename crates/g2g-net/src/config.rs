@@ -191,6 +191,47 @@ pub struct CollConfig {
     pub algos: Vec<String>,
 }
 
+/// A list of socket indices, one per GPU or NIC (`node.gpu_socket`, `node.nic.socket`): each entry
+/// in `0..sockets`, `count` entries (`has`: "the node has ..." in the error), or absent.
+fn socket_list(
+    ctx: &Ctx,
+    key: &str,
+    value: Option<&toml::Value>,
+    sockets: u32,
+    count: u32,
+    each: &str,
+    has: &str,
+) -> Result<Option<Vec<u32>>, ConfigError> {
+    let a = match value {
+        None => return Ok(None),
+        Some(toml::Value::Array(a)) => a,
+        Some(v) => {
+            return Err(
+                ctx.err(key, format!("expected a list of socket indices, one per {each}, found {}", v.type_str()))
+            )
+        }
+    };
+    let mut v = vec![];
+    for x in a {
+        match x.as_integer() {
+            Some(i) if i >= 0 && (i as u32) < sockets => v.push(i as u32),
+            _ => {
+                return Err(ctx.err(
+                    key,
+                    format!(
+                        "each entry must be a socket index in 0..{} (node.sockets = {sockets}), found {x}",
+                        sockets - 1
+                    ),
+                ))
+            }
+        }
+    }
+    if v.len() != count as usize {
+        return Err(ctx.err(key, format!("lists {} sockets but the node has {has}", v.len())));
+    }
+    Ok(Some(v))
+}
+
 struct Ctx<'a> {
     file: &'a str,
     text: &'a str,
@@ -564,38 +605,15 @@ impl MachineConfig {
             return Err(ctx.err("node.sockets", format!("must be at most 64, found {sockets}")));
         }
         let sockets = sockets as u32;
-        let gpu_socket = match node.get("gpu_socket") {
-            None => None,
-            Some(toml::Value::Array(a)) => {
-                let mut v = vec![];
-                for x in a {
-                    match x.as_integer() {
-                        Some(i) if i >= 0 && (i as u32) < sockets => v.push(i as u32),
-                        _ => {
-                            return Err(ctx.err(
-                                "node.gpu_socket",
-                                format!(
-                                    "each entry must be a socket index in 0..{} (node.sockets = {sockets}), found {x}",
-                                    sockets - 1
-                                ),
-                            ))
-                        }
-                    }
-                }
-                if v.len() != gpus as usize {
-                    return Err(
-                        ctx.err("node.gpu_socket", format!("lists {} sockets but the node has {gpus} GPUs", v.len()))
-                    );
-                }
-                Some(v)
-            }
-            Some(v) => {
-                return Err(ctx.err(
-                    "node.gpu_socket",
-                    format!("expected a list of socket indices, one per GPU, found {}", v.type_str()),
-                ))
-            }
-        };
+        let gpu_socket = socket_list(
+            &ctx,
+            "node.gpu_socket",
+            node.get("gpu_socket"),
+            sockets,
+            gpus,
+            "GPU",
+            &format!("{gpus} GPUs"),
+        )?;
         node.finish()?;
 
         let mut xs = sub(&ctx, &root, "node.inter_socket")?;
@@ -762,39 +780,15 @@ impl MachineConfig {
                 ))
             }
         };
-        let nic_socket = match nic.get("socket") {
-            None => None,
-            Some(toml::Value::Array(a)) => {
-                let mut v = vec![];
-                for x in a {
-                    match x.as_integer() {
-                        Some(i) if i >= 0 && (i as u32) < sockets => v.push(i as u32),
-                        _ => {
-                            return Err(ctx.err(
-                                "node.nic.socket",
-                                format!(
-                                    "each entry must be a socket index in 0..{} (node.sockets = {sockets}), found {x}",
-                                    sockets - 1
-                                ),
-                            ))
-                        }
-                    }
-                }
-                if v.len() != nic_count as usize {
-                    return Err(ctx.err(
-                        "node.nic.socket",
-                        format!("lists {} sockets but the node has {nic_count} NICs (node.nic.count)", v.len()),
-                    ));
-                }
-                Some(v)
-            }
-            Some(v) => {
-                return Err(ctx.err(
-                    "node.nic.socket",
-                    format!("expected a list of socket indices, one per NIC, found {}", v.type_str()),
-                ))
-            }
-        };
+        let nic_socket = socket_list(
+            &ctx,
+            "node.nic.socket",
+            nic.get("socket"),
+            sockets,
+            nic_count,
+            "NIC",
+            &format!("{nic_count} NICs (node.nic.count)"),
+        )?;
         nic.finish()?;
 
         let mut net = sub(&ctx, &root, "network")?;

@@ -196,7 +196,8 @@ def staged_to_device(trace: Trace) -> Trace:
             continue
         j = order[k]
         if kind[i] == "d2h":
-            keep[i] = not nb[j] == nb[i]
+            if nb[j] == nb[i]:
+                keep[i] = False
         elif ops[j] in ("Wait", "Waitall"):
             # the receives this wait completes: the nonblocking calls right before it
             k -= 1

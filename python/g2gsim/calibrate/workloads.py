@@ -317,6 +317,19 @@ class Ctx:
         return [a.reshape(-1).view(np.uint8)[:n], self.MPI.BYTE]
 
 
+def _by_size(c: Ctx, sizes, iters, run) -> dict:
+    """A size sweep: ``run(n, 2)`` at every size as warm-up (connections, IPC handles), then from
+    the start barrier a Barrier and ``run(n, it)`` per size; the rank's record."""
+    for n in sizes:
+        run(n, 2)
+    c.be.device_sync()
+    c.rec.start(c.comm)
+    for n, it in zip(sizes, iters):
+        c.rec.call("Barrier", c.comm.Barrier)
+        run(n, it)
+    return c.rec.stop()
+
+
 def pingpong(c: Ctx, params: dict):
     """Ranks 0 and 1: blocking Send/Recv round trips; the other ranks only join the barriers."""
     sizes = params["sizes"]
@@ -351,14 +364,7 @@ def pingpong(c: Ctx, params: dict):
                     rec.memcpy(D2H, hs.ctypes.data, be.ptr(ds), n)
                 rec.call("Send", comm.Send, smsg, peer, 2, peer=peer, tag=2, **kw)
 
-    for n in sizes:                                  # warm-up: connections, IPC handles
-        run(n, 2)
-    be.device_sync()
-    rec.start(comm)
-    for n, it in zip(sizes, iters):
-        rec.call("Barrier", comm.Barrier)
-        run(n, it)
-    return rec.stop()
+    return _by_size(c, sizes, iters, run)
 
 
 def jacobi(c: Ctx, params: dict):
@@ -564,14 +570,7 @@ def allpairs(c: Ctx, params: dict):
                 for j in range(len(peers)):
                     rec.memcpy(H2D, be.ptr(dr) + j * n, hr.ctypes.data + j * n, n)
 
-    for n in sizes:                                  # warm-up: connections, IPC handles
-        run(n, 2)
-    be.device_sync()
-    rec.start(comm)
-    for n, it in zip(sizes, iters):
-        rec.call("Barrier", comm.Barrier)
-        run(n, it)
-    return rec.stop()
+    return _by_size(c, sizes, iters, run)
 
 
 def params_for(name: str, P: int, scale: str) -> dict:
