@@ -1,6 +1,7 @@
 //! Trace model and streaming Parquet I/O (format: docs/trace-format.md).
 pub mod model;
 mod pages;
+mod pq_encode;
 pub mod parquet_reader;
 pub mod vocab;
 pub mod writer;

@@ -7,20 +7,17 @@ use std::fs::File;
 use std::path::Path;
 use std::sync::Arc;
 
-use arrow_array::types::{Int32Type, Int64Type, UInt32Type, UInt64Type};
-use arrow_array::{
-    ArrayRef, ArrowPrimitiveType, BooleanArray, Int64Array, ListArray, PrimitiveArray, RecordBatch, StringArray,
-    UInt64Array,
-};
-use arrow_buffer::{NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field, Schema};
-use parquet::arrow::arrow_writer::ArrowWriterOptions;
-use parquet::arrow::ArrowWriter;
+use bytes::Bytes;
+use parquet::arrow::arrow_to_parquet_schema;
 use parquet::basic::{Compression, ZstdLevel};
-use parquet::file::metadata::KeyValue;
+use parquet::column::writer::ColumnCloseResult;
+use parquet::file::metadata::{ColumnChunkMetaData, KeyValue};
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
-use parquet::schema::types::ColumnPath;
+use parquet::file::writer::SerializedFileWriter;
+use parquet::schema::types::SchemaDescPtr;
 
+use crate::pq_encode::{Chunk, ChunkEncoder, Phys};
 use crate::TraceError;
 
 /// Rows per window and per row group, as `trace.py` (`WINDOW_ROWS`, `ROW_GROUP_ROWS`).
@@ -124,12 +121,11 @@ pub fn schema() -> Arc<Schema> {
     ]))
 }
 
-/// The columns of one row group, as plain vectors (appending is a push; the arrays are built
-/// from them without copying at the flush).
+/// The columns of one row group, as plain vectors (numbers as i64: an unsigned 32-bit value's
+/// low 32 bits are its INT32 bits, a u64's bits its INT64 bits).
 struct Cols {
-    n: usize,
-    rank: Vec<u32>,
-    seq: Vec<u32>,
+    rank: Vec<i64>,
+    seq: Vec<i64>,
     op: Vec<&'static str>,
     t_start: Vec<i64>,
     t_end: Vec<i64>,
@@ -138,25 +134,25 @@ struct Cols {
     /// a row of this group has no t_start_ns or t_end_ns
     t_nulls: bool,
     dur: Vec<i64>,
-    peer: Vec<i32>,
-    tag: Vec<i32>,
-    comm: Vec<u32>,
-    bytes: Vec<u64>,
-    recv_bytes: Vec<u64>,
-    recv_peer: Vec<i32>,
-    recv_tag: Vec<i32>,
-    root: Vec<i32>,
-    req: Vec<u64>,
+    peer: Vec<i64>,
+    tag: Vec<i64>,
+    comm: Vec<i64>,
+    bytes: Vec<i64>,
+    recv_bytes: Vec<i64>,
+    recv_peer: Vec<i64>,
+    recv_tag: Vec<i64>,
+    root: Vec<i64>,
+    req: Vec<i64>,
     reqs: ListCol,
     counts: ListCol,
     recv_counts: ListCol,
     mem: Vec<&'static str>,
     /// (row, value) of the rows that have a copy kind / call site (few: sparse)
     copy: Vec<(usize, &'static str)>,
-    stream: Vec<i32>,
+    stream: Vec<i64>,
     contig: Vec<bool>,
     callsite: Vec<(usize, String)>,
-    priority: Vec<i32>,
+    priority: Vec<i64>,
 }
 
 /// A list<uint64> column: offsets, values and validity.
@@ -189,111 +185,117 @@ impl ListCol {
         self.offsets.push(self.values.len() as i32);
     }
 
-    fn finish(&mut self, n: usize) -> ArrayRef {
-        let c = std::mem::replace(self, ListCol::new(n));
-        let field = Arc::new(Field::new("item", DataType::UInt64, true));
-        let nulls = if c.nulls > 0 { Some(NullBuffer::from(c.valid)) } else { None };
-        Arc::new(ListArray::new(
-            field,
-            OffsetBuffer::new(ScalarBuffer::from(c.offsets)),
-            Arc::new(UInt64Array::new(ScalarBuffer::from(c.values), None)),
-            nulls,
-        ))
+    fn encode(&mut self, e: &mut ChunkEncoder) -> Chunk {
+        let valid = if self.nulls > 0 { Some(&self.valid[..]) } else { None };
+        let c = e.lists(&self.offsets, &self.values, valid);
+        self.offsets.truncate(1);
+        self.values.clear();
+        self.valid.clear();
+        self.nulls = 0;
+        c
     }
-}
-
-fn prim<T: ArrowPrimitiveType>(v: &mut Vec<T::Native>, n: usize) -> ArrayRef {
-    let v = std::mem::replace(v, Vec::with_capacity(n));
-    Arc::new(PrimitiveArray::<T>::new(ScalarBuffer::from(v), None))
-}
-
-fn times(v: &mut Vec<i64>, valid: &mut Vec<bool>, nulls: bool, n: usize) -> ArrayRef {
-    let v = std::mem::replace(v, Vec::with_capacity(n));
-    let valid = std::mem::replace(valid, Vec::with_capacity(n));
-    let nb = if nulls { Some(NullBuffer::from(valid)) } else { None };
-    Arc::new(Int64Array::new(ScalarBuffer::from(v), nb))
-}
-
-/// A string column of `rows` rows, null but at the given (row, value) pairs (in row order).
-fn sparse_strings<S: AsRef<str>>(v: &[(usize, S)], rows: usize) -> ArrayRef {
-    if v.is_empty() {
-        return Arc::new(StringArray::new_null(rows));
-    }
-    let mut out: Vec<Option<&str>> = vec![None; rows];
-    for (i, s) in v {
-        out[*i] = Some(s.as_ref());
-    }
-    Arc::new(out.into_iter().collect::<StringArray>())
 }
 
 impl Cols {
     fn new() -> Cols {
         let n = ROW_GROUP_ROWS + 4096;
+        let v = || Vec::with_capacity(n);
         Cols {
-            n,
-            rank: Vec::with_capacity(n),
-            seq: Vec::with_capacity(n),
+            rank: v(),
+            seq: v(),
             op: Vec::with_capacity(n),
-            t_start: Vec::with_capacity(n),
-            t_end: Vec::with_capacity(n),
+            t_start: v(),
+            t_end: v(),
             t_start_valid: Vec::with_capacity(n),
             t_end_valid: Vec::with_capacity(n),
             t_nulls: false,
-            dur: Vec::with_capacity(n),
-            peer: Vec::with_capacity(n),
-            tag: Vec::with_capacity(n),
-            comm: Vec::with_capacity(n),
-            bytes: Vec::with_capacity(n),
-            recv_bytes: Vec::with_capacity(n),
-            recv_peer: Vec::with_capacity(n),
-            recv_tag: Vec::with_capacity(n),
-            root: Vec::with_capacity(n),
-            req: Vec::with_capacity(n),
+            dur: v(),
+            peer: v(),
+            tag: v(),
+            comm: v(),
+            bytes: v(),
+            recv_bytes: v(),
+            recv_peer: v(),
+            recv_tag: v(),
+            root: v(),
+            req: v(),
             reqs: ListCol::new(n),
             counts: ListCol::new(n),
             recv_counts: ListCol::new(n),
             mem: Vec::with_capacity(n),
             copy: Vec::new(),
-            stream: Vec::with_capacity(n),
+            stream: v(),
             contig: Vec::with_capacity(n),
             callsite: Vec::new(),
-            priority: Vec::with_capacity(n),
+            priority: v(),
         }
     }
 
-    fn finish(&mut self) -> Vec<ArrayRef> {
-        let n = self.n;
-        let t_nulls = std::mem::replace(&mut self.t_nulls, false);
+    /// Encodes the row group's column chunks in the schema's order and empties the columns.
+    /// Dictionaries where values repeat (op, memory space, peers, sizes, ...), PLAIN for the
+    /// columns that are nearly unique per row (sequence numbers, times, requests).
+    fn encode(&mut self, e: &mut ChunkEncoder) -> Vec<Chunk> {
         let rows = self.rank.len();
-        let out: Vec<ArrayRef> = vec![
-            prim::<UInt32Type>(&mut self.rank, n),
-            prim::<UInt32Type>(&mut self.seq, n),
-            Arc::new(StringArray::from_iter_values(self.op.iter())),
-            times(&mut self.t_start, &mut self.t_start_valid, t_nulls, n),
-            times(&mut self.t_end, &mut self.t_end_valid, t_nulls, n),
-            prim::<Int64Type>(&mut self.dur, n),
-            prim::<Int32Type>(&mut self.peer, n),
-            prim::<Int32Type>(&mut self.tag, n),
-            prim::<UInt32Type>(&mut self.comm, n),
-            prim::<UInt64Type>(&mut self.bytes, n),
-            prim::<UInt64Type>(&mut self.recv_bytes, n),
-            prim::<Int32Type>(&mut self.recv_peer, n),
-            prim::<Int32Type>(&mut self.recv_tag, n),
-            prim::<Int32Type>(&mut self.root, n),
-            prim::<UInt64Type>(&mut self.req, n),
-            self.reqs.finish(n),
-            self.counts.finish(n),
-            self.recv_counts.finish(n),
-            Arc::new(StringArray::from_iter_values(self.mem.iter())),
-            sparse_strings(&self.copy, rows),
-            prim::<Int32Type>(&mut self.stream, n),
-            Arc::new(BooleanArray::from(std::mem::replace(&mut self.contig, Vec::with_capacity(n)))),
-            sparse_strings(&self.callsite, rows),
-            prim::<Int32Type>(&mut self.priority, n),
+        let t_nulls = std::mem::replace(&mut self.t_nulls, false);
+        let times = |e: &mut ChunkEncoder, v: &[i64], valid: &[bool]| {
+            if t_nulls {
+                e.nullable_i64(v, valid)
+            } else {
+                e.numbers(Phys::I64, v, false)
+            }
+        };
+        let out = vec![
+            e.numbers(Phys::I32, &self.rank, true),
+            e.numbers(Phys::I32, &self.seq, false),
+            e.strings(&self.op),
+            times(e, &self.t_start, &self.t_start_valid),
+            times(e, &self.t_end, &self.t_end_valid),
+            e.numbers(Phys::I64, &self.dur, false),
+            e.numbers(Phys::I32, &self.peer, true),
+            e.numbers(Phys::I32, &self.tag, true),
+            e.numbers(Phys::I32, &self.comm, true),
+            e.numbers(Phys::I64, &self.bytes, true),
+            e.numbers(Phys::I64, &self.recv_bytes, true),
+            e.numbers(Phys::I32, &self.recv_peer, true),
+            e.numbers(Phys::I32, &self.recv_tag, true),
+            e.numbers(Phys::I32, &self.root, true),
+            e.numbers(Phys::I64, &self.req, false),
+            self.reqs.encode(e),
+            self.counts.encode(e),
+            self.recv_counts.encode(e),
+            e.strings(&self.mem),
+            e.sparse_strings(&self.copy, rows),
+            e.numbers(Phys::I32, &self.stream, true),
+            e.booleans(&self.contig),
+            e.sparse_strings(&self.callsite, rows),
+            e.numbers(Phys::I32, &self.priority, true),
         ];
+        for v in [
+            &mut self.rank,
+            &mut self.seq,
+            &mut self.t_start,
+            &mut self.t_end,
+            &mut self.dur,
+            &mut self.peer,
+            &mut self.tag,
+            &mut self.comm,
+            &mut self.bytes,
+            &mut self.recv_bytes,
+            &mut self.recv_peer,
+            &mut self.recv_tag,
+            &mut self.root,
+            &mut self.req,
+            &mut self.stream,
+            &mut self.priority,
+        ] {
+            v.clear();
+        }
+        self.t_start_valid.clear();
+        self.t_end_valid.clear();
         self.op.clear();
         self.mem.clear();
         self.copy.clear();
+        self.contig.clear();
         self.callsite.clear();
         out
     }
@@ -301,43 +303,48 @@ impl Cols {
 
 /// Writes a native trace a row group at a time.  Call [`NativeWriter::push`] in (window, rank,
 /// seq) order, [`NativeWriter::end_window`] after each window, then [`NativeWriter::finish`].
+///
+/// The column chunks are encoded by `pq_encode` (no Arrow arrays; only encodings the core's
+/// page decoder, `pages.rs`, reads), the file and its footer written by parquet-rs's
+/// `SerializedFileWriter`.
 pub struct NativeWriter {
     path: String,
-    w: Option<ArrowWriter<File>>,
-    schema: Arc<Schema>,
+    w: Option<SerializedFileWriter<File>>,
+    descr: SchemaDescPtr,
+    enc: ChunkEncoder,
     cols: Cols,
     rows_in_group: usize,
     pub rows: u64,
 }
+
+/// zstd level of the pages (1: the fastest of the usual levels; the page decoder reads any).
+const ZSTD_LEVEL: i32 = 1;
 
 impl NativeWriter {
     pub fn create(path: impl AsRef<Path>) -> Result<NativeWriter, TraceError> {
         let p = path.as_ref().display().to_string();
         let err = |msg: String| TraceError { file: p.clone(), rank: None, seq: None, msg };
         let f = File::create(path.as_ref()).map_err(|e| err(format!("cannot create: {e}")))?;
-        // dictionaries where values repeat (op, memory space, peers, sizes, ...), plain encoding
-        // for the columns that are nearly unique per row (times, sequence numbers, requests):
-        // hashing those costs time and their dictionary would be dropped anyway; no statistics
-        // (the readers do not use them).  Only encodings the core's page decoder reads
-        // (`pages.rs`: PLAIN, dictionary, RLE): DELTA_BINARY_PACKED would write ~10 % faster and
-        // 8x smaller files, but the replay would then decode every row group through Arrow.
-        let mut b = WriterProperties::builder()
-            .set_compression(Compression::ZSTD(ZstdLevel::try_new(1).unwrap()))
-            .set_dictionary_enabled(true)
+        // the Parquet schema the Arrow writer would give `schema()`; no embedded Arrow schema:
+        // its metadata would be fixed before the conversion knows the communicators; readers
+        // (pyarrow included) take the g2gsim.* keys from the file's key/value metadata written
+        // at the end, and the types from the Parquet schema
+        let descr = arrow_to_parquet_schema(&schema()).map_err(|e| err(format!("cannot write Parquet: {e}")))?;
+        let props = WriterProperties::builder()
+            .set_compression(Compression::ZSTD(ZstdLevel::try_new(ZSTD_LEVEL).unwrap()))
             .set_statistics_enabled(EnabledStatistics::None)
-            .set_max_row_group_size(usize::MAX);
-        for c in ["seq", "t_start_ns", "t_end_ns", "dur_ns", "req"] {
-            b = b.set_column_dictionary_enabled(ColumnPath::from(c), false);
-        }
-        let props = b.build();
-        let schema = schema();
-        // no embedded Arrow schema: its metadata would be fixed before the conversion knows the
-        // communicators; readers (pyarrow included) take the g2gsim.* keys from the file's
-        // key/value metadata written at the end, and the types from the Parquet schema
-        let opts = ArrowWriterOptions::new().with_properties(props).with_skip_arrow_metadata(true);
-        let w = ArrowWriter::try_new_with_options(f, schema.clone(), opts)
+            .build();
+        let w = SerializedFileWriter::new(f, descr.root_schema_ptr(), Arc::new(props))
             .map_err(|e| err(format!("cannot write Parquet: {e}")))?;
-        Ok(NativeWriter { path: p, w: Some(w), schema, cols: Cols::new(), rows_in_group: 0, rows: 0 })
+        Ok(NativeWriter {
+            path: p,
+            w: Some(w),
+            descr: Arc::new(descr),
+            enc: ChunkEncoder::new(ZSTD_LEVEL),
+            cols: Cols::new(),
+            rows_in_group: 0,
+            rows: 0,
+        })
     }
 
     fn err(&self, msg: String) -> TraceError {
@@ -347,8 +354,8 @@ impl NativeWriter {
     #[inline]
     pub fn push(&mut self, rank: u32, seq: u32, r: &Row) {
         let c = &mut self.cols;
-        c.rank.push(rank);
-        c.seq.push(seq);
+        c.rank.push(rank as i64);
+        c.seq.push(seq as i64);
         c.op.push(r.op);
         c.t_start.push(r.t_start_ns.unwrap_or(0));
         c.t_end.push(r.t_end_ns.unwrap_or(0));
@@ -356,15 +363,15 @@ impl NativeWriter {
         c.t_end_valid.push(r.t_end_ns.is_some());
         c.t_nulls |= r.t_start_ns.is_none() || r.t_end_ns.is_none();
         c.dur.push(r.dur_ns);
-        c.peer.push(r.peer);
-        c.tag.push(r.tag);
-        c.comm.push(r.comm_id);
-        c.bytes.push(r.bytes);
-        c.recv_bytes.push(r.recv_bytes);
-        c.recv_peer.push(r.recv_peer);
-        c.recv_tag.push(r.recv_tag);
-        c.root.push(r.root);
-        c.req.push(r.req);
+        c.peer.push(r.peer as i64);
+        c.tag.push(r.tag as i64);
+        c.comm.push(r.comm_id as i64);
+        c.bytes.push(r.bytes as i64);
+        c.recv_bytes.push(r.recv_bytes as i64);
+        c.recv_peer.push(r.recv_peer as i64);
+        c.recv_tag.push(r.recv_tag as i64);
+        c.root.push(r.root as i64);
+        c.req.push(r.req as i64);
         c.reqs.push(&r.reqs);
         c.counts.push(&r.counts_bytes);
         c.recv_counts.push(&r.recv_counts_bytes);
@@ -372,12 +379,12 @@ impl NativeWriter {
         if let Some(k) = r.copy_kind {
             c.copy.push((self.rows_in_group, k));
         }
-        c.stream.push(r.stream);
+        c.stream.push(r.stream as i64);
         c.contig.push(r.contiguous);
         if let Some(cs) = &r.callsite {
             c.callsite.push((self.rows_in_group, cs.clone()));
         }
-        c.priority.push(r.priority);
+        c.priority.push(r.priority as i64);
         self.rows_in_group += 1;
         self.rows += 1;
     }
@@ -394,24 +401,38 @@ impl NativeWriter {
         if self.rows_in_group == 0 {
             return Ok(());
         }
-        let cols = self.cols.finish();
-        let batch = RecordBatch::try_new(self.schema.clone(), cols)
-            .map_err(|e| self.err(format!("cannot build a row group: {e}")))?;
-        let w = self.w.as_mut().expect("writer open");
-        w.write(&batch).map_err(|e| TraceError {
-            file: self.path.clone(),
-            rank: None,
-            seq: None,
-            msg: format!("write failed: {e}"),
-        })?;
-        w.flush().map_err(|e| TraceError {
-            file: self.path.clone(),
-            rank: None,
-            seq: None,
-            msg: format!("write failed: {e}"),
-        })?;
+        let rows = self.rows_in_group as u64;
+        let chunks = self.cols.encode(&mut self.enc);
         self.rows_in_group = 0;
-        Ok(())
+        let w = self.w.as_mut().expect("writer open");
+        let r = (|| -> parquet::errors::Result<()> {
+            let mut rg = w.next_row_group()?;
+            for (i, c) in chunks.into_iter().enumerate() {
+                let len = c.bytes.len() as i64;
+                let mut b = ColumnChunkMetaData::builder(self.descr.column(i))
+                    .set_compression(Compression::ZSTD(ZstdLevel::try_new(ZSTD_LEVEL).unwrap()))
+                    .set_encodings(c.encodings)
+                    .set_total_compressed_size(len)
+                    .set_total_uncompressed_size(c.uncompressed)
+                    .set_num_values(c.num_values)
+                    .set_data_page_offset(c.data_offset);
+                if c.has_dict {
+                    b = b.set_dictionary_page_offset(Some(0));
+                }
+                let close = ColumnCloseResult {
+                    bytes_written: len as u64,
+                    rows_written: rows,
+                    metadata: b.build()?,
+                    bloom_filter: None,
+                    column_index: None,
+                    offset_index: None,
+                };
+                rg.append_column(&Bytes::from(c.bytes), close)?;
+            }
+            rg.close()?;
+            Ok(())
+        })();
+        r.map_err(|e| self.err(format!("write failed: {e}")))
     }
 
     /// Writes the last row group and the file metadata (`g2gsim.*` keys) and closes the file.
