@@ -8,9 +8,10 @@
 //!
 //! It handles the encodings Parquet writers use for these columns: PLAIN, dictionary
 //! (PLAIN_DICTIONARY / RLE_DICTIONARY, including a chunk that falls back from dictionary to PLAIN
-//! pages), RLE booleans, RLE definition/repetition levels, data pages v1 and v2.  Anything else
-//! (e.g. DELTA_* encodings) is refused up front by [`supported_encodings`], and the reader then
-//! decodes that row group through Arrow instead.
+//! pages), DELTA_BINARY_PACKED integers (what the native writer uses for sequence numbers, times
+//! and requests), RLE booleans, RLE definition/repetition levels, data pages v1 and v2.
+//! Anything else (e.g. DELTA_BYTE_ARRAY, BYTE_STREAM_SPLIT) is refused up front by
+//! [`supported_encodings`], and the reader then decodes that row group through Arrow instead.
 use std::collections::HashMap;
 
 use std::fs::File;
@@ -27,7 +28,16 @@ pub(crate) type Res<T> = Result<T, String>;
 /// Encodings this module decodes (values and levels).
 pub(crate) fn supported_encodings(encs: &[Encoding]) -> bool {
     encs.iter()
-        .all(|e| matches!(e, Encoding::PLAIN | Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY | Encoding::RLE))
+        .all(|e| {
+            matches!(
+                e,
+                Encoding::PLAIN
+                    | Encoding::PLAIN_DICTIONARY
+                    | Encoding::RLE_DICTIONARY
+                    | Encoding::RLE
+                    | Encoding::DELTA_BINARY_PACKED
+            )
+        })
 }
 
 // ------------------------------------------------------------------ RLE / bit-packed hybrid
@@ -370,6 +380,10 @@ enum Vals {
     Dict(Hybrid),
     /// RLE booleans
     Rle(Hybrid),
+    /// DELTA_BINARY_PACKED integers, decoded with the page into `Column::delta`; the next is at `pos`
+    Delta {
+        pos: usize,
+    },
 }
 
 /// Strings a string column has held, interned: values of string columns decode to indices into it.
@@ -446,6 +460,8 @@ pub(crate) struct Column {
     lv: Vec<u32>,
     keys: Vec<u32>,
     block: LevelBlock,
+    /// the values of a DELTA_BINARY_PACKED page
+    delta: Vec<i64>,
 }
 
 impl Column {
@@ -467,6 +483,7 @@ impl Column {
             lv: Vec::new(),
             keys: Vec::new(),
             block: LevelBlock::default(),
+            delta: Vec::new(),
         }
     }
 
@@ -551,7 +568,7 @@ impl Column {
                             bit_width(self.max_def),
                         )?);
                     }
-                    self.set_values(enc(dh.encoding)?, pos)?;
+                    self.set_values(enc(dh.encoding)?, pos, dh.num_values.max(0) as usize)?;
                     self.left = dh.num_values.max(0) as usize;
                     if self.left > 0 {
                         return Ok(true);
@@ -581,7 +598,7 @@ impl Column {
                     if self.max_def > 0 {
                         self.def = Some(Hybrid::new(r, r + d, bit_width(self.max_def))?);
                     }
-                    self.set_values(enc(dh.encoding)?, r + d)?;
+                    self.set_values(enc(dh.encoding)?, r + d, dh.num_values.max(0) as usize)?;
                     self.left = dh.num_values.max(0) as usize;
                     if self.left > 0 {
                         return Ok(true);
@@ -592,9 +609,14 @@ impl Column {
         }
     }
 
-    fn set_values(&mut self, encoding: Encoding, pos: usize) -> Res<()> {
+    /// Starts on the values of a data page of `levels` levels (at most as many values).
+    fn set_values(&mut self, encoding: Encoding, pos: usize, levels: usize) -> Res<()> {
         let end = self.page.len();
         self.vals = match encoding {
+            Encoding::DELTA_BINARY_PACKED if matches!(self.phys, Phys::INT32 | Phys::INT64) => {
+                delta_values(&self.page[pos..], self.phys == Phys::INT32, levels, &mut self.delta)?;
+                Vals::Delta { pos: 0 }
+            }
             // booleans are bit-packed: their position counts bits
             Encoding::PLAIN if self.phys == Phys::BOOLEAN => Vals::Plain { pos: pos * 8, end },
             Encoding::PLAIN => Vals::Plain { pos, end },
@@ -618,6 +640,12 @@ impl Column {
     fn values(&mut self, out: &mut [i64]) -> Res<()> {
         match &mut self.vals {
             Vals::None => Err("no data page".into()),
+            Vals::Delta { pos } => {
+                let src = self.delta.get(*pos..*pos + out.len()).ok_or("page has fewer values than levels")?;
+                out.copy_from_slice(src);
+                *pos += out.len();
+                Ok(())
+            }
             v @ Vals::Plain { .. } => plain_values(self.phys, v, &self.page, out, &mut self.syms),
             Vals::Dict(h) => h.get_mapped(&self.page, out, &self.dict),
             Vals::Rle(h) => {
@@ -837,6 +865,92 @@ fn v1_levels(page: &[u8], pos: &mut usize, enc: Encoding, width: usize) -> Res<H
 }
 
 /// PLAIN-decodes `out.len()` values from `page` (strings: interned into `syms`).
+/// `w` bits (0..=64) of `d` from bit `bit`, little-endian (missing bytes past the end read as 0).
+#[inline]
+fn bits_at(d: &[u8], bit: usize, w: usize) -> u64 {
+    if w == 0 {
+        return 0;
+    }
+    let (byte, sh) = (bit >> 3, bit & 7);
+    let mut v = load_u64(d, byte) >> sh;
+    if sh + w > 64 {
+        v |= (*d.get(byte + 8).unwrap_or(&0) as u64) << (64 - sh);
+    }
+    if w == 64 {
+        v
+    } else {
+        v & ((1u64 << w) - 1)
+    }
+}
+
+/// Decodes a DELTA_BINARY_PACKED page's values (at most `max` of them) into `out`: a header
+/// (block size, miniblocks per block, value count, first value as a zigzag varint), then per
+/// block the smallest delta (zigzag varint), the miniblocks' bit widths and the miniblocks,
+/// bit-packed.  INT32 pages (`int32`) add their deltas in 32-bit wrapping arithmetic.
+fn delta_values(d: &[u8], int32: bool, max: usize, out: &mut Vec<i64>) -> Res<()> {
+    let mut p = 0;
+    let block = uleb128(d, &mut p)? as usize;
+    let minis = uleb128(d, &mut p)? as usize;
+    let total = uleb128(d, &mut p)? as usize;
+    let unzig = |v: u64| ((v >> 1) as i64) ^ -((v & 1) as i64);
+    let mut last = unzig(uleb128(d, &mut p)?);
+    if block == 0 || block % 128 != 0 || minis == 0 || block % minis != 0 || (block / minis) % 32 != 0 {
+        return Err(format!("DELTA_BINARY_PACKED block of {block} values in {minis} miniblocks"));
+    }
+    if total > max {
+        return Err(format!("DELTA_BINARY_PACKED page of {total} values for {max} levels"));
+    }
+    let per_mini = block / minis;
+    let wmax = if int32 { 32 } else { 64 };
+    out.clear();
+    if total == 0 {
+        return Ok(());
+    }
+    if int32 {
+        last = last as i32 as i64;
+    }
+    out.push(last);
+    while out.len() < total {
+        let min = unzig(uleb128(d, &mut p)?);
+        let widths = d.get(p..p + minis).ok_or("DELTA_BINARY_PACKED block truncated")?;
+        p += minis;
+        for &w in widths {
+            if out.len() >= total {
+                break;
+            }
+            let w = w as usize;
+            if w > wmax {
+                return Err(format!("DELTA_BINARY_PACKED bit width {w}"));
+            }
+            let k = per_mini.min(total - out.len());
+            // the values this miniblock holds must be there (its padding need not be)
+            if p + (k * w).div_ceil(8) > d.len() {
+                return Err("DELTA_BINARY_PACKED miniblock truncated".into());
+            }
+            if int32 {
+                let (mut l, m) = (last as i32, min as i32);
+                for j in 0..k {
+                    l = l.wrapping_add(m.wrapping_add(bits_at(d, p * 8 + j * w, w) as u32 as i32));
+                    out.push(l as i64);
+                }
+                last = l as i64;
+            } else if w == 0 {
+                for _ in 0..k {
+                    last = last.wrapping_add(min);
+                    out.push(last);
+                }
+            } else {
+                for j in 0..k {
+                    last = last.wrapping_add(min.wrapping_add(bits_at(d, p * 8 + j * w, w) as i64));
+                    out.push(last);
+                }
+            }
+            p += (per_mini * w / 8).min(d.len() - p);
+        }
+    }
+    Ok(())
+}
+
 fn plain_values(phys: Phys, v: &mut Vals, page: &[u8], out: &mut [i64], syms: &mut Symbols) -> Res<()> {
     let Vals::Plain { pos, end } = v else { unreachable!() };
     let d: &[u8] = &page[..*end];
@@ -1012,6 +1126,71 @@ mod tests {
             let mut out = vec![0i64; n];
             let e = h.get_mapped(&page, &mut out, &dict).unwrap_err();
             assert_eq!(e, format!("dictionary key {bad} out of range (5 entries)"));
+        }
+    }
+
+    #[test]
+    fn delta_binary_packed_round_trips_any_values() {
+        use crate::pq_encode::delta_binary_packed;
+        let mut seed = 11u64;
+        let mut rnd = || {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            seed
+        };
+        let mut out = Vec::new();
+        for int32 in [false, true] {
+            for n in [0usize, 1, 2, 3, 31, 32, 33, 127, 128, 129, 130, 257, 1000, 5000] {
+                for kind in 0..6 {
+                    let vals: Vec<i64> = (0..n)
+                        .map(|i| {
+                            let r = rnd();
+                            let v = match kind {
+                                0 => i as i64 * 1000 + (r % 7) as i64,     // times: growing
+                                1 => (r % 3) as i64 - 1,                   // small, negative too
+                                2 => r as i64,                             // anything
+                                3 => [i64::MIN, i64::MAX, 0, -1][i % 4],   // extremes
+                                4 => 42,                                   // constant
+                                _ => if r % 50 == 0 { r as i64 } else { i as i64 }, // rare jumps
+                            };
+                            if int32 { v as i32 as i64 } else { v }
+                        })
+                        .collect();
+                    let mut page = Vec::new();
+                    delta_binary_packed(&mut page, &vals, int32);
+                    delta_values(&page, int32, n, &mut out).unwrap();
+                    assert_eq!(out, vals, "int32 {int32}, n {n}, kind {kind}");
+                    // a page cut short or claiming more values than levels is an error, not a panic
+                    if n > 1 {
+                        let cut = &page[..page.len() - 1];
+                        let _ = delta_values(cut, int32, n, &mut out);
+                        assert!(delta_values(&page, int32, n - 1, &mut out).is_err());
+                    }
+                }
+            }
+        }
+        // constant steps need no bits: a long run is a few bytes a block
+        let vals: Vec<i64> = (0..10_000).collect();
+        let mut page = Vec::new();
+        delta_binary_packed(&mut page, &vals, true);
+        assert!(page.len() < 10_000 / 128 * 8, "{} bytes", page.len());
+    }
+
+    #[test]
+    fn delta_binary_packed_garbage_is_an_error() {
+        let mut out = Vec::new();
+        let mut seed = 5u64;
+        for len in 0..200 {
+            let page: Vec<u8> = (0..len)
+                .map(|_| {
+                    seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    (seed >> 56) as u8
+                })
+                .collect();
+            for int32 in [false, true] {
+                if delta_values(&page, int32, 1 << 16, &mut out).is_ok() {
+                    assert!(out.len() <= 1 << 16);
+                }
+            }
         }
     }
 }

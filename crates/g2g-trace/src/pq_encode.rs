@@ -114,6 +114,77 @@ fn levels_const(out: &mut Vec<u8>, n: usize, v: u32, width: usize) {
     out[at..at + 4].copy_from_slice(&len.to_le_bytes());
 }
 
+// ------------------------------------------------------------------ DELTA_BINARY_PACKED
+/// Values per block and miniblocks per block of the delta encoding (the usual 128 and 4).
+const DELTA_BLOCK: usize = 128;
+const DELTA_MINIBLOCKS: usize = 4;
+const DELTA_MINI: usize = DELTA_BLOCK / DELTA_MINIBLOCKS;
+
+fn zigzag(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)) as u64
+}
+
+/// Appends `vals` in Parquet's DELTA_BINARY_PACKED encoding: a header (block size, miniblocks
+/// per block, value count, first value), then per block of 128 deltas the smallest delta and
+/// four miniblocks of 32 deltas less that smallest one, each bit-packed at its own width.  For
+/// an INT32 column (`int32`) the deltas are taken in 32-bit wrapping arithmetic, as readers of
+/// INT32 pages undo them; the values are then the columns' i32 bits, sign-extended.
+pub(crate) fn delta_binary_packed(out: &mut Vec<u8>, vals: &[i64], int32: bool) {
+    uleb(out, DELTA_BLOCK as u64);
+    uleb(out, DELTA_MINIBLOCKS as u64);
+    uleb(out, vals.len() as u64);
+    let first = vals.first().copied().unwrap_or(0);
+    uleb(out, zigzag(if int32 { first as i32 as i64 } else { first }));
+    if vals.len() < 2 {
+        return;
+    }
+    let mut d = [0i64; DELTA_BLOCK];
+    let mut i = 1;
+    while i < vals.len() {
+        let k = (vals.len() - i).min(DELTA_BLOCK);
+        for j in 0..k {
+            d[j] = if int32 {
+                (vals[i + j] as i32).wrapping_sub(vals[i + j - 1] as i32) as i64
+            } else {
+                vals[i + j].wrapping_sub(vals[i + j - 1])
+            };
+        }
+        let min = d[..k].iter().copied().min().unwrap();
+        uleb(out, zigzag(min));
+        let widths_at = out.len();
+        out.extend_from_slice(&[0u8; DELTA_MINIBLOCKS]);
+        for (m, mb) in d[..k].chunks(DELTA_MINI).enumerate() {
+            // deltas less the smallest, as unsigned numbers of the column's width
+            let rel = |x: i64| -> u64 {
+                if int32 {
+                    (x as i32).wrapping_sub(min as i32) as u32 as u64
+                } else {
+                    x.wrapping_sub(min) as u64
+                }
+            };
+            let max = mb.iter().map(|&x| rel(x)).max().unwrap_or(0);
+            let w = (64 - max.leading_zeros()) as usize;
+            out[widths_at + m] = w as u8;
+            if w == 0 {
+                continue;
+            }
+            let mut acc: u128 = 0;
+            let mut bits = 0usize;
+            for j in 0..DELTA_MINI {
+                let v = if j < mb.len() { rel(mb[j]) } else { 0 };
+                acc |= (v as u128) << bits;
+                bits += w;
+                while bits >= 8 {
+                    out.push(acc as u8);
+                    acc >>= 8;
+                    bits -= 8;
+                }
+            }
+        }
+        i += k;
+    }
+}
+
 // ------------------------------------------------------------------ dictionary of numbers
 /// An open-addressing table from values to dictionary keys, cleared per column chunk.
 pub(crate) struct DictTable {
@@ -182,6 +253,15 @@ impl DictTable {
 }
 
 // ------------------------------------------------------------------ pages and chunks
+/// How a column without nulls is encoded.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum How {
+    /// a dictionary (PLAIN values if it would be too large)
+    Dict,
+    /// DELTA_BINARY_PACKED: values that grow row by row (sequence numbers, times, requests)
+    Delta,
+}
+
 /// Physical value types of the native format's columns.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum Phys {
@@ -208,6 +288,9 @@ pub(crate) struct Chunk {
     pub(crate) num_values: i64,
     pub(crate) uncompressed: i64,
     pub(crate) encodings: Vec<Encoding>,
+    /// zstd pages; false: stored as they are (pages of a few bytes, which zstd's frame would
+    /// only make larger)
+    pub(crate) compressed: bool,
 }
 
 /// Encodes column chunks; its buffers and zstd context are reused.
@@ -222,6 +305,7 @@ pub(crate) struct ChunkEncoder {
     rep: Vec<u32>,
     out: Vec<u8>,
     uncompressed: i64,
+    compress: bool,
 }
 
 impl ChunkEncoder {
@@ -237,6 +321,7 @@ impl ChunkEncoder {
             rep: Vec::new(),
             out: Vec::new(),
             uncompressed: 0,
+            compress: true,
         }
     }
 
@@ -244,8 +329,12 @@ impl ChunkEncoder {
     fn emit(&mut self, dict_values: Option<usize>, data: Option<(usize, Encoding)>) {
         let ulen = self.page.len();
         self.zbuf.clear();
-        self.zbuf.reserve(zstd::zstd_safe::compress_bound(ulen));
-        self.z.compress_to_buffer(&self.page, &mut self.zbuf).expect("zstd compression into a bound-sized buffer");
+        if self.compress {
+            self.zbuf.reserve(zstd::zstd_safe::compress_bound(ulen));
+            self.z.compress_to_buffer(&self.page, &mut self.zbuf).expect("zstd compression into a bound-sized buffer");
+        } else {
+            self.zbuf.extend_from_slice(&self.page);
+        }
         let h = PageHeader {
             type_: if dict_values.is_some() { PageType::DICTIONARY_PAGE } else { PageType::DATA_PAGE },
             uncompressed_page_size: ulen as i32,
@@ -279,6 +368,7 @@ impl ChunkEncoder {
     fn start(&mut self) {
         self.out = Vec::new();
         self.uncompressed = 0;
+        self.compress = true;
     }
 
     fn done(&mut self, has_dict: bool, data_offset: usize, num_values: usize, values: Encoding) -> Chunk {
@@ -293,15 +383,23 @@ impl ChunkEncoder {
             num_values: num_values as i64,
             uncompressed: self.uncompressed,
             encodings,
+            compressed: self.compress,
         }
     }
 
-    /// A column that holds no null (definition level 1 everywhere): dictionary-encoded when
-    /// `try_dict` and at most [`MAX_DICT`] distinct values, else PLAIN.
-    pub(crate) fn numbers(&mut self, phys: Phys, vals: &[i64], try_dict: bool) -> Chunk {
+    /// A column that holds no null (definition level 1 everywhere), encoded as `how` says
+    /// (a dictionary only if it has at most [`MAX_DICT`] values, else PLAIN).
+    pub(crate) fn numbers(&mut self, phys: Phys, vals: &[i64], how: How) -> Chunk {
         self.start();
         let n = vals.len();
-        if try_dict && n > 0 {
+        if how == How::Delta {
+            self.page.clear();
+            levels_const(&mut self.page, n, 1, 1);
+            delta_binary_packed(&mut self.page, vals, phys == Phys::I32);
+            self.emit(None, Some((n, Encoding::DELTA_BINARY_PACKED)));
+            return self.done(false, 0, n, Encoding::DELTA_BINARY_PACKED);
+        }
+        if how == How::Dict && n > 0 {
             let constant = vals.iter().all(|&v| v == vals[0]);
             let ok = constant || {
                 let mut keys = std::mem::take(&mut self.keys);
@@ -310,6 +408,8 @@ impl ChunkEncoder {
                 ok
             };
             if ok {
+                // a constant's pages are a few bytes: stored as they are
+                self.compress = !constant;
                 // dictionary page
                 self.page.clear();
                 if constant {
@@ -355,7 +455,7 @@ impl ChunkEncoder {
         self.done(false, 0, n, Encoding::PLAIN)
     }
 
-    /// An INT64 column with nulls where `valid` is false (PLAIN values of the valid rows).
+    /// An INT64 column with nulls where `valid` is false (the valid rows' values delta-encoded).
     pub(crate) fn nullable_i64(&mut self, vals: &[i64], valid: &[bool]) -> Chunk {
         self.start();
         let n = vals.len();
@@ -365,13 +465,10 @@ impl ChunkEncoder {
         lv.extend(valid.iter().map(|&b| b as u32));
         levels(&mut self.page, &lv, 1);
         self.lv = lv;
-        for (v, &ok) in vals.iter().zip(valid) {
-            if ok {
-                self.page.extend_from_slice(&v.to_le_bytes());
-            }
-        }
-        self.emit(None, Some((n, Encoding::PLAIN)));
-        self.done(false, 0, n, Encoding::PLAIN)
+        let there: Vec<i64> = vals.iter().zip(valid).filter(|(_, &ok)| ok).map(|(&v, _)| v).collect();
+        delta_binary_packed(&mut self.page, &there, false);
+        self.emit(None, Some((n, Encoding::DELTA_BINARY_PACKED)));
+        self.done(false, 0, n, Encoding::DELTA_BINARY_PACKED)
     }
 
     /// A string column with no null, dictionary-encoded (few distinct strings: the op names,
@@ -419,6 +516,7 @@ impl ChunkEncoder {
         for k in keys.iter_mut() {
             *k = remap[*k as usize];
         }
+        self.compress = entries.len() > 1;
         self.page.clear();
         for s in &entries {
             self.page.extend_from_slice(&(s.len() as u32).to_le_bytes());
@@ -442,6 +540,7 @@ impl ChunkEncoder {
         self.start();
         self.page.clear();
         if v.is_empty() {
+            self.compress = false;
             levels_const(&mut self.page, rows, 0, 1);
         } else {
             let mut lv = std::mem::take(&mut self.lv);
@@ -480,17 +579,20 @@ impl ChunkEncoder {
     }
 
     /// A list<uint64> column (optional list of optional elements, no null element): `offsets`
-    /// (rows + 1), `values`, `valid` per row (None: every row has a list).
-    pub(crate) fn lists(&mut self, offsets: &[i32], values: &[u64], valid: Option<&[bool]>) -> Chunk {
+    /// (rows + 1), `values` (their INT64 bits), `valid` per row (None: every row has a list).
+    pub(crate) fn lists(&mut self, offsets: &[i32], values: &[i64], valid: Option<&[bool]>) -> Chunk {
         self.start();
         let rows = offsets.len() - 1;
         self.page.clear();
         let all_null = values.is_empty() && valid.is_some_and(|v| v.iter().all(|&b| !b));
         let nlev;
         if all_null {
+            self.compress = false;
             nlev = rows;
             levels_const(&mut self.page, rows, 0, 1);
             levels_const(&mut self.page, rows, 0, 2);
+            // no values, but their header (readers read it before they count levels)
+            delta_binary_packed(&mut self.page, &[], false);
         } else {
             let mut rep = std::mem::take(&mut self.rep);
             let mut lv = std::mem::take(&mut self.lv);
@@ -518,12 +620,10 @@ impl ChunkEncoder {
             levels(&mut self.page, &lv, 2);
             self.rep = rep;
             self.lv = lv;
-            for v in values {
-                self.page.extend_from_slice(&v.to_le_bytes());
-            }
+            delta_binary_packed(&mut self.page, values, false);
         }
-        self.emit(None, Some((nlev, Encoding::PLAIN)));
-        self.done(false, 0, nlev, Encoding::PLAIN)
+        self.emit(None, Some((nlev, Encoding::DELTA_BINARY_PACKED)));
+        self.done(false, 0, nlev, Encoding::DELTA_BINARY_PACKED)
     }
 }
 

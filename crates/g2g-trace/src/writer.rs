@@ -17,7 +17,7 @@ use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::types::SchemaDescPtr;
 
-use crate::pq_encode::{Chunk, ChunkEncoder, Phys};
+use crate::pq_encode::{Chunk, ChunkEncoder, How, Phys};
 use crate::TraceError;
 
 /// Rows per window and per row group, as `trace.py` (`WINDOW_ROWS`, `ROW_GROUP_ROWS`).
@@ -158,7 +158,8 @@ struct Cols {
 /// A list<uint64> column: offsets, values and validity.
 struct ListCol {
     offsets: Vec<i32>,
-    values: Vec<u64>,
+    /// the u64 values' bits
+    values: Vec<i64>,
     valid: Vec<bool>,
     nulls: usize,
 }
@@ -178,7 +179,7 @@ impl ListCol {
                 self.nulls += 1;
             }
             Some(v) => {
-                self.values.extend_from_slice(v);
+                self.values.extend(v.iter().map(|&x| x as i64));
                 self.valid.push(true);
             }
         }
@@ -241,34 +242,34 @@ impl Cols {
             if t_nulls {
                 e.nullable_i64(v, valid)
             } else {
-                e.numbers(Phys::I64, v, false)
+                e.numbers(Phys::I64, v, How::Delta)
             }
         };
         let out = vec![
-            e.numbers(Phys::I32, &self.rank, true),
-            e.numbers(Phys::I32, &self.seq, false),
+            e.numbers(Phys::I32, &self.rank, How::Dict),
+            e.numbers(Phys::I32, &self.seq, How::Delta),
             e.strings(&self.op),
             times(e, &self.t_start, &self.t_start_valid),
             times(e, &self.t_end, &self.t_end_valid),
-            e.numbers(Phys::I64, &self.dur, false),
-            e.numbers(Phys::I32, &self.peer, true),
-            e.numbers(Phys::I32, &self.tag, true),
-            e.numbers(Phys::I32, &self.comm, true),
-            e.numbers(Phys::I64, &self.bytes, true),
-            e.numbers(Phys::I64, &self.recv_bytes, true),
-            e.numbers(Phys::I32, &self.recv_peer, true),
-            e.numbers(Phys::I32, &self.recv_tag, true),
-            e.numbers(Phys::I32, &self.root, true),
-            e.numbers(Phys::I64, &self.req, false),
+            e.numbers(Phys::I64, &self.dur, How::Delta),
+            e.numbers(Phys::I32, &self.peer, How::Dict),
+            e.numbers(Phys::I32, &self.tag, How::Dict),
+            e.numbers(Phys::I32, &self.comm, How::Dict),
+            e.numbers(Phys::I64, &self.bytes, How::Dict),
+            e.numbers(Phys::I64, &self.recv_bytes, How::Dict),
+            e.numbers(Phys::I32, &self.recv_peer, How::Dict),
+            e.numbers(Phys::I32, &self.recv_tag, How::Dict),
+            e.numbers(Phys::I32, &self.root, How::Dict),
+            e.numbers(Phys::I64, &self.req, How::Delta),
             self.reqs.encode(e),
             self.counts.encode(e),
             self.recv_counts.encode(e),
             e.strings(&self.mem),
             e.sparse_strings(&self.copy, rows),
-            e.numbers(Phys::I32, &self.stream, true),
+            e.numbers(Phys::I32, &self.stream, How::Dict),
             e.booleans(&self.contig),
             e.sparse_strings(&self.callsite, rows),
-            e.numbers(Phys::I32, &self.priority, true),
+            e.numbers(Phys::I32, &self.priority, How::Dict),
         ];
         for v in [
             &mut self.rank,
@@ -409,8 +410,13 @@ impl NativeWriter {
             let mut rg = w.next_row_group()?;
             for (i, c) in chunks.into_iter().enumerate() {
                 let len = c.bytes.len() as i64;
+                let codec = if c.compressed {
+                    Compression::ZSTD(ZstdLevel::try_new(ZSTD_LEVEL).unwrap())
+                } else {
+                    Compression::UNCOMPRESSED
+                };
                 let mut b = ColumnChunkMetaData::builder(self.descr.column(i))
-                    .set_compression(Compression::ZSTD(ZstdLevel::try_new(ZSTD_LEVEL).unwrap()))
+                    .set_compression(codec)
                     .set_encodings(c.encodings)
                     .set_total_compressed_size(len)
                     .set_total_uncompressed_size(c.uncompressed)

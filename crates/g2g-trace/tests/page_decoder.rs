@@ -399,3 +399,183 @@ fn rows_before_a_bad_row_are_queued() {
         std::fs::remove_file(&p).ok();
     }
 }
+
+/// Compares the page decoder's queues with the Arrow path's (a null peer: -1 from the page
+/// decoder, undefined from Arrow).
+fn assert_same_queues(fast: &[VecDeque<Op>], slow: &[VecDeque<Op>], what: &str) {
+    assert_eq!(fast.len(), slow.len(), "{what}");
+    for (rank, (a, b)) in fast.iter().zip(slow).enumerate() {
+        assert_eq!(a.len(), b.len(), "{what} rank {rank}");
+        for (seq, (x, y)) in a.iter().zip(b).enumerate() {
+            let mut y = y.clone();
+            if x.peer == -1 {
+                y.peer = -1;
+            }
+            assert_eq!(*x, y, "{what} rank {rank} seq {seq}");
+        }
+    }
+}
+
+/// Integer columns in DELTA_BINARY_PACKED, as parquet-rs writes them (the reference encoder),
+/// are read by the page decoder, with what the Arrow path gives.
+#[test]
+fn delta_binary_packed_columns_are_page_decoded() {
+    use parquet::basic::Encoding;
+    use parquet::schema::types::ColumnPath;
+    let (nranks, per_rank, window) = (37, 300, 128);
+    let r = rows(nranks, per_rank, window);
+    for version in [WriterVersion::PARQUET_1_0, WriterVersion::PARQUET_2_0] {
+        for page_rows in [1 << 20, 100] {
+            let mut b = WriterProperties::builder()
+                .set_writer_version(version)
+                .set_dictionary_enabled(false)
+                .set_data_page_row_count_limit(page_rows)
+                .set_write_batch_size(page_rows.min(1024));
+            for c in ["rank", "seq", "t_start_ns", "dur_ns", "peer", "tag", "bytes", "req", "reqs.list.item", "stream"] {
+                b = b.set_column_encoding(ColumnPath::from(c), Encoding::DELTA_BINARY_PACKED);
+            }
+            // strings stay PLAIN (the page decoder does not read DELTA_BYTE_ARRAY)
+            for c in ["op", "mem_space", "copy_kind"] {
+                b = b.set_column_encoding(ColumnPath::from(c), Encoding::PLAIN);
+            }
+            let p = tmp(&format!("delta-{version:?}-{page_rows}.g2g.parquet"));
+            write(&p, nranks, &r, b.build(), true, usize::MAX);
+            let (fast, by_pages) = read_counting(&p, false).unwrap();
+            assert!(by_pages > 0, "{version:?} {page_rows}: the page decoder was not used");
+            let slow = read_all(&p, true).unwrap();
+            assert_same_queues(&fast, &slow, &format!("{version:?} {page_rows}"));
+            std::fs::remove_file(&p).ok();
+        }
+    }
+}
+
+/// The native writer's own encoding (`pq_encode`: one-run levels, constant and small
+/// dictionaries, DELTA_BINARY_PACKED times, uncompressed tiny chunks) reads back exactly through
+/// parquet-rs's Arrow reader (the reference decoder), and the page decoder gives what the Arrow
+/// path gives.
+#[test]
+fn native_writer_rows_read_back_exactly() {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Int32Type, Int64Type, UInt32Type, UInt64Type};
+    use arrow_array::Array;
+    use g2g_trace::writer::{NativeWriter, Row};
+    let ops = ["Compute", "Isend", "Irecv", "Waitall", "Allreduce", "Memcpy", "Send"];
+    let (nranks, per_rank) = (4u32, 9000u32);
+    let window = 4096u32;
+    let mut want: Vec<(u32, u32, Row)> = Vec::new();
+    let mut w0 = 0;
+    while w0 < per_rank {
+        for rank in 0..nranks {
+            for seq in w0..(w0 + window).min(per_rank) {
+                let k = ((rank * 5 + seq * 3) % 7) as usize;
+                let mut row = Row::new(ops[k]);
+                let t = (rank as i64) << 40 | (seq as i64 * 1000 + (seq % 13) as i64);
+                // a stretch without times (nullable pages), in the second row group
+                if !(20_000..20_100).contains(&(want.len())) {
+                    row.t_start_ns = Some(t);
+                    row.t_end_ns = Some(t + 500 + (seq % 5) as i64);
+                }
+                row.dur_ns = if k == 0 { (seq as i64 * 7919) % 100_000 } else { 0 };
+                if k == 1 || k == 2 || k == 6 {
+                    row.peer = ((rank + 1 + seq % 3) % nranks) as i32;
+                    row.tag = (seq % 9) as i32 - 1;
+                    row.bytes = if seq % 101 == 0 { 1 << 59 } else { 8 << (seq % 20) };
+                    row.mem_space = if seq % 2 == 0 { "device" } else { "host" };
+                }
+                if k == 1 || k == 2 {
+                    row.req = (rank as u64) << 56 | seq as u64;
+                }
+                if k == 3 {
+                    row.reqs = Some((0..(seq % 4) as u64).map(|j| seq as u64 * 4 + j).collect());
+                }
+                if k == 4 {
+                    row.comm_id = 1;
+                    row.root = (seq % 4) as i32;
+                }
+                if k == 5 {
+                    row.copy_kind = Some("d2h");
+                    row.stream = 3;
+                    row.contiguous = seq % 3 != 0;
+                    row.mem_space = "device";
+                }
+                if seq % 997 == 0 {
+                    row.callsite = Some(format!("app.c:{seq}"));
+                }
+                want.push((rank, seq, row));
+            }
+        }
+        w0 += window;
+    }
+    let p = tmp("native-writer.g2g.parquet");
+    let mut w = NativeWriter::create(&p).unwrap();
+    let mut at = 0;
+    let mut w0 = 0;
+    while w0 < per_rank {
+        let rows_in_window = (nranks * (window.min(per_rank - w0))) as usize;
+        for (rank, seq, row) in &want[at..at + rows_in_window] {
+            w.push(*rank, *seq, row);
+        }
+        at += rows_in_window;
+        w.end_window().unwrap();
+        w0 += window;
+    }
+    let meta = [("g2gsim.format_version".to_string(), "1".to_string()), ("g2gsim.nranks".to_string(), nranks.to_string())];
+    assert_eq!(w.finish(&meta).unwrap(), want.len() as u64);
+
+    // every column, as parquet-rs's Arrow reader decodes it
+    let f = std::fs::File::open(&p).unwrap();
+    let rd = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(f).unwrap();
+    let row_groups = rd.metadata().num_row_groups();
+    assert!(row_groups >= 2);
+    let mut i = 0;
+    for b in rd.build().unwrap() {
+        let b = b.unwrap();
+        let col = |name: &str| b.column_by_name(name).unwrap().clone();
+        let (rank, seq) = (col("rank"), col("seq"));
+        let (rank, seq) = (rank.as_primitive::<UInt32Type>(), seq.as_primitive::<UInt32Type>());
+        let (op, mem, copy, cs) = (col("op"), col("mem_space"), col("copy_kind"), col("callsite"));
+        let (ts, te, dur, req) = (col("t_start_ns"), col("t_end_ns"), col("dur_ns"), col("req"));
+        let (peer, tag, bytes, comm, root, stream) =
+            (col("peer"), col("tag"), col("bytes"), col("comm_id"), col("root"), col("stream"));
+        let (reqs, contig, prio, rb) = (col("reqs"), col("contiguous"), col("priority"), col("recv_bytes"));
+        let reqs = reqs.as_list::<i32>();
+        for j in 0..b.num_rows() {
+            let (r0, s0, row) = &want[i];
+            let what = format!("row {i}");
+            assert_eq!((rank.value(j), seq.value(j)), (*r0, *s0), "{what}");
+            assert_eq!(op.as_string::<i32>().value(j), row.op, "{what}");
+            assert_eq!(mem.as_string::<i32>().value(j), row.mem_space, "{what}");
+            let opt_str = |a: &arrow_array::ArrayRef| a.is_valid(j).then(|| a.as_string::<i32>().value(j).to_string());
+            assert_eq!(opt_str(&copy).as_deref(), row.copy_kind, "{what}");
+            assert_eq!(opt_str(&cs), row.callsite, "{what}");
+            let opt_i64 = |a: &arrow_array::ArrayRef| a.is_valid(j).then(|| a.as_primitive::<Int64Type>().value(j));
+            assert_eq!(opt_i64(&ts), row.t_start_ns, "{what}");
+            assert_eq!(opt_i64(&te), row.t_end_ns, "{what}");
+            assert_eq!(dur.as_primitive::<Int64Type>().value(j), row.dur_ns, "{what}");
+            assert_eq!(req.as_primitive::<UInt64Type>().value(j), row.req, "{what}");
+            assert_eq!(peer.as_primitive::<Int32Type>().value(j), row.peer, "{what}");
+            assert_eq!(tag.as_primitive::<Int32Type>().value(j), row.tag, "{what}");
+            assert_eq!(bytes.as_primitive::<UInt64Type>().value(j), row.bytes, "{what}");
+            assert_eq!(rb.as_primitive::<UInt64Type>().value(j), row.recv_bytes, "{what}");
+            assert_eq!(comm.as_primitive::<UInt32Type>().value(j), row.comm_id, "{what}");
+            assert_eq!(root.as_primitive::<Int32Type>().value(j), row.root, "{what}");
+            assert_eq!(stream.as_primitive::<Int32Type>().value(j), row.stream, "{what}");
+            assert_eq!(prio.as_primitive::<Int32Type>().value(j), row.priority, "{what}");
+            assert_eq!(contig.as_boolean().value(j), row.contiguous, "{what}");
+            let got_reqs = reqs.is_valid(j).then(|| reqs.value(j).as_primitive::<UInt64Type>().values().to_vec());
+            assert_eq!(got_reqs, row.reqs, "{what}");
+            for c in ["counts_bytes", "recv_counts_bytes"] {
+                assert!(col(c).is_null(j), "{what} {c}");
+            }
+            i += 1;
+        }
+    }
+    assert_eq!(i, want.len());
+
+    // and the replay's readers
+    let (fast, by_pages) = read_counting(&p, false).unwrap();
+    assert_eq!(by_pages, row_groups, "every row group page-decoded");
+    let slow = read_all(&p, true).unwrap();
+    assert_same_queues(&fast, &slow, "native writer");
+    std::fs::remove_file(&p).ok();
+}
