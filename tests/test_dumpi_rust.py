@@ -220,13 +220,17 @@ def test_ignored_calls_untraced_in_rust(tmp_path):
 
 def test_written_file_uses_encodings_the_core_decodes(tmp_path):
     """The streaming writer keeps to the encodings the core's page decoder reads (PLAIN,
-    dictionary, RLE): any other (DELTA_*, ...) would make every replay decode through Arrow."""
+    dictionary, RLE, DELTA_BINARY_PACKED integers: pages.rs): any other (DELTA_BYTE_ARRAY, ...)
+    would make every replay decode through Arrow."""
     import pyarrow.parquet as pq
     out = tmp_path / "o.g2g.parquet"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         import_dumpi(tdr.write_trace(tmp_path, [tdr._synthetic_program(r) for r in range(4)]), out)
     md = pq.ParquetFile(out).metadata
-    encs = {e for g in range(md.num_row_groups) for c in range(md.num_columns)
-            for e in md.row_group(g).column(c).encodings}
-    assert encs <= {"PLAIN", "PLAIN_DICTIONARY", "RLE_DICTIONARY", "RLE"}, encs
+    encs = {(md.row_group(g).column(c).physical_type, e) for g in range(md.num_row_groups)
+            for c in range(md.num_columns) for e in md.row_group(g).column(c).encodings}
+    assert {e for _, e in encs} <= {"PLAIN", "PLAIN_DICTIONARY", "RLE_DICTIONARY", "RLE",
+                                    "DELTA_BINARY_PACKED"}, encs
+    assert {t for t, e in encs if e == "DELTA_BINARY_PACKED"} <= {"INT32", "INT64"}, encs
+    assert ("INT64", "DELTA_BINARY_PACKED") in encs  # the times

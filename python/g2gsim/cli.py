@@ -17,10 +17,17 @@ from ._errors import SafeGroup, error_line
 from ._errors import fail as _fail_line
 from ._errors import notice as _notice
 from ._io import atomic_output, write_text_atomic
-from .sim import BUFFERS, WINDOWS, SimulationError, as_native
-from .sim import simulate as run_simulation
-from .trace import Trace, TraceError
-from .vocab import MODES, SEND_OPS, SHARING
+
+# numpy and pyarrow (sim.py, trace.py) load where a command needs them: `g2gsim import` of a
+# DUMPI trace streams through the Rust converter without them
+from ._trace_base import TraceError
+from .vocab import BUFFERS, MODES, SEND_OPS, SHARING, WINDOWS
+
+
+def run_simulation(*args, **kw):
+    """``g2gsim.simulate`` (sim.py, loaded on first use)."""
+    from .sim import simulate
+    return simulate(*args, **kw)
 
 console = Console(soft_wrap=True, emoji=False)   # "m.toml:100:" must not print as an emoji
 err_console = Console(stderr=True, emoji=False)
@@ -76,6 +83,7 @@ def _parse_mapping(m: str | None):
 
 
 def _sim(trace, machine, mode, progress=True, json_out=None, **kw):
+    from .sim import SimulationError
     try:
         with _Bar(f"simulating ({mode})", progress) as bar:
             return run_simulation(trace, machine, mode=mode, progress=bar, **kw)
@@ -130,7 +138,22 @@ def print_summary(rep: dict):
     console.print(ops)
 
 
-@click.group(cls=SafeGroup, context_settings={"help_option_names": ["-h", "--help"]})
+class _MainGroup(SafeGroup):
+    """The `g2gsim` group. `generate` is built on first use: its workload list comes from the
+    generators, which load numpy and pyarrow, and the other commands (`import` of a DUMPI trace)
+    start without them."""
+    group_class = SafeGroup  # type: ignore[assignment]  # its subgroups are plain SafeGroups
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(super().list_commands(ctx)) | {"generate"})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name == "generate" and cmd_name not in self.commands:
+            _add_generate()
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group(cls=_MainGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="g2gsim")
 def main():
     """g2gsim: what would GPU-aware MPI save this MPI+GPU application?
@@ -294,6 +317,8 @@ def info(trace, assume_buffers, no_cache):
     if assume_buffers is not None:
         _fail("--assume-buffers is gone: a trace is read as recorded and where buffers live is decided at "
               "simulate time (g2gsim simulate/compare --buffers traced|device|host)", 2)
+    from .sim import as_native
+    from .trace import Trace
     try:
         t = Trace.read(as_native(trace, cache=False if no_cache else None))
     except (TraceError, ValueError) as e:
@@ -480,7 +505,7 @@ def cache_clear():
 def import_(trace, output, assume_buffers):
     """Convert an OTF2 (Score-P or g2gsim's tracer), DUMPI or Nsight Systems (.sqlite, .nsys-rep) trace to the
     native format, as recorded (where buffers live is decided at simulate time: --buffers)."""
-    from .sim import import_to_file
+    from .formats import import_to_file
     if assume_buffers is not None:
         _fail("import --assume-buffers is gone: the import keeps what the trace records and where buffers live "
               f"is decided at simulate time: g2gsim simulate/compare {output} --buffers "
@@ -506,6 +531,8 @@ def import_(trace, output, assume_buffers):
 @click.option("--assume-buffers", type=click.Choice(["traced", "host", "device", "infer"]), default=None)
 def export(trace, simgrid_dir, machine, gpus_per_node, host_speed, latency, assume_buffers):
     """Export TRACE for SimGrid/SMPI's time-independent replay (docs/importing.md)."""
+    from .sim import as_native
+    from .trace import Trace
     from .writers.simgrid_writer import SimgridExportError, to_simgrid
     try:
         t = Trace.read(as_native(trace, assume_buffers=assume_buffers))
@@ -578,9 +605,6 @@ def _add_generate():
         f"{k}: {g.description if hasattr(g, 'description') else ''}" for k, g in sorted(gen.GENERATORS.items()))
 
 
-_add_generate()
-
-
 def compare_modes(trace, machine, **kw) -> dict:
     """HostCopy vs GPUDirect (vs as-traced) on one trace: the reports, keyed by mode."""
     return {m: run_simulation(trace, machine, mode=m, **kw) for m in MODES}
@@ -616,6 +640,7 @@ def print_comparison(reps: dict):
 def demo(workload, ranks, machine):
     """Generate a workload, simulate it under HostCopy and GPUDirect, print the comparison."""
     from . import generate as gen
+    from .sim import SimulationError
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / f"{workload}.g2g.parquet"
         t = gen.generate(workload, ranks)

@@ -8,8 +8,12 @@ through ``register_format``.  The readers themselves are imported when a trace i
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from .trace import Trace, TraceError, register_format
+from ._trace_base import TraceError, detect_format, register_format
+
+if TYPE_CHECKING:
+    from .trace import Trace
 
 
 def dumpi_meta(p: Path) -> Path:
@@ -40,6 +44,24 @@ def read_nsys(export: str | Path, **kw) -> Trace:
     """readers/nsys_reader.py: an Nsight Systems SQLite export or .nsys-rep."""
     from .readers.nsys_reader import read_nsys as read
     return read(export, **kw)
+
+
+def import_to_file(p: Path, out: str | Path, progress: bool = False) -> dict[str, Any]:
+    """Imports trace ``p`` into the native file ``out``; returns {"nranks", "rows", "op_counts"}.
+    DUMPI streams through the Rust converter (memory bounded per rank, not by the trace's
+    length; numpy and pyarrow are not loaded); other formats are read by ``Trace.read`` and
+    written."""
+    p = Path(p)
+    if detect_format(p) == "dumpi":
+        from ._io import atomic_output
+        from .readers.dumpi_reader import import_dumpi
+        with atomic_output(out) as tmp:  # a temporary file renamed into place (removed on error)
+            st = import_dumpi(dumpi_meta(p), tmp, assume_buffers="host", progress=progress)
+        return {"nranks": st["nranks"], "rows": st["rows"], "op_counts": st["op_counts"]}
+    from .trace import Trace
+    t = Trace.read(p, progress=progress)
+    t.write(out)
+    return {"nranks": t.nranks, "rows": len(t.table), "op_counts": t.op_counts()}
 
 
 register_format("otf2", read_otf2)

@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from . import _core, machines
-from .formats import dumpi_meta as _dumpi_meta
+from .formats import import_to_file  # noqa: F401  (g2gsim import; re-exported)
 from .report import Report
 from .trace import Trace, TraceError, detect_format
+from .vocab import BUFFERS, WINDOWS  # noqa: F401  (re-exported: simulate's choices)
 
 CACHE_DIR = Path(os.environ.get("G2GSIM_CACHE", Path.home() / ".cache" / "g2gsim"))
 
@@ -86,10 +87,6 @@ def _cache_key(path: Path, extra: str, kind: str = "") -> str:
     h.update(json.dumps(manifest(path, kind or detect_format(path)), sort_keys=True).encode())
     h.update(f"{extra}:{__version__}".encode())
     return h.hexdigest()[:20]
-
-
-BUFFERS = ("traced", "device", "host")
-WINDOWS = ("traced", "all")
 
 
 def legacy_buffers(assume_buffers: str | None = None, staged_as_device: bool | None = None) -> tuple[str | None, list[str]]:
@@ -208,24 +205,6 @@ def as_native(trace: str | Path, assume_buffers: str | None = None, progress: bo
     write_text_atomic(meta, json.dumps({"source": str(p.resolve()), "kind": kind,
                                         "key": key, "trace": _fingerprint(out)}))
     return out
-
-
-def import_to_file(p: Path, out: str | Path, assume_buffers: str | None = None,
-                   progress: bool = False) -> dict:
-    """Imports trace ``p`` into the native file ``out``; returns {"nranks", "rows", "op_counts"}.
-    DUMPI streams through the Rust converter (memory bounded per rank, not by the trace's
-    length); other formats are built in memory and written."""
-    p = Path(p)
-    if detect_format(p) == "dumpi":
-        from ._io import atomic_output
-        from .readers.dumpi_reader import import_dumpi
-        with atomic_output(out) as tmp:  # a temporary file renamed into place (removed on error)
-            st = import_dumpi(_dumpi_meta(p), tmp, assume_buffers="host",
-                              progress=progress)
-        return {"nranks": st["nranks"], "rows": st["rows"], "op_counts": st["op_counts"]}
-    t = import_trace(p, progress=progress)
-    t.write(out)
-    return {"nranks": t.nranks, "rows": len(t.table), "op_counts": t.op_counts()}
 
 
 def import_trace(p: Path, progress: bool = False) -> Trace:

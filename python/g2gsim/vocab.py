@@ -52,6 +52,10 @@ NONBLOCKING_COLLECTIVES: tuple[str, ...] = tuple(
 
 MODES: tuple[str, ...] = tuple(_V["modes"])
 SHARING: tuple[str, ...] = tuple(_V["sharing"])
+#: simulate's --buffers (where MPI data buffers live) and --window (untraced stretches) choices;
+#: defined on the Python side (sim.py applies them), here so that the CLI needs no sim.py to list them
+BUFFERS: tuple[str, ...] = ("traced", "device", "host")
+WINDOWS: tuple[str, ...] = ("traced", "all")
 MEM_SPACES: tuple[str, ...] = tuple(_V["mem_spaces"])
 COPY_KINDS: tuple[str, ...] = tuple(_V["copy_kinds"])
 ANY_SOURCE: int = _V["any_source"]

@@ -1,8 +1,8 @@
 //! Trace model and streaming Parquet I/O (format: docs/trace-format.md).
 pub mod model;
 mod pages;
-mod pq_encode;
 pub mod parquet_reader;
+mod pq_encode;
 pub mod vocab;
 pub mod writer;
 

@@ -27,17 +27,16 @@ pub(crate) type Res<T> = Result<T, String>;
 
 /// Encodings this module decodes (values and levels).
 pub(crate) fn supported_encodings(encs: &[Encoding]) -> bool {
-    encs.iter()
-        .all(|e| {
-            matches!(
-                e,
-                Encoding::PLAIN
-                    | Encoding::PLAIN_DICTIONARY
-                    | Encoding::RLE_DICTIONARY
-                    | Encoding::RLE
-                    | Encoding::DELTA_BINARY_PACKED
-            )
-        })
+    encs.iter().all(|e| {
+        matches!(
+            e,
+            Encoding::PLAIN
+                | Encoding::PLAIN_DICTIONARY
+                | Encoding::RLE_DICTIONARY
+                | Encoding::RLE
+                | Encoding::DELTA_BINARY_PACKED
+        )
+    })
 }
 
 // ------------------------------------------------------------------ RLE / bit-packed hybrid
@@ -894,7 +893,12 @@ fn delta_values(d: &[u8], int32: bool, max: usize, out: &mut Vec<i64>) -> Res<()
     let total = uleb128(d, &mut p)? as usize;
     let unzig = |v: u64| ((v >> 1) as i64) ^ -((v & 1) as i64);
     let mut last = unzig(uleb128(d, &mut p)?);
-    if block == 0 || block % 128 != 0 || minis == 0 || block % minis != 0 || (block / minis) % 32 != 0 {
+    if block == 0
+        || !block.is_multiple_of(128)
+        || minis == 0
+        || !block.is_multiple_of(minis)
+        || !(block / minis).is_multiple_of(32)
+    {
         return Err(format!("DELTA_BINARY_PACKED block of {block} values in {minis} miniblocks"));
     }
     if total > max {
@@ -1145,14 +1149,24 @@ mod tests {
                         .map(|i| {
                             let r = rnd();
                             let v = match kind {
-                                0 => i as i64 * 1000 + (r % 7) as i64,     // times: growing
-                                1 => (r % 3) as i64 - 1,                   // small, negative too
-                                2 => r as i64,                             // anything
-                                3 => [i64::MIN, i64::MAX, 0, -1][i % 4],   // extremes
-                                4 => 42,                                   // constant
-                                _ => if r % 50 == 0 { r as i64 } else { i as i64 }, // rare jumps
+                                0 => i as i64 * 1000 + (r % 7) as i64,   // times: growing
+                                1 => (r % 3) as i64 - 1,                 // small, negative too
+                                2 => r as i64,                           // anything
+                                3 => [i64::MIN, i64::MAX, 0, -1][i % 4], // extremes
+                                4 => 42,                                 // constant
+                                _ => {
+                                    if r % 50 == 0 {
+                                        r as i64
+                                    } else {
+                                        i as i64
+                                    }
+                                } // rare jumps
                             };
-                            if int32 { v as i32 as i64 } else { v }
+                            if int32 {
+                                v as i32 as i64
+                            } else {
+                                v
+                            }
                         })
                         .collect();
                     let mut page = Vec::new();

@@ -431,7 +431,8 @@ fn delta_binary_packed_columns_are_page_decoded() {
                 .set_dictionary_enabled(false)
                 .set_data_page_row_count_limit(page_rows)
                 .set_write_batch_size(page_rows.min(1024));
-            for c in ["rank", "seq", "t_start_ns", "dur_ns", "peer", "tag", "bytes", "req", "reqs.list.item", "stream"] {
+            for c in ["rank", "seq", "t_start_ns", "dur_ns", "peer", "tag", "bytes", "req", "reqs.list.item", "stream"]
+            {
                 b = b.set_column_encoding(ColumnPath::from(c), Encoding::DELTA_BINARY_PACKED);
             }
             // strings stay PLAIN (the page decoder does not read DELTA_BYTE_ARRAY)
@@ -519,7 +520,8 @@ fn native_writer_rows_read_back_exactly() {
         w.end_window().unwrap();
         w0 += window;
     }
-    let meta = [("g2gsim.format_version".to_string(), "1".to_string()), ("g2gsim.nranks".to_string(), nranks.to_string())];
+    let meta =
+        [("g2gsim.format_version".to_string(), "1".to_string()), ("g2gsim.nranks".to_string(), nranks.to_string())];
     assert_eq!(w.finish(&meta).unwrap(), want.len() as u64);
 
     // every column, as parquet-rs's Arrow reader decodes it

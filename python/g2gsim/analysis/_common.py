@@ -20,8 +20,7 @@ from ..vocab import (  # noqa: F401
     TEST_OPS,
     WAIT_OPS,
 )
-
-KiB, MiB = 1 << 10, 1 << 20
+from ._fmt import KiB, MiB  # noqa: E402,F401  (re-exported)
 
 # the core's size classes (report.rs); labels without the sort prefix
 SIZE_EDGES = [c.max_bytes for c in SIZE_CLASSES if c.max_bytes is not None]
@@ -118,37 +117,7 @@ def world_members(comms: list[Comm], nranks: int) -> dict[int, np.ndarray]:
 
 
 # ------------------------------------------------------------------------------------- formatting
-def fmt_s(s: float | None) -> str:
-    if s is None or (isinstance(s, float) and not np.isfinite(s)):
-        return "-"
-    if s == 0:
-        return "0"
-    a = abs(s)
-    if a < 1e-3:
-        return f"{s * 1e6:.2f} us"
-    if a < 1:
-        return f"{s * 1e3:.3f} ms"
-    return f"{s:.4f} s"
-
-
-def fmt_x(x: float | None) -> str:
-    if x is None or not np.isfinite(x):
-        return "-"
-    return f"{x:.2f}x"
-
-
-def fmt_pct(x: float | None, signed: bool = False) -> str:
-    if x is None or not np.isfinite(x):
-        return "-"
-    return f"{x:+.1%}" if signed else f"{x:.1%}"
-
-
-def fmt_bytes(b: float) -> str:
-    b = float(b)
-    for unit, k in (("GiB", 1 << 30), ("MiB", MiB), ("KiB", KiB)):
-        if b >= k:
-            return f"{b / k:.1f} {unit}"
-    return f"{int(b)} B"
+from ._fmt import fmt_bytes, fmt_pct, fmt_s, fmt_x  # noqa: E402,F401  (re-exported)
 
 
 def ratio(a: float, b: float) -> float:

@@ -12,7 +12,7 @@ from rich.table import Table
 
 from ..units import parse_size
 from ..vocab import MODES
-from ._common import fmt_bytes, fmt_pct, fmt_s, fmt_x
+from ._fmt import fmt_bytes, fmt_pct, fmt_s, fmt_x
 
 # wide tables when the output is a file or a pipe (rich would wrap them at 80 columns)
 console = Console(width=None if sys.stdout.isatty() else 150)

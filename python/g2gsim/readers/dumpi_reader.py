@@ -57,11 +57,15 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..trace import ANY_TAG, Trace, TraceBuilder, TraceError
-from ..vocab import BLOCKING_SEND_OPS
-from .rules import Requests, completion, compute_gap, dest_peer, report_matching, source_peer
+# the streaming import (import_dumpi) needs neither numpy nor pyarrow: trace.py and the rules
+# (which load them) are imported where the Python reference reader and read_dumpi need them
+from .._trace_base import TraceError, auto_window_ops
+from ..vocab import ANY_TAG, BLOCKING_SEND_OPS
+
+if TYPE_CHECKING:
+    from ..trace import Trace, TraceBuilder
 
 __all__ = [
     "read_dumpi", "import_dumpi", "read_dumpi_meta", "read_dumpi_footer_counts", "DumpiMeta", "DumpiFile",
@@ -1673,7 +1677,6 @@ def _report_problems(source: str | Path, st: dict, strict: bool) -> int:
 def _import_dumpi(meta: DumpiMeta, files: list[DumpiFile], specs: list[tuple], out_path,
                   assume_buffers: str, progress: bool, resolve: bool, t_begin: float) -> dict:
     from .. import _core
-    from ..trace import auto_window_ops
     nranks = meta.numprocs
     # ranks whose footers count calls made while tracing was off: the longest gap between calls
     # is where they were made (found by a full first pass over those ranks)
@@ -1773,6 +1776,8 @@ def read_dumpi(meta_path: str | Path, assume_buffers: str = "host", progress: bo
     ``TraceError``."""
     if assume_buffers not in ("host", "device"):
         raise ValueError(f"assume_buffers must be 'host' or 'device', not {assume_buffers!r}")
+    from ..trace import Trace, TraceBuilder
+    from .rules import report_matching
     if engine == "rust":
         import tempfile
         with tempfile.TemporaryDirectory(prefix="g2gsim-dumpi-") as d:
@@ -1919,6 +1924,7 @@ _BLOCKING_SEND = {FID[n]: n for n in sorted(BLOCKING_SEND_OPS)}   # MPI's names 
 
 def _convert_rank(b: TraceBuilder, f: DumpiFile, rr: DumpiRecords, rank: int, comms: _Comms,
                   created: dict, origin: int, mem: str, stats: dict, untraced_at: int | None = None) -> None:
+    from .rules import Requests, completion, compute_gap, dest_peer, source_peer
     F = FID
     types = _Types(f.type_sizes)
     local: dict[int, int] = {DUMPI_COMM_WORLD: 0}
