@@ -21,7 +21,7 @@ from ._io import atomic_output, write_text_atomic
 # numpy and pyarrow (sim.py, trace.py) load where a command needs them: `g2gsim import` of a
 # DUMPI trace streams through the Rust converter without them
 from ._trace_base import TraceError
-from .vocab import BUFFERS, MODES, SEND_OPS, SHARING, WINDOWS
+from .vocab import BUFFERS, HOST_SPACES, MODES, SEND_OPS, SHARING, WINDOWS
 
 
 def run_simulation(*args, **kw):
@@ -336,7 +336,7 @@ def info(trace, assume_buffers, no_cache):
         tab.add_column(c, justify="left" if c == "op" else "right")
     g = df.groupby("op")
     for op, sub in sorted(g, key=lambda kv: -len(kv[1])):
-        dev = (sub["mem_space"] != "host").mean() if op not in ("Compute",) else 0.0
+        dev = (~sub["mem_space"].isin(HOST_SPACES)).mean() if op not in ("Compute",) else 0.0
         tt = sub["traced_s"].sum(min_count=1)
         tab.add_row(op, f"{len(sub):,}", f"{int(sub['bytes'].sum()):,}", f"{int(sub['recv_bytes'].sum()):,}",
                     f"{dev:.0%}", "-" if tt != tt else _fmt_s(float(tt)))

@@ -57,6 +57,7 @@ SHARING: tuple[str, ...] = tuple(_V["sharing"])
 BUFFERS: tuple[str, ...] = ("traced", "device", "host")
 WINDOWS: tuple[str, ...] = ("traced", "all")
 MEM_SPACES: tuple[str, ...] = tuple(_V["mem_spaces"])
+HOST_SPACES: tuple[str, ...] = ("host", "pinned")     # host memory: ordinary and page-locked
 COPY_KINDS: tuple[str, ...] = tuple(_V["copy_kinds"])
 ANY_SOURCE: int = _V["any_source"]
 PROC_NULL: int = _V["proc_null"]
