@@ -42,23 +42,29 @@ fn rle_run(out: &mut Vec<u8>, count: usize, v: u32, width: usize) {
     }
 }
 
-/// One bit-packed run of `vals` (zero-padded to a multiple of 8 values).
+/// One bit-packed run of `vals` (zero-padded to a multiple of 8 values; width 1..=32).
 fn bitpack_run(out: &mut Vec<u8>, vals: &[u32], width: usize) {
     let groups = vals.len().div_ceil(8);
     uleb(out, ((groups as u64) << 1) | 1);
+    out.reserve(groups * width);
     let mut acc: u64 = 0;
     let mut bits = 0usize;
     let pad = groups * 8 - vals.len();
+    // 8 values take `width` bytes: whole 32-bit words but for a trailing half word at odd widths
     for &v in vals.iter().chain(std::iter::repeat_n(&0u32, pad)) {
         acc |= (v as u64) << bits;
         bits += width;
-        while bits >= 8 {
-            out.push(acc as u8);
-            acc >>= 8;
-            bits -= 8;
+        if bits >= 32 {
+            out.extend_from_slice(&(acc as u32).to_le_bytes());
+            acc >>= 32;
+            bits -= 32;
         }
     }
-    debug_assert_eq!(bits, 0);
+    while bits > 0 {
+        out.push(acc as u8);
+        acc >>= 8;
+        bits = bits.saturating_sub(8);
+    }
 }
 
 /// Appends `vals` (each below 2^width, width 1..=32) in the RLE / bit-packed hybrid encoding:
@@ -120,6 +126,26 @@ const DELTA_BLOCK: usize = 128;
 const DELTA_MINIBLOCKS: usize = 4;
 const DELTA_MINI: usize = DELTA_BLOCK / DELTA_MINIBLOCKS;
 
+/// Appends 32 values of `w` bits (1..=64), bit-packed least significant bit first: 4 * `w` bytes.
+fn pack32(out: &mut Vec<u8>, vals: &[u64; DELTA_MINI], w: usize) {
+    let mut buf = [0u8; DELTA_MINI * 8];
+    let mut pos = 0;
+    let mut acc: u128 = 0;
+    let mut bits = 0;
+    for &v in vals {
+        acc |= (v as u128) << bits;
+        bits += w;
+        while bits >= 32 {
+            buf[pos..pos + 4].copy_from_slice(&(acc as u32).to_le_bytes());
+            acc >>= 32;
+            bits -= 32;
+            pos += 4;
+        }
+    }
+    debug_assert_eq!((bits, pos), (0, 4 * w));
+    out.extend_from_slice(&buf[..pos]);
+}
+
 fn zigzag(v: i64) -> u64 {
     ((v << 1) ^ (v >> 63)) as u64
 }
@@ -155,30 +181,20 @@ pub(crate) fn delta_binary_packed(out: &mut Vec<u8>, vals: &[i64], int32: bool) 
         out.extend_from_slice(&[0u8; DELTA_MINIBLOCKS]);
         for (m, mb) in d[..k].chunks(DELTA_MINI).enumerate() {
             // deltas less the smallest, as unsigned numbers of the column's width
-            let rel = |x: i64| -> u64 {
-                if int32 {
-                    (x as i32).wrapping_sub(min as i32) as u32 as u64
-                } else {
-                    x.wrapping_sub(min) as u64
+            let mut rel = [0u64; DELTA_MINI];
+            if int32 {
+                for (r, &x) in rel.iter_mut().zip(mb) {
+                    *r = (x as i32).wrapping_sub(min as i32) as u32 as u64;
                 }
-            };
-            let max = mb.iter().map(|&x| rel(x)).max().unwrap_or(0);
-            let w = (64 - max.leading_zeros()) as usize;
-            out[widths_at + m] = w as u8;
-            if w == 0 {
-                continue;
+            } else {
+                for (r, &x) in rel.iter_mut().zip(mb) {
+                    *r = x.wrapping_sub(min) as u64;
+                }
             }
-            let mut acc: u128 = 0;
-            let mut bits = 0usize;
-            for j in 0..DELTA_MINI {
-                let v = if j < mb.len() { rel(mb[j]) } else { 0 };
-                acc |= (v as u128) << bits;
-                bits += w;
-                while bits >= 8 {
-                    out.push(acc as u8);
-                    acc >>= 8;
-                    bits -= 8;
-                }
+            let w = (64 - rel.iter().fold(0, |a, &r| a | r).leading_zeros()) as usize;
+            out[widths_at + m] = w as u8;
+            if w > 0 {
+                pack32(out, &rel, w);
             }
         }
         i += k;
