@@ -251,6 +251,10 @@ pub struct FlowNet {
     /// finishing flow leaves a link of thousands of flows without a search
     slot: Vec<[u32; SLOTS]>,
     free: Vec<FlowId>,
+    /// per flow: the whole-component solve's mark (found, then rated), in a dense table of its
+    /// own: the search and the filling meet each flow once per link it crosses, and a test there
+    /// then reads 4 bytes instead of the flow's record
+    cmark: Vec<u32>,
     dirty: Vec<LinkId>,
     epoch: u32,
     // scratch
@@ -306,6 +310,7 @@ impl FlowNet {
     pub fn reserve_flows(&mut self, n: usize) {
         self.flows.reserve(n.saturating_sub(self.flows.len()));
         self.slot.reserve(n.saturating_sub(self.slot.len()));
+        self.cmark.reserve(n.saturating_sub(self.cmark.len()));
     }
 
     /// Reserves room for `n` more links (the machine knows its count before it adds them: the
@@ -394,6 +399,7 @@ impl FlowNet {
         };
         if self.slot.len() <= id as usize {
             self.slot.resize(id as usize + 1, [0; SLOTS]);
+            self.cmark.resize(id as usize + 1, 0);
         }
         for (j, &l) in links.iter().enumerate() {
             let lk = &mut self.links[l as usize];
@@ -626,14 +632,16 @@ impl FlowNet {
     /// Progressive filling over the links in `live` (`link_rem` / `link_n`: the capacity left and
     /// the count of flows still to rate): raises the rates of all unrated flows together and, at
     /// each level, rates the flows of every link whose fair share is the smallest (within 1e-9).
-    /// `take(f, flow, share)` says whether a flow of such a link is one to rate now (and records
-    /// its rate); `left` is how many flows are to be rated.  Each link's `link_fixed` gains the
+    /// A flow of such a link is one to rate now if its `cmark` is `unrated` (then `rated`), and
+    /// `take(f, flow, share)` records its rate; `left` is how many flows are to be rated.  Each link's `link_fixed` gains the
     /// fixed-point rate of every flow rated on it.
     fn progressive_fill(
         &mut self,
         live: &mut Vec<LinkId>,
         mut left: usize,
-        mut take: impl FnMut(FlowId, &mut Flow, f64) -> bool,
+        unrated: u32,
+        rated: u32,
+        mut take: impl FnMut(FlowId, &mut Flow, f64),
     ) {
         while left > 0 {
             let share = self.smallest_share(live);
@@ -654,9 +662,11 @@ impl FlowNet {
                         break; // every flow of the link is rated: the rest of its list was before
                     }
                     let f = self.links[l as usize].flows[k];
-                    if !take(f, &mut self.flows[f as usize], share) {
+                    if self.cmark[f as usize] != unrated {
                         continue;
                     }
+                    self.cmark[f as usize] = rated;
+                    take(f, &mut self.flows[f as usize], share);
                     left -= 1;
                     froze = true;
                     for j in 0..self.flows[f as usize].links.len() {
@@ -1046,10 +1056,10 @@ impl FlowNet {
             self.comp_links.push(l);
             for i in 0..self.links[l as usize].flows.len() {
                 let f = self.links[l as usize].flows[i];
-                if self.flows[f as usize].mark == mark {
+                if self.cmark[f as usize] == mark {
                     continue;
                 }
-                self.flows[f as usize].mark = mark;
+                self.cmark[f as usize] = mark;
                 self.comp_flows.push(f);
                 for j in 0..self.flows[f as usize].links.len() {
                     let l2 = self.flows[f as usize].links[j];
@@ -1080,13 +1090,8 @@ impl FlowNet {
         let mut live = std::mem::take(&mut self.live);
         live.clear();
         live.extend_from_slice(&self.comp_links);
-        self.progressive_fill(&mut live, self.comp_flows.len(), |f, fl, share| {
-            if fl.mark != unfixed_mark {
-                return false;
-            }
-            fl.mark = fixed_mark;
+        self.progressive_fill(&mut live, self.comp_flows.len(), unfixed_mark, fixed_mark, |f, _, share| {
             new_rates.push((f, share));
-            true
         });
         self.live = live;
         // each rated flow: its bytes moved at the old rate up to `now` (the filling reads no
