@@ -117,7 +117,7 @@ def test_joint_fit_recovers_the_per_call_parameters(machine, tmp_path):
     pc = res.details["per_call"]
     v = pc["values"]
     want = {"c": 0.6e-6, "w": 0.4e-6, "d": 0.8e-6, "o": 0.1e-6, "L": 0.1e-6, "b": 0.3e-6, "bd": 6e-6,
-            "ie": 1 / 10e9, "ir": 1 / 20e9, "im": 1 / 12e9, "ih": 1 / 8e9, "inv": 1 / 300e9}
+            "ie": 1 / 10e9, "ir": 1 / 20e9, "im": 1 / 12e9, "ihe": 1 / 8e9, "ih": 1 / 8e9, "inv": 1 / 300e9}
     # gpudirect_delay takes the difference of NVLink latencies between the base file and the node
     # (the series cannot tell them apart: docs/validation): delay + path latency is the node's
     want["G"] = 3e-6 + 2 * 0.5e-6 - res.params.nvlink_path_latency
@@ -136,13 +136,57 @@ def test_joint_fit_recovers_the_per_call_parameters(machine, tmp_path):
     text = out.read_text()
     d = tomllib.loads(text)
     assert d["mpi"]["wait_overhead"] and d["mpi"]["device_call_overhead"] and d["mpi"]["blocking_send_overhead"]
-    assert len(d["mpi"]["factors"]) == 5     # host: 3 regimes, hostcopy: 1, gpudirect-p2p: 1 switch
+    # host: 3 regimes, hostcopy: 1 (its eager and rendezvous regimes at one rate are one bin),
+    # gpudirect-p2p: 1 switch
+    assert len(d["mpi"]["factors"]) == 5
+    assert pc["staged_switch"] is None
     assert "fitted jointly on" in text and "pingping host" in text
     # the simulation of the written file reproduces every series
     from g2gsim.calibrate.verify import verify
     rows = verify(raw, out, kinds=("pingpong", "pingpong-nb", "pingping"))
     err = np.array([abs(r["error"]) for r in rows])
     assert err.max() < 0.02, sorted(err)[-3:]
+
+
+STAGED_REGIMES = PERCALL.replace('''[[mpi.factors]]
+path = "hostcopy"
+bw_factor = 0.4
+''', '''[[mpi.factors]]
+path = "hostcopy"
+max_bytes = "64KiB"
+bw_factor = 0.25
+
+[[mpi.factors]]
+path = "hostcopy"
+max_bytes = "16MiB"
+bw_factor = 0.4
+
+[[mpi.factors]]
+path = "hostcopy"
+bw_factor = 0.3
+''')
+
+
+def test_joint_fit_recovers_the_staged_regimes(tmp_path):
+    """Staged (pinned) host messages have their own rate per protocol regime: eager up to the host
+    eager limit, then up to their own memory switch, then streaming from memory (measured on the
+    H100/H200 nodes: docs/validation/percall-fit.md).  A machine with three staged rates is
+    recovered, and the written file has the three hostcopy bins."""
+    assert STAGED_REGIMES != PERCALL
+    m = tmp_path / "staged.toml"
+    m.write_text(STAGED_REGIMES)
+    raw = synthetic_raw(m, sizes=sorted(set(SIZES) | {2 ** 25}))
+    res = fitmod.fit(raw, base="h200x4", collectives=False, engines=False)
+    pc = res.details["per_call"]
+    v = pc["values"]
+    for k, x in {"ihe": 1 / 5e9, "ih": 1 / 8e9, "ihm": 1 / 6e9}.items():
+        assert v[k] == pytest.approx(x, rel=0.03), k
+    assert (pc["eager_limit"], pc["staged_switch"]) == (64 * KiB, 16 * MiB)
+    out = tmp_path / "fitted.toml"
+    fitmod.write_machine(res, out)
+    hc = [f for f in tomllib.loads(out.read_text())["mpi"]["factors"] if f["path"] == "hostcopy"]
+    assert [f.get("max_bytes") for f in hc] == ["64KiB", "16MiB", None]
+    assert [f["bw_factor"] for f in hc] == pytest.approx([0.25, 0.4, 0.3], rel=0.03)
 
 
 def test_joint_fit_without_the_nonblocking_series_says_what_it_cannot_tell(machine):

@@ -122,6 +122,7 @@ class Archive:
 
     def __init__(self, anchor: Path):
         import otf2
+        self.path = anchor
         self.events = defaultdict(list)     # location name -> [event]
         with otf2.reader.open(str(anchor)) as tr:
             d = tr.definitions
@@ -407,7 +408,8 @@ def test_fake_gpu(tracer_lib, ping_exe, fakes, tmp_path):
     for r in range(NP):
         for e in a.rank(r):
             if type(e).__name__ in MSG_RECORDS:
-                want = 1 if type(e).__name__ == "MpiIsend" else 0   # Isend buffers are "device"
+                # Isend buffers are "device" (1), Irecv buffers page-locked host memory ("pinned", 4)
+                want = {"MpiIsend": 1, "MpiIrecv": 4}.get(type(e).__name__, 0)
                 assert attrs(e)["g2g:mem_space"] == want, (r, e)
         gpu = a.events[f"CUDA memcpy (rank {r})"]
         assert Counter(type(e).__name__ for e in gpu) == {"RmaGet": r + 1, "RmaOpCompleteBlocking": r + 1}
@@ -426,6 +428,12 @@ def test_fake_gpu(tracer_lib, ping_exe, fakes, tmp_path):
         assert init_leave <= min(starts) and max(starts) <= first_p2p
     import otf2
     assert a.locations["CUDA memcpy (rank 0)"].type == otf2.LocationType.GPU    # = ACCELERATOR_STREAM
+    # the importer names the memory spaces: page-locked receive buffers are "pinned"
+    from g2gsim.readers.otf2_reader import read_otf2
+    df = read_otf2(a.path, processes=1).to_pandas()
+    assert set(df[df.op == "Isend"].mem_space) == {"device"}
+    assert set(df[df.op == "Irecv"].mem_space) == {"pinned"}
+    assert set(df[df.op.isin(["Send", "Recv"])].mem_space) == {"host"}
 
 
 def test_fake_gpu_streams(tracer_lib, fakes, build_dir, tmp_path):

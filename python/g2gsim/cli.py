@@ -20,7 +20,7 @@ from ._io import atomic_output, write_text_atomic
 from .sim import BUFFERS, WINDOWS, SimulationError, as_native
 from .sim import simulate as run_simulation
 from .trace import Trace, TraceError
-from .vocab import MODES, SEND_OPS, SHARING
+from .vocab import HOST_SPACES, MODES, SEND_OPS, SHARING
 
 console = Console(soft_wrap=True, emoji=False)   # "m.toml:100:" must not print as an emoji
 err_console = Console(stderr=True, emoji=False)
@@ -311,7 +311,7 @@ def info(trace, assume_buffers, no_cache):
         tab.add_column(c, justify="left" if c == "op" else "right")
     g = df.groupby("op")
     for op, sub in sorted(g, key=lambda kv: -len(kv[1])):
-        dev = (sub["mem_space"] != "host").mean() if op not in ("Compute",) else 0.0
+        dev = (~sub["mem_space"].isin(HOST_SPACES)).mean() if op not in ("Compute",) else 0.0
         tt = sub["traced_s"].sum(min_count=1)
         tab.add_row(op, f"{len(sub):,}", f"{int(sub['bytes'].sum()):,}", f"{int(sub['recv_bytes'].sum()):,}",
                     f"{dev:.0%}", "-" if tt != tt else _fmt_s(float(tt)))

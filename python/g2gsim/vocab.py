@@ -53,6 +53,7 @@ NONBLOCKING_COLLECTIVES: tuple[str, ...] = tuple(
 MODES: tuple[str, ...] = tuple(_V["modes"])
 SHARING: tuple[str, ...] = tuple(_V["sharing"])
 MEM_SPACES: tuple[str, ...] = tuple(_V["mem_spaces"])
+HOST_SPACES: tuple[str, ...] = ("host", "pinned")     # host memory: ordinary and page-locked
 COPY_KINDS: tuple[str, ...] = tuple(_V["copy_kinds"])
 ANY_SOURCE: int = _V["any_source"]
 PROC_NULL: int = _V["proc_null"]

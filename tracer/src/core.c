@@ -630,7 +630,7 @@ G2G_INTERNAL void g2g_start(enum g2g_region init_region, uint64_t t_enter_raw, i
     OTF2_Archive_SetDescription(g2g.archive, "g2gsim PMPI trace");
     OTF2_Archive_SetProperty(g2g.archive, "G2G::TRACER", "g2gtrace " G2G_VERSION, true);
     OTF2_Archive_SetProperty(g2g.archive, "G2G::MEM_SPACE",
-                             "uint8 attribute g2g:mem_space: 0=host 1=device 2=managed 3=unknown", true);
+                             "uint8 attribute g2g:mem_space: 0=host 1=device 2=managed 3=unknown 4=pinned", true);
     OTF2_Archive_SetProperty(g2g.archive, "G2G::COLLECTIVE_BYTES",
                              "MpiCollectiveEnd sizeSent/sizeReceived follow Score-P; g2g:bytes and "
                              "g2g:recv_bytes are the local buffer sizes",
@@ -779,7 +779,7 @@ static void write_global_defs(const uint64_t *rep, const int *displs, comm_def *
         const char *name, *desc;
         OTF2_Type type;
     } attrs[A_COUNT] = {
-        [A_MEM_SPACE] = {"g2g:mem_space", "buffer memory: 0=host 1=device 2=managed 3=unknown", OTF2_TYPE_UINT8},
+        [A_MEM_SPACE] = {"g2g:mem_space", "buffer memory: 0=host 1=device 2=managed 3=unknown 4=pinned", OTF2_TYPE_UINT8},
         [A_CONTIG] = {"g2g:contiguous", "1 when the MPI datatype(s) are contiguous", OTF2_TYPE_UINT8},
         [A_BYTES] = {"g2g:bytes", "collective: this rank's send-buffer bytes", OTF2_TYPE_UINT64},
         [A_RECV_BYTES] = {"g2g:recv_bytes", "collective: this rank's receive-buffer bytes", OTF2_TYPE_UINT64},

@@ -55,8 +55,8 @@ static uint8_t classify(uint64_t memtype, uint64_t managed)
 {
     if (managed) return G2G_MEM_MANAGED;
     switch ((unsigned)memtype) {
-    case 0:
-    case G2G_CU_MEMORYTYPE_HOST: return G2G_MEM_HOST;
+    case 0: return G2G_MEM_HOST; /* not a CUDA allocation: ordinary (pageable) host memory */
+    case G2G_CU_MEMORYTYPE_HOST: return G2G_MEM_PINNED; /* page-locked by CUDA */
     case G2G_CU_MEMORYTYPE_DEVICE:
     case G2G_CU_MEMORYTYPE_ARRAY: return G2G_MEM_DEVICE;
     case G2G_CU_MEMORYTYPE_UNIFIED: return G2G_MEM_MANAGED;

@@ -134,7 +134,9 @@ extern G2G_INTERNAL const int g2g_n_cuda_api;
 #define G2G_MAX_CUDA_API 64
 #define G2G_KERNEL_REGION0 ((uint32_t)R_COUNT + (uint32_t)g2g_n_cuda_api)
 
-enum { G2G_MEM_HOST = 0, G2G_MEM_DEVICE = 1, G2G_MEM_MANAGED = 2, G2G_MEM_UNKNOWN = 3 };
+/* memory spaces of a buffer (the g2g:mem_space attribute; the trace vocabulary's codes): pinned is
+   page-locked host memory (cudaMallocHost, cudaHostRegister) */
+enum { G2G_MEM_HOST = 0, G2G_MEM_DEVICE = 1, G2G_MEM_MANAGED = 2, G2G_MEM_UNKNOWN = 3, G2G_MEM_PINNED = 4 };
 
 /* Local communicator ids: 0 = MPI_COMM_WORLD, 1 = MPI_COMM_SELF, then one per communicator
  * this rank learns about, never reused.  Rewritten to global ids by an OTF2 mapping table. */

@@ -55,8 +55,8 @@ static OTF2_TimeStamp post_flush(void *u, OTF2_FileType f, OTF2_LocationRef l)
 
 static const char *space_name(uint8_t s)
 {
-    static const char *const n[] = {"host", "device", "managed", "unknown"};
-    return s < 4 ? n[s] : "?";
+    static const char *const n[] = {"host", "device", "managed", "unknown", "pinned"};
+    return s < 5 ? n[s] : "?";
 }
 
 int main(int argc, char **argv)
@@ -101,7 +101,7 @@ int main(int argc, char **argv)
         const void *ptr;
         uint8_t want;
     } cases[] = {
-        {"malloc", p, G2G_MEM_HOST},           {"cudaMallocHost", h, G2G_MEM_HOST},
+        {"malloc", p, G2G_MEM_HOST},           {"cudaMallocHost", h, G2G_MEM_PINNED},
         {"cudaMalloc", d, G2G_MEM_DEVICE},     {"cudaMalloc+4096", (char *)d + 4096, G2G_MEM_DEVICE},
         {"cudaMallocManaged", m, G2G_MEM_MANAGED}, {"stack", &rc, G2G_MEM_HOST},
     };

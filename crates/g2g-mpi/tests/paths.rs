@@ -518,6 +518,23 @@ fn factors_of_gpudirect_and_hostcopy_paths() {
     // ... and a plain host send uses the host bins (20 B/ns)
     let r = run(vec![vec![send(1, 0, b)], vec![recv(0, 0, b)]], &t, SimOptions::default()).unwrap();
     assert_eq!(end_ns(&r, 1), 200 + 50 + 10 + 300);
+    // a send from page-locked host memory (the trace says `pinned`) takes the staged bins with
+    // no copy next to it, blocking or not; a pinned receive buffer alone changes nothing (the
+    // sender's buffer decides, as for every other class)
+    let pinned = |mut o: g2g_trace::Op| {
+        o.mem = g2g_trace::MemSpace::Pinned;
+        o
+    };
+    for s in [send(1, 0, b), isend(1, 0, b, 1)] {
+        let mut ops0 = vec![pinned(s)];
+        if ops0[0].kind == g2g_trace::OpKind::Isend {
+            ops0.push(waitall(&[1]));
+        }
+        let r = run(vec![ops0, vec![recv(0, 0, b)]], &t, SimOptions::default()).unwrap();
+        assert_eq!(end_ns(&r, 1), 200 + 800 + 10 + 300);
+    }
+    let r = run(vec![vec![send(1, 0, b)], vec![pinned(recv(0, 0, b))]], &t, SimOptions::default()).unwrap();
+    assert_eq!(end_ns(&r, 1), 200 + 50 + 10 + 300);
 }
 
 #[test]

@@ -251,6 +251,9 @@ pub enum MemSpace {
     Device,
     Managed,
     Unknown,
+    /// page-locked host memory (cudaMallocHost, cudaHostRegister): a host buffer; the replay gives
+    /// MPI messages from it the staged rates (`[[mpi.factors]]` of path `hostcopy`)
+    Pinned,
 }
 
 impl MemSpace {
@@ -260,6 +263,7 @@ impl MemSpace {
             "device" => MemSpace::Device,
             "managed" => MemSpace::Managed,
             "unknown" => MemSpace::Unknown,
+            "pinned" => MemSpace::Pinned,
             _ => return None,
         })
     }
@@ -269,6 +273,7 @@ impl MemSpace {
             MemSpace::Device => "device",
             MemSpace::Managed => "managed",
             MemSpace::Unknown => "unknown",
+            MemSpace::Pinned => "pinned",
         }
     }
     /// Device or managed memory: data that lives on the GPU when the call is made.

@@ -150,7 +150,10 @@ pub fn collective_names() -> &'static [&'static str] {
 }
 
 impl MemSpace {
-    pub const ALL: [MemSpace; 4] = [MemSpace::Host, MemSpace::Device, MemSpace::Managed, MemSpace::Unknown];
+    /// In the order of their codes (the tracer's `g2g:mem_space` attribute: 0 host, 1 device,
+    /// 2 managed, 3 unknown, 4 pinned).
+    pub const ALL: [MemSpace; 5] =
+        [MemSpace::Host, MemSpace::Device, MemSpace::Managed, MemSpace::Unknown, MemSpace::Pinned];
 }
 
 impl CopyKind {

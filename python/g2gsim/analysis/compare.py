@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..sim import legacy_buffers, machine_info, simulate
+from ..vocab import HOST_SPACES
 from ._common import (
     COLL_CLASS,
     COPY_CLASS,
@@ -65,7 +66,7 @@ def host_buffer_share(td: TraceData) -> float:
     df = td.df
     cat = categories(df["op"])
     mpi = (cat == "p2p") | (cat == "collective")
-    return float((df["mem_space"].to_numpy(object)[mpi] == "host").mean()) if mpi.any() else 0.0
+    return float(np.isin(df["mem_space"].to_numpy(object)[mpi], HOST_SPACES).mean()) if mpi.any() else 0.0
 
 
 def trace_compute_share(td: TraceData) -> float | None:

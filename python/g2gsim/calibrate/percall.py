@@ -18,6 +18,9 @@ device blocking extra b_d         a blocking device send up to the device switch
 host rates                        per byte in the eager regime (``bw_factor`` of one
                                   ``[[mpi.factors]]`` entry up to E) and in the rendezvous regime
                                   (``node.host.shm_rank_bw``, or ``shm_bw`` on one shared link)
+staged rates                      staged (pinned, DMA-written) host messages: per byte in the eager
+                                  regime, up to the staged memory switch S and above it, and a
+                                  delay (``[[mpi.factors]]`` bins of path ``hostcopy``)
 ``gpu.gpudirect_delay``,          the device path's fixed cost and rate
 ``node.nvlink.bw``
 ===============================  ===============================================================
@@ -51,18 +54,21 @@ PARAMS = (
     ("ie", "host eager regime, per byte", "s/B"),
     ("ir", "host rendezvous regime, per byte", "s/B"),
     ("im", "host messages above the memory switch, per byte", "s/B"),
+    ("ihe", "staged host messages (hostcopy path) in the eager regime, per byte", "s/B"),
     ("ih", "staged host messages (hostcopy path), per byte", "s/B"),
+    ("ihm", "staged host messages above the staged memory switch, per byte", "s/B"),
     ("hd", "staged host messages (hostcopy path), delay", "s"),
     ("G", "gpu.gpudirect_delay", "s"),
     ("inv", "node.nvlink.bw, per byte", "s/B"),
 )
 IDX = {k: i for i, (k, _, _) in enumerate(PARAMS)}
 # which unknown gives way first when the data cannot tell some of them apart
-DROP_ORDER = ("bd", "im", "hd", "ih", "b", "w", "d", "ie", "L", "c", "o", "G", "ir", "inv")
+DROP_ORDER = ("bd", "im", "ihm", "ihe", "hd", "ih", "b", "w", "d", "ie", "L", "c", "o", "G", "ir", "inv")
 FIT_KINDS = ("pingpong", "pingpong-nb", "pingping", "ring", "all-pairs", "fan-in")
 EAGER_RANGE = (KiB, 4 * MiB)       # the host eager limit is searched here (as eager_break)
 DEVICE_SWITCH_MAX = MiB            # and the device blocking switch up to here
 MEMORY_SWITCH_MAX = 64 * MiB       # and the host memory switch (larger messages stream from memory)
+STAGED_SWITCH_MAX = 64 * MiB       # and the staged messages' own memory switch
 SUPPORT_SHARE = 0.05               # a series supports a parameter above this share of its column
 HUBER = 0.10                       # relative errors beyond this count linearly in the fit
 SWITCH_GAIN = 0.03                 # a switch must lower the fit's error by this share
@@ -74,6 +80,7 @@ class PerCallFit:
     eager_limit: int
     device_switch: int | None       # b_d applies to device blocking sends <= this; None: no switch
     memory_switch: int | None = None  # host messages above this take the memory regime's rate
+    staged_switch: int | None = None  # staged host messages above this take their memory regime's rate
     fixed: dict = field(default_factory=dict)       # key -> why it kept its base value
     support: dict = field(default_factory=dict)     # key -> {series: share}
     series_error: dict = field(default_factory=dict)  # series -> median |relative error| of the fit
@@ -88,18 +95,19 @@ def fit_series(series: list[Series]) -> list[Series]:
             and (s.kind in ("pingpong", "pingpong-nb", "pingping") or s.nranks == 2)]
 
 
-def _parts(s: Series, p: P2PParams, E: int, X: int | None, M: int | None = None):
+def _parts(s: Series, p: P2PParams, E: int, X: int | None, M: int | None = None, S: int | None = None):
     if s.kind == "all-pairs":       # two ranks: a ping-ping
-        return _parts(Series("pingping", s.mode, s.sizes, s.t, s.iterations), p, E, X, M)
+        return _parts(Series("pingping", s.mode, s.sizes, s.t, s.iterations), p, E, X, M, S)
     if s.kind == "fan-in":          # two ranks: a blocking one-way and the 1-byte blocking reply
         one = np.ones(len(s.sizes), dtype=s.sizes.dtype)
-        a = _parts(Series("pingpong", s.mode, s.sizes, s.t, s.iterations), p, E, X, M)
-        r = _parts(Series("pingpong", s.mode, one, s.t, s.iterations), p, E, X, M)
+        a = _parts(Series("pingpong", s.mode, s.sizes, s.t, s.iterations), p, E, X, M, S)
+        r = _parts(Series("pingpong", s.mode, one, s.t, s.iterations), p, E, X, M, S)
         return tuple(x + y for x, y in zip(a, r))
-    return _parts1(s, p, E, X, M)
+    return _parts1(s, p, E, X, M, S)
 
 
-def _parts1(s: Series, p: P2PParams, E: int, X: int | None, M: int | None = None):
+def _parts1(s: Series, p: P2PParams, E: int, X: int | None, M: int | None = None,
+             S: int | None = None):
     """The design of series ``s``: (C, T, kc, kt) with C the calls' rows (len(sizes) x
     len(PARAMS)), T the one message's rows (blocking extras included), kc the known part of the
     calls (the staging copies) and kt of the message (the NVLink latency).  A point's time is
@@ -129,8 +137,13 @@ def _parts1(s: Series, p: P2PParams, E: int, X: int | None, M: int | None = None
         eager = n <= E
         T[:, IDX["L"]] = np.where(eager, 1.0, 3.0)
         if s.mode == "staged":
-            # the staged messages' own rate and delay: their buffers come cold from the DMA copies
-            T[:, IDX["ih"]] = n * kf
+            # the staged messages' own rates and delay: their buffers come cold from the DMA copies;
+            # the same protocol regimes as host messages (eager up to E), and their own memory
+            # switch S (pinned buffers written by the copy engine: past S they stream from memory)
+            smem = (n > S) if S is not None else np.zeros(len(n), bool)
+            T[:, IDX["ihe"]] = np.where(eager, n * kf, 0.0)
+            T[:, IDX["ih"]] = np.where(eager | smem, 0.0, n * kf)
+            T[:, IDX["ihm"]] = np.where(smem & ~eager, n * kf, 0.0)
             T[:, IDX["hd"]] = 1.0
         else:
             mem = (n > M) if M is not None else np.zeros(len(n), bool)
@@ -225,13 +238,13 @@ def _base_values(p: P2PParams) -> dict:
             break
     return {"c": p.call_overhead, "w": p.wait_call, "d": p.device_call_overhead, "o": p.send_overhead + p.recv_overhead,
             "L": p.shm_latency, "b": p.blocking_send_overhead, "bd": 0.0, "ie": ie, "ir": 1 / B,
-            "im": 1 / B, "ih": 1 / B, "hd": 0.0, "G": p.gpudirect_delay, "inv": 1 / p.nvlink_bw if p.nvlink_bw else 0.0}
+            "im": 1 / B, "ihe": 1 / B, "ih": 1 / B, "ihm": 1 / B, "hd": 0.0, "G": p.gpudirect_delay, "inv": 1 / p.nvlink_bw if p.nvlink_bw else 0.0}
 
 
-def _off(X: int | None, M: int | None) -> set[int]:
+def _off(X: int | None, M: int | None, S: int | None = None) -> set[int]:
     """The columns a candidate switches off: the device blocking extra without a device switch,
-    the memory regime without a memory switch."""
-    return {IDX[k] for k, on in (("bd", X is not None), ("im", M is not None)) if not on}
+    the memory regimes without their memory switches."""
+    return {IDX[k] for k, on in (("bd", X is not None), ("im", M is not None), ("ihm", S is not None)) if not on}
 
 
 def _lsq(series, parts, low, t, w, xb, off):
@@ -270,15 +283,15 @@ def _predict(series, parts, x):
 
 
 def _solve(series: list[Series], p: P2PParams, E: int, X: int | None, base: dict, M: int | None = None,
-           robust: bool = True) -> PerCallFit:
+           robust: bool = True, S: int | None = None) -> PerCallFit:
     """The fit for one candidate (E, X, M): non-negative least squares in relative error, each
     series weighted equally, with Huber weights (errors beyond HUBER count linearly: one outlying
     point cannot bend a regime), over the branches of max(T, w) (two starts)."""
-    parts = [_parts(s, p, E, X, M) for s in series]
+    parts = [_parts(s, p, E, X, M, S) for s in series]
     t = np.concatenate([s.t for s in series])
     w0 = np.concatenate([np.full(len(s.t), 1 / np.sqrt(len(s.t))) for s in series]) / t
     xb = np.array([base[k] for k, _, _ in PARAMS])
-    off = _off(X, M)
+    off = _off(X, M, S)
     best = None
     for low0 in ([None] * len(series), [np.ones(len(s.sizes), bool) if _waits(s) else None for s in series]):
         low = low0
@@ -320,7 +333,7 @@ def _solve(series: list[Series], p: P2PParams, E: int, X: int | None, base: dict
         support[PARAMS[j][0]] = sh
     fixed_cols = [j for j in range(len(PARAMS)) if j not in free_ok and j not in off]
     return PerCallFit(values={k: float(x[IDX[k]]) for k, _, _ in PARAMS}, eager_limit=E, device_switch=X,
-                      memory_switch=M, fixed={PARAMS[j][0]: why.get(j, "held at its base value") for j in fixed_cols},
+                      memory_switch=M, staged_switch=S, fixed={PARAMS[j][0]: why.get(j, "held at its base value") for j in fixed_cols},
                       support=support, series_error=errs, cost=cost)
 
 
@@ -359,6 +372,12 @@ def fit_per_call(series: list[Series], p: P2PParams, robust: bool = True) -> Per
         f = _solve(ss, p, best.eager_limit, X, base, best.memory_switch, robust)
         if better(f, best, best is no_dev):
             best = f
+    staged_sizes = sorted({int(x) for s in ss if s.mode == "staged" for x in s.sizes})
+    no_staged = best
+    for S in [x for x in staged_sizes if x > best.eager_limit and x <= STAGED_SWITCH_MAX]:
+        f = _solve(ss, p, best.eager_limit, best.device_switch, base, best.memory_switch, robust, S)
+        if better(f, best, best is no_staged):
+            best = f
     return best
 
 
@@ -375,7 +394,8 @@ def apply(f: PerCallFit, p: P2PParams) -> None:
     p.eager_limit = f.eager_limit
     # the host link runs at the faster regime's rate; the slower regime is a bin with bw_factor < 1
     # (a flow cannot go faster than its link)
-    rates = [1 / x for x in (v["ie"], v["ir"], v["ih"]) + ((v["im"],) if f.memory_switch else ()) if x > 0]
+    staged = (v["ihe"], v["ih"]) + ((v["ihm"],) if f.staged_switch else ())
+    rates = [1 / x for x in (v["ie"], v["ir"]) + staged + ((v["im"],) if f.memory_switch else ()) if x > 0]
     if rates:
         scale = max(rates) / p.host_flow_bw(1)
         if p.shm_rank_bw is None:
@@ -396,11 +416,20 @@ def apply(f: PerCallFit, p: P2PParams) -> None:
     host = [_bin(mb, bw_factor=min(1.0, max(1e-3, (1 / per) / link)) if per > 0 else 1.0) for mb, per in regimes]
     if any(abs(b_["bw_factor"] - 1.0) > 1e-3 for b_ in host):
         p.factors["host"] = host
-    if v["ih"] > 0 or v["hd"] > 0:
-        link = p.host_flow_bw(1)
-        hc = _bin(float("inf"), bw_factor=min(1.0, max(1e-3, (1 / v["ih"]) / link)) if v["ih"] > 0 else 1.0)
-        hc["delay"] = v["hd"]
-        p.factors["hostcopy"] = [hc]
+    if any(x > 0 for x in staged) or v["hd"] > 0:
+        # the staged regimes as hostcopy bins: eager up to E, then up to the staged memory switch
+        sreg = [(f.eager_limit, v["ihe"]), (f.staged_switch or float("inf"), v["ih"])]
+        if f.staged_switch is not None:
+            sreg.append((float("inf"), v["ihm"]))
+        hcs: list[dict] = []
+        for mb, per in sreg:
+            hc = _bin(mb, bw_factor=min(1.0, max(1e-3, (1 / per) / link)) if per > 0 else 1.0)
+            hc["delay"] = v["hd"]
+            if hcs and abs(hcs[-1]["bw_factor"] - hc["bw_factor"]) <= 1e-3 * hc["bw_factor"]:
+                hcs[-1]["max_bytes"] = mb          # two regimes at one rate are one bin
+            else:
+                hcs.append(hc)
+        p.factors["hostcopy"] = hcs
     if f.device_switch is not None and v["bd"] > 0:
         p.factors["gpudirect-p2p"] = [_bin(f.device_switch, blocking_send_overhead=v["bd"])]
 
@@ -413,7 +442,7 @@ def _bin(max_bytes: float, bw_factor: float = 1.0, blocking_send_overhead: float
 def details(f: PerCallFit) -> dict[str, Any]:
     """The fit's record for ``FitResult.details['per_call']``."""
     return {"values": f.values, "eager_limit": f.eager_limit, "device_switch": f.device_switch,
-            "memory_switch": f.memory_switch,
+            "memory_switch": f.memory_switch, "staged_switch": f.staged_switch,
             "fixed": f.fixed, "support": f.support, "series_error": f.series_error,
             "series": sorted(f.series_error), "cost": f.cost,
             "params": {k: what for k, what, _ in PARAMS}}

@@ -29,7 +29,7 @@ from ctypes import c_int, c_int64, c_uint8, c_uint32, c_uint64, c_void_p
 import numpy as np
 
 from .._extras import require
-from ..trace import ALL_OPS, COLLECTIVES, COPY_KINDS, TraceError
+from ..trace import ALL_OPS, COLLECTIVES, COPY_KINDS, MEM_SPACES, TraceError
 from ..vocab import SEND_ONLY_OPS, TEST_OPS, WAIT_OPS
 from .otf2_defs import (
     GPU_API_KINDS,
@@ -307,7 +307,7 @@ class AttrReader:
             m = self.mem_str.get(v[1] & 0xFFFFFFFF, 3)
         else:
             m = v[1] & 0xFF
-            m = m if m < 4 else 3
+            m = m if m < len(MEM_SPACES) else MEM_SPACES.index("unknown")
         c = a.get("g2g:contiguous")
         return m + NONCONTIG if c is not None and (c[1] & 0xFF) == 0 else m
 

@@ -35,7 +35,7 @@ from otf2.enums import (  # noqa: E402
 )
 
 UNDEF_ROOT = 0xFFFFFFFF
-MEM_CODES = {"host": 0, "device": 1, "managed": 2, "unknown": 3}
+MEM_CODES = {"host": 0, "device": 1, "managed": 2, "unknown": 3, "pinned": 4}
 
 
 @dataclass

@@ -5,8 +5,8 @@
  * even/odd ranks + MPI_Allreduce on it + MPI_Comm_free, MPI_Ibcast + MPI_Wait, one MPI_Sendrecv
  * with a strided (non-contiguous) vector type, MPI_Finalize.
  *
- * With a fake libcuda (G2G_LIBCUDA) that exports g2gfake_set_device, the Isend buffers are marked
- * as device memory; with a fake libcupti (G2G_LIBCUPTI) exporting g2gfake_memcpy, rank r records
+ * With a fake libcuda (G2G_LIBCUDA) that exports g2gfake_set_device and g2gfake_set_pinned, the
+ * Isend buffers are marked as device memory and the Irecv buffers as page-locked host memory; with a fake libcupti (G2G_LIBCUPTI) exporting g2gfake_memcpy, rank r records
  * r + 1 host-to-device copies of 4096 bytes.
  */
 #include <dlfcn.h>
@@ -31,6 +31,8 @@ int main(int argc, char **argv)
         void *h = dlopen(fake_cuda, RTLD_NOW | RTLD_NOLOAD);
         void (*set_device)(const void *, size_t) = h ? (void (*)(const void *, size_t))dlsym(h, "g2gfake_set_device") : NULL;
         if (set_device) set_device(isend_buf, sizeof isend_buf);
+        void (*set_pinned)(const void *, size_t) = h ? (void (*)(const void *, size_t))dlsym(h, "g2gfake_set_pinned") : NULL;
+        if (set_pinned) set_pinned(irecv_buf, sizeof irecv_buf);
     }
     const char *fake_cupti = getenv("G2G_LIBCUPTI");
     if (fake_cupti) {

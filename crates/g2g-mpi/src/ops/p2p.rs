@@ -1,7 +1,7 @@
 //! Point-to-point operations (Send/Isend and their modes, Recv/Irecv, Sendrecv), and the posting
 //! of every message (collectives' too): data path, plan, `[[mpi.factors]]`, protocol, matching.
 use g2g_net::paths::{self, HostPath, Pipelined};
-use g2g_trace::{Op, OpKind, ANY_SOURCE, PROC_NULL};
+use g2g_trace::{MemSpace, Op, OpKind, ANY_SOURCE, PROC_NULL};
 
 use crate::event::{Ev, MsgId, Next, ReqId};
 use crate::model::matching::Posted;
@@ -92,7 +92,8 @@ impl State<'_> {
                     contiguous: op.contiguous,
                     owner: Owner::Rank(r),
                     blocking,
-                    staged_buffers: false,
+                    // a page-locked send buffer: the staged rates (pinned messages are slower)
+                    staged_buffers: op.mem == MemSpace::Pinned,
                 };
                 let req = self.post_send(&spec, route);
                 if blocking {
@@ -229,7 +230,7 @@ impl State<'_> {
                         contiguous: op.contiguous,
                         owner: Owner::Rank(r),
                         blocking: true,
-                        staged_buffers: false,
+                        staged_buffers: op.mem == MemSpace::Pinned,
                     };
                     reqs.push(self.post_send(&spec, route));
                 }
