@@ -590,6 +590,7 @@ impl FlowNet {
     /// Does flow `f` at rate `r` have a bottleneck link: saturated, and no flow on it faster?
     /// Links of R have their stat for round `tick` (sum and U's largest rate with U's staged
     /// rates); any other link is as committed (its `load`).
+    #[inline(always)]
     fn has_bottleneck(&mut self, f: FlowId, r: f64, mark: u32, tick: u32) -> bool {
         for j in 0..self.flows[f as usize].links.len() {
             let l = self.flows[f as usize].links[j];
