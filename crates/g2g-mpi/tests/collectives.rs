@@ -233,3 +233,24 @@ fn staged_device_collectives_go_through_the_host_in_chunks() {
     // per chunk: D2H 2250; network 2000/1 + hop 100 + NIC 1000; H2D 2250; RTS/CTS 1100 each
     assert_eq!(end_ns(&r, 1), 200 + 1100 + 1100 + pipeline_ns(5, [2250, 3100, 2250], 2) + 300);
 }
+
+#[test]
+fn collectives_on_page_locked_buffers_take_the_staged_factors() {
+    // a hostcopy bin at half the rate: a 1000-byte Bcast between two nodes moves at 0.5 B/ns when
+    // its buffers are page-locked (`pinned`), at 1 B/ns on ordinary host memory
+    let m = SIMPLE.replace("[gpu]", "[[mpi.factors]]\npath = \"hostcopy\"\nbw_factor = 0.5\n\n[gpu]");
+    assert_ne!(m, SIMPLE);
+    let b = 1000;
+    let bcast = |mem| {
+        let ranks = (0..2)
+            .map(|_| {
+                let mut o = coll("Bcast", b, 0);
+                o.mem = mem;
+                vec![o]
+            })
+            .collect();
+        end_ns(&run(ranks, &m, opts("bcast=binomial")).unwrap(), 1)
+    };
+    assert_eq!(bcast(g2g_trace::MemSpace::Host), T0 + b);
+    assert_eq!(bcast(g2g_trace::MemSpace::Pinned), T0 + 2 * b);
+}

@@ -2,7 +2,7 @@
 //! of point-to-point messages with reductions between them, HostCopy staging of the buffers, and
 //! what each round's completion does.
 use g2g_coll::{CollArgs, CollKind};
-use g2g_trace::{Op, OpKind};
+use g2g_trace::{MemSpace, Op, OpKind};
 
 use crate::event::{CollId, Ev, Next};
 use crate::model::collective::{CollPhase, CollRun, AFTER_COPY};
@@ -93,8 +93,12 @@ impl State<'_> {
         let gpu_path = on_gpu && self.policy.gpu_aware(op.bytes.max(op.recv_bytes()), true);
         let req = if nonblocking { Some(self.reqs.new_req(Owner::Rank(r))) } else { None };
         let staged = gpu_path && self.m.cfg.device_collectives.staged(kind.name());
+        // host buffers that stage (a recognised copy next to the call) or are page-locked take the
+        // staged (`hostcopy`) factors, as point-to-point sends do
         let hostcopy = (on_gpu && !gpu_path)
-            || (!on_gpu && hostcopy::rank_stages(self.ranks[r as usize].stages, &self.queues[r as usize]));
+            || (!on_gpu
+                && (op.mem == MemSpace::Pinned
+                    || hostcopy::rank_stages(self.ranks[r as usize].stages, &self.queues[r as usize])));
         let cr = CollRun {
             rank: r,
             comm: op.comm,
