@@ -140,6 +140,13 @@ def test_generate_then_simulate_via_cli(tmp_path):
     cli("simulate", out, "--machine", "leonardo", "--mode", "hostcopy", "--no-progress")
 
 
+def test_text_summary_names_the_sharing_model(pingpong):
+    # the printed report says which sharing model ran (issue 27), as the JSON's "sharing" does
+    assert "max-min sharing" in cli("simulate", pingpong, "--machine", "lassen", "--no-progress").stdout
+    out = cli("simulate", pingpong, "--machine", "lassen", "--sharing", "bottleneck", "--no-progress").stdout
+    assert "bottleneck sharing" in out and "max-min sharing" not in out
+
+
 def test_timeline_for_perfetto(pingpong, tmp_path):
     tl = tmp_path / "tl.json"
     g2gsim.simulate(pingpong, "lassen", mode="hostcopy", timeline=str(tl))

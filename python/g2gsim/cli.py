@@ -108,8 +108,8 @@ def _fmt_s(s: float) -> str:
 
 
 def print_summary(rep: dict):
-    t = Table(title=f"{rep['trace']} on {rep['machine']} ({rep['mode']}): {rep['nranks']} ranks, "
-                    f"{rep['nodes']} nodes x {rep['gpus_per_node']} GPUs")
+    t = Table(title=f"{rep['trace']} on {rep['machine']} ({rep['mode']}, {rep['sharing']} sharing): "
+                    f"{rep['nranks']} ranks, {rep['nodes']} nodes x {rep['gpus_per_node']} GPUs")
     t.add_column("metric")
     t.add_column("value", justify="right")
     t.add_row("simulated run time", _fmt_s(rep["total_time_s"]))

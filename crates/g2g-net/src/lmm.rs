@@ -75,14 +75,64 @@ impl Link {
 }
 
 /// A rate (bytes per ns) in the fixed point of `Link::load`: units of 2^-64 byte per ns.
+/// The same value as `(r * 2^64) as i128` (truncation, saturating), without the generic
+/// conversion routine: a product below 2^63 converts through `i64`, a larger one is its
+/// mantissa shifted by its exponent (exact: a float that large is a whole number).
 #[inline]
 fn fx(r: f64) -> i128 {
-    (r * 18_446_744_073_709_551_616.0) as i128
+    let v = r * 18_446_744_073_709_551_616.0;
+    if v.abs() < 9_223_372_036_854_775_808.0 {
+        return v as i64 as i128;
+    }
+    fx_wide(v)
+}
+
+#[cold]
+fn fx_wide(v: f64) -> i128 {
+    let bits = v.to_bits();
+    let exp = ((bits >> 52) & 0x7ff) as i32 - 1075;
+    if !(0..=74).contains(&exp) {
+        return v as i128; // NaN, infinities and 2^127 or more: the language's saturating rule
+    }
+    let m = ((bits & ((1u64 << 52) - 1)) | (1u64 << 52)) as i128;
+    let x = m << exp;
+    if v < 0.0 {
+        -x
+    } else {
+        x
+    }
+}
+
+/// A fixed-point rate as a float: the same value as `x as f64 * 2^-64` (round to nearest even),
+/// without the generic conversion routine.  Below 2^63 in magnitude `i64`'s conversion is exact
+/// rounding; a larger value is shifted right to 63 bits, the bits shifted out kept as one sticky
+/// bit (enough for correct rounding: 63 bits hold the 53 kept, the rounding bit and more), then
+/// scaled back by a power of two (exact).
+#[inline]
+fn from_fx(x: i128) -> f64 {
+    const INV: f64 = 1.0 / 18_446_744_073_709_551_616.0;
+    if x == x as i64 as i128 {
+        return x as i64 as f64 * INV;
+    }
+    from_fx_wide(x) * INV
 }
 
 #[inline]
-fn from_fx(x: i128) -> f64 {
-    x as f64 * (1.0 / 18_446_744_073_709_551_616.0)
+fn from_fx_wide(x: i128) -> f64 {
+    let neg = x < 0;
+    let a = x.unsigned_abs();
+    let lz = a.leading_zeros(); // below 65: `a` needs more than 63 bits
+    let s = 65 - lz; // shift that leaves 63 significant bits
+    let lost = a & ((1u128 << s) - 1);
+    let y = ((a >> s) as u64) | (lost != 0) as u64;
+    // 2^s, s in 1..=65
+    let scale = f64::from_bits(((1023 + s) as u64) << 52);
+    let f = y as i64 as f64 * scale;
+    if neg {
+        -f
+    } else {
+        f
+    }
 }
 
 /// What the incremental max-min check knows of a link in one check round (`FlowNet::tick`).
@@ -201,6 +251,10 @@ pub struct FlowNet {
     /// finishing flow leaves a link of thousands of flows without a search
     slot: Vec<[u32; SLOTS]>,
     free: Vec<FlowId>,
+    /// per flow: the whole-component solve's mark (found, then rated), in a dense table of its
+    /// own: the search and the filling meet each flow once per link it crosses, and a test there
+    /// then reads 4 bytes instead of the flow's record
+    cmark: Vec<u32>,
     dirty: Vec<LinkId>,
     epoch: u32,
     // scratch
@@ -256,6 +310,7 @@ impl FlowNet {
     pub fn reserve_flows(&mut self, n: usize) {
         self.flows.reserve(n.saturating_sub(self.flows.len()));
         self.slot.reserve(n.saturating_sub(self.slot.len()));
+        self.cmark.reserve(n.saturating_sub(self.cmark.len()));
     }
 
     /// Reserves room for `n` more links (the machine knows its count before it adds them: the
@@ -344,6 +399,7 @@ impl FlowNet {
         };
         if self.slot.len() <= id as usize {
             self.slot.resize(id as usize + 1, [0; SLOTS]);
+            self.cmark.resize(id as usize + 1, 0);
         }
         for (j, &l) in links.iter().enumerate() {
             let lk = &mut self.links[l as usize];
@@ -534,6 +590,7 @@ impl FlowNet {
     /// Does flow `f` at rate `r` have a bottleneck link: saturated, and no flow on it faster?
     /// Links of R have their stat for round `tick` (sum and U's largest rate with U's staged
     /// rates); any other link is as committed (its `load`).
+    #[inline(always)]
     fn has_bottleneck(&mut self, f: FlowId, r: f64, mark: u32, tick: u32) -> bool {
         for j in 0..self.flows[f as usize].links.len() {
             let l = self.flows[f as usize].links[j];
@@ -576,13 +633,16 @@ impl FlowNet {
     /// Progressive filling over the links in `live` (`link_rem` / `link_n`: the capacity left and
     /// the count of flows still to rate): raises the rates of all unrated flows together and, at
     /// each level, rates the flows of every link whose fair share is the smallest (within 1e-9).
-    /// `take(f, flow, share)` says whether a flow of such a link is one to rate now (and records
-    /// its rate); `left` is how many flows are to be rated.
+    /// A flow of such a link is one to rate now if its `cmark` is `unrated` (then `rated`), and
+    /// `take(f, flow, share)` records its rate; `left` is how many flows are to be rated.  Each link's `link_fixed` gains the
+    /// fixed-point rate of every flow rated on it.
     fn progressive_fill(
         &mut self,
         live: &mut Vec<LinkId>,
         mut left: usize,
-        mut take: impl FnMut(FlowId, &mut Flow, f64) -> bool,
+        unrated: u32,
+        rated: u32,
+        mut take: impl FnMut(FlowId, &mut Flow, f64),
     ) {
         while left > 0 {
             let share = self.smallest_share(live);
@@ -597,17 +657,24 @@ impl FlowNet {
                 if n == 0 || self.link_rem[l as usize] / n as f64 > share + tol {
                     continue;
                 }
+                let sfx = fx(share);
                 for k in 0..self.links[l as usize].flows.len() {
+                    if self.link_n[l as usize] == 0 {
+                        break; // every flow of the link is rated: the rest of its list was before
+                    }
                     let f = self.links[l as usize].flows[k];
-                    if !take(f, &mut self.flows[f as usize], share) {
+                    if self.cmark[f as usize] != unrated {
                         continue;
                     }
+                    self.cmark[f as usize] = rated;
+                    take(f, &mut self.flows[f as usize], share);
                     left -= 1;
                     froze = true;
                     for j in 0..self.flows[f as usize].links.len() {
                         let l2 = self.flows[f as usize].links[j] as usize;
                         self.link_rem[l2] = (self.link_rem[l2] - share).max(0.0);
                         self.link_n[l2] -= 1;
+                        self.link_fixed[l2] += sfx;
                     }
                 }
             }
@@ -990,10 +1057,10 @@ impl FlowNet {
             self.comp_links.push(l);
             for i in 0..self.links[l as usize].flows.len() {
                 let f = self.links[l as usize].flows[i];
-                if self.flows[f as usize].mark == mark {
+                if self.cmark[f as usize] == mark {
                     continue;
                 }
-                self.flows[f as usize].mark = mark;
+                self.cmark[f as usize] = mark;
                 self.comp_flows.push(f);
                 for j in 0..self.flows[f as usize].links.len() {
                     let l2 = self.flows[f as usize].links[j];
@@ -1008,19 +1075,13 @@ impl FlowNet {
             return;
         }
         self.solves += 1;
-        // bring remaining bytes up to `now` at the old rates
-        for &f in &self.comp_flows {
-            let fl = &mut self.flows[f as usize];
-            let dt = (now - fl.last) as f64;
-            fl.remaining = (fl.remaining - fl.rate * dt).max(0.0);
-            fl.last = now;
-        }
         // progressive filling: raise every unfrozen flow's rate together; at each step freeze the
         // flows of every link whose fair share is the smallest (within 1e-9): symmetric loads freeze
         // many links per scan, so a solve is (distinct bottleneck levels) x (links of the component).
         for &l in &self.comp_links {
             self.link_rem[l as usize] = self.links[l as usize].cap;
             self.link_n[l as usize] = self.links[l as usize].flows.len() as u32;
+            self.link_fixed[l as usize] = 0;
         }
         let unfixed_mark = mark;
         let fixed_mark = mark.wrapping_add(0x8000_0000);
@@ -1030,35 +1091,51 @@ impl FlowNet {
         let mut live = std::mem::take(&mut self.live);
         live.clear();
         live.extend_from_slice(&self.comp_links);
-        self.progressive_fill(&mut live, self.comp_flows.len(), |f, fl, share| {
-            if fl.mark != unfixed_mark {
-                return false;
-            }
-            fl.mark = fixed_mark;
+        self.progressive_fill(&mut live, self.comp_flows.len(), unfixed_mark, fixed_mark, |f, _, share| {
             new_rates.push((f, share));
-            true
         });
         self.live = live;
+        // each rated flow: its bytes moved at the old rate up to `now` (the filling reads no
+        // flow's rate or bytes), then its new rate, in one visit
         for &(f, r) in &new_rates {
             let fl = &mut self.flows[f as usize];
             fl.mark = mark; // so the component is not revisited in this resolve
-            if fl.rate != r || fl.version == 0 || fl.last == now {
-                let changed = (fl.rate - r).abs() > r * 1e-12 || fl.rate == 0.0;
-                fl.rate = r;
-                if changed {
-                    fl.version = fl.version.wrapping_add(1);
-                    let finish = finish_ns(now, fl.remaining, r);
-                    out.push(Reschedule { flow: f, finish, version: fl.version });
-                }
+            let dt = (now - fl.last) as f64;
+            fl.remaining = (fl.remaining - fl.rate * dt).max(0.0);
+            fl.last = now;
+            let changed = (fl.rate - r).abs() > r * 1e-12 || fl.rate == 0.0;
+            fl.rate = r;
+            if changed {
+                fl.version = fl.version.wrapping_add(1);
+                let finish = finish_ns(now, fl.remaining, r);
+                out.push(Reschedule { flow: f, finish, version: fl.version });
             }
         }
-        self.new_rates = new_rates;
-        // the component's links: their load at the new rates
-        for &l in &self.comp_links {
-            let mut load = 0i128;
-            for &f in &self.links[l as usize].flows {
-                load += fx(self.flows[f as usize].rate);
+        if new_rates.len() != self.comp_flows.len() {
+            // flows left unrated keep their rate: their bytes too are brought up to `now` (a
+            // second update of a rated flow at the same `now` changes nothing)
+            for &f in &self.comp_flows {
+                let fl = &mut self.flows[f as usize];
+                let dt = (now - fl.last) as f64;
+                fl.remaining = (fl.remaining - fl.rate * dt).max(0.0);
+                fl.last = now;
             }
+        }
+        // the component's links: their load at the new rates.  Every flow rated (the usual
+        // case): each flow's rate is the level it was rated at, which the filling added to its
+        // links' `link_fixed`; otherwise a sum over each link's flows
+        let all_rated = new_rates.len() == self.comp_flows.len();
+        self.new_rates = new_rates;
+        for &l in &self.comp_links {
+            let load = if all_rated {
+                self.link_fixed[l as usize]
+            } else {
+                let mut load = 0i128;
+                for &f in &self.links[l as usize].flows {
+                    load += fx(self.flows[f as usize].rate);
+                }
+                load
+            };
             let lk = &mut self.links[l as usize];
             lk.load = load;
             lk.nmax = 0; // found by a scan when needed
@@ -1395,6 +1472,47 @@ mod tests {
     /// Bottleneck sharing re-rates only the flows a change can affect; after every change each
     /// flow's rate is still the smallest `capacity / flows` of its links (computed here from
     /// scratch), over random networks and random starts and ends.
+    /// The fixed-point conversions give exactly what the language's `as` conversions give, over
+    /// every magnitude (the solves' sums and checks depend on their last bit).
+    #[test]
+    fn fixed_point_conversions_equal_the_generic_ones() {
+        let mut rng = Xs(0x9e37_79b9_7f4a_7c15);
+        let mut xs: Vec<i128> = vec![0, 1, -1, i128::MAX, i128::MIN, i128::MIN + 1, 1 << 63, -(1 << 63), (1 << 63) - 1];
+        for s in 0..127 {
+            xs.push(1i128 << s);
+            xs.push((1i128 << s) - 1);
+            xs.push(-(1i128 << s) + 1);
+        }
+        for _ in 0..200_000 {
+            let hi = rng.next() as i128;
+            let lo = rng.next() as i128;
+            let shift = rng.below(128) as u32;
+            // half-way cases too: a run of 0s or 1s below the 54th bit
+            let x = ((hi << 64) | (lo & 0xffff_ffff_ffff_ffff)) >> shift;
+            let x = match rng.below(4) {
+                0 => x & !((1i128 << (rng.below(70) as u32)) - 1),
+                1 => x | ((1i128 << (rng.below(70) as u32)) - 1),
+                _ => x,
+            };
+            xs.push(x);
+        }
+        for &x in &xs {
+            let want = x as f64 * (1.0 / 18_446_744_073_709_551_616.0);
+            assert_eq!(from_fx(x).to_bits(), want.to_bits(), "from_fx({x})");
+        }
+        let mut rs: Vec<f64> = vec![0.0, -0.0, 1.0, -1.0, 0.5, 1e-300, 12.5, 1e19, 1e20, -1e20, 1e30, 1e300, f64::MAX, f64::MIN];
+        rs.extend([f64::INFINITY, f64::NEG_INFINITY, f64::NAN, 2f64.powi(63 - 64), 2f64.powi(126 - 64), 2f64.powi(127 - 64)]);
+        for _ in 0..200_000 {
+            let e = rng.below(160) as i32 - 100;
+            let m = 1.0 + (rng.next() >> 11) as f64 / (1u64 << 53) as f64;
+            rs.push(if rng.below(2) == 0 { m * 2f64.powi(e) } else { -m * 2f64.powi(e) });
+        }
+        for &r in &rs {
+            let want = (r * 18_446_744_073_709_551_616.0) as i128;
+            assert_eq!(fx(r), want, "fx({r:e})");
+        }
+    }
+
     #[test]
     fn bottleneck_rerating_equals_recomputing_every_flow() {
         for seed in 1..=60u64 {
