@@ -1500,8 +1500,16 @@ mod tests {
             let want = x as f64 * (1.0 / 18_446_744_073_709_551_616.0);
             assert_eq!(from_fx(x).to_bits(), want.to_bits(), "from_fx({x})");
         }
-        let mut rs: Vec<f64> = vec![0.0, -0.0, 1.0, -1.0, 0.5, 1e-300, 12.5, 1e19, 1e20, -1e20, 1e30, 1e300, f64::MAX, f64::MIN];
-        rs.extend([f64::INFINITY, f64::NEG_INFINITY, f64::NAN, 2f64.powi(63 - 64), 2f64.powi(126 - 64), 2f64.powi(127 - 64)]);
+        let mut rs: Vec<f64> =
+            vec![0.0, -0.0, 1.0, -1.0, 0.5, 1e-300, 12.5, 1e19, 1e20, -1e20, 1e30, 1e300, f64::MAX, f64::MIN];
+        rs.extend([
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+            2f64.powi(63 - 64),
+            2f64.powi(126 - 64),
+            2f64.powi(127 - 64),
+        ]);
         for _ in 0..200_000 {
             let e = rng.below(160) as i32 - 100;
             let m = 1.0 + (rng.next() >> 11) as f64 / (1u64 << 53) as f64;
