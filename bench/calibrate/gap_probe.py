@@ -5,45 +5,70 @@ Prints the median round trip (us) per case.  Run on 2 GPUs (docs/validation/h100
 
     mpirun -np 2 --mca pml ucx python3 bench/calibrate/gap_probe.py
 """
-import time, sys, json
+import time
+
+import cupy as cp
 import numpy as np
 from mpi4py import MPI
-import cupy as cp
-c = MPI.COMM_WORLD; r = c.Get_rank(); peer = 1 - r
-cp.cuda.Device(r % cp.cuda.runtime.getDeviceCount()).use()
+
+ITERATIONS = 300
+WARMUP = 20                                   # round trips left out of the median
+STYLES = (("tight", 0), ("percall", 0), ("gap2", 2), ("gap5", 5), ("gap20", 20))
+
+comm = MPI.COMM_WORLD
+rank = comm.Get_rank()
+peer = 1 - rank
+cp.cuda.Device(rank % cp.cuda.runtime.getDeviceCount()).use()
 ns = time.perf_counter_ns
-mod = getattr(MPI, "buffer", None) or MPI.memory
-def busy(us):
-    if us <= 0: return
-    t = ns() + int(us * 1000)
-    while ns() < t: pass
-res = {}
+mem_mod = getattr(MPI, "buffer", None) or MPI.memory
+
+
+def busy(us: float) -> None:
+    """Spin for ``us`` microseconds (the harness's time between calls)."""
+    end = ns() + int(us * 1000)
+    while ns() < end:
+        pass
+
+
+def buffers(mem: str, n: int):
+    """(send, receive) message specs of n bytes in device or host memory."""
+    if mem == "device":
+        a, b = cp.zeros(n, cp.uint8), cp.zeros(n, cp.uint8)
+        cp.cuda.runtime.deviceSynchronize()
+        return ([mem_mod.fromaddress(int(a.data.ptr), n), MPI.BYTE],
+                [mem_mod.fromaddress(int(b.data.ptr), n), MPI.BYTE], (a, b))
+    a, b = np.zeros(n, np.uint8), np.zeros(n, np.uint8)
+    return [a, MPI.BYTE], [b, MPI.BYTE], (a, b)
+
+
+def round_trip(sb, rb, n: int, style: str, gap: float, events: list) -> None:
+    """One round trip: rank 0 sends then receives, rank 1 receives then sends."""
+    calls = ((comm.Send, sb, 1, "Send"), (comm.Recv, rb, 2, "Recv"))
+    if rank == 1:
+        calls = ((comm.Recv, rb, 1, "Recv"), (comm.Send, sb, 2, "Send"))
+    for fn, buf, tag, name in calls:
+        if style == "percall":
+            t0 = ns()
+            fn(buf, peer, tag)
+            events.append((name, t0, ns(), {"b": n}))
+        else:
+            fn(buf, peer, tag)
+            busy(gap)
+
+
+results = {}
 for mem in ("device", "host"):
     for n in (8, 4096, 65536):
-        if mem == "device":
-            a = cp.zeros(n, cp.uint8); b = cp.zeros(n, cp.uint8); cp.cuda.runtime.deviceSynchronize()
-            sb = [mod.fromaddress(int(a.data.ptr), n), MPI.BYTE]; rb = [mod.fromaddress(int(b.data.ptr), n), MPI.BYTE]
-        else:
-            a = np.zeros(n, np.uint8); b = np.zeros(n, np.uint8); sb = [a, MPI.BYTE]; rb = [b, MPI.BYTE]
-        for style, gap in (("tight", 0), ("percall", 0), ("gap2", 2), ("gap5", 5), ("gap20", 20)):
-            it = 300; rts = []; ev = []
-            c.Barrier()
-            for i in range(it):
+        sb, rb, _keep = buffers(mem, n)
+        for style, gap in STYLES:
+            rts: list[int] = []
+            events: list = []
+            comm.Barrier()
+            for _ in range(ITERATIONS):
                 t0 = ns()
-                if r == 0:
-                    if style == "tight" or style.startswith("gap"):
-                        c.Send(sb, peer, 1); busy(gap); c.Recv(rb, peer, 2); busy(gap)
-                    else:
-                        a0 = ns(); c.Send(sb, peer, 1); a1 = ns(); ev.append(("Send", a0, a1, {"b": n}))
-                        a0 = ns(); c.Recv(rb, peer, 2); a1 = ns(); ev.append(("Recv", a0, a1, {"b": n}))
-                else:
-                    if style == "tight" or style.startswith("gap"):
-                        c.Recv(rb, peer, 1); busy(gap); c.Send(sb, peer, 2); busy(gap)
-                    else:
-                        a0 = ns(); c.Recv(rb, peer, 1); a1 = ns(); ev.append(("Recv", a0, a1, {"b": n}))
-                        a0 = ns(); c.Send(sb, peer, 2); a1 = ns(); ev.append(("Send", a0, a1, {"b": n}))
+                round_trip(sb, rb, n, style, gap, events)
                 rts.append(ns() - t0)
-            if r == 0:
-                res[f"{mem} {n} {style}"] = round(float(np.median(rts[20:])) / 1000, 2)
-if r == 0:
-    for k, v in res.items(): print(k, v)
+            results[f"{mem} {n} {style}"] = round(float(np.median(rts[WARMUP:])) / 1000, 2)
+if rank == 0:
+    for k, v in results.items():
+        print(k, v)

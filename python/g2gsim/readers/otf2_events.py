@@ -84,6 +84,8 @@ NF = 18
 NNUM = 17                                   # numeric fields (the columns of the trace)
 F_PRIO = 18          # Kernel rows only: a 19th field, the stream priority (other rows have none)
 NONCONTIG = 16                              # flag added to a record's memory-space code
+N_MEM = len(MEM_SPACES)                     # memory-space codes are indices of MEM_SPACES
+MEM_UNKNOWN = MEM_SPACES.index("unknown")   # the code of a value the trace does not name
 
 
 def _s32(v: int) -> int:
@@ -304,10 +306,10 @@ class AttrReader:
         if v is None:
             return -1
         if v[0] == TYPE_STRING:
-            m = self.mem_str.get(v[1] & 0xFFFFFFFF, 3)
+            m = self.mem_str.get(v[1] & 0xFFFFFFFF, MEM_UNKNOWN)
         else:
             m = v[1] & 0xFF
-            m = m if m < len(MEM_SPACES) else MEM_SPACES.index("unknown")
+            m = m if m < N_MEM else MEM_UNKNOWN
         c = a.get("g2g:contiguous")
         return m + NONCONTIG if c is not None and (c[1] & 0xFF) == 0 else m
 
