@@ -152,19 +152,29 @@ struct LinkStat {
     pull: f64,
 }
 
-/// Field order fixed (`repr(C)`, 64-byte aligned): what a scan of a link's flows reads (`rate`,
-/// `mark`) and what a re-rating reads next (`links`) share the first cache line.
+/// What a scan of a link's flows reads of each flow, in a dense table of its own (`FlowNet::hot`,
+/// 16 bytes a flow): links of thousands of flows are scanned for their fastest flows, flows not
+/// in U, flows not yet checked; a 1 M-flow table of these stays in the last-level cache where
+/// the flows' 128-byte records do not.
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(C)]
+struct Hot {
+    /// bytes per ns
+    rate: f64,
+    /// epoch mark (in U of the incremental solve; re-rated by the bottleneck solve)
+    mark: u32,
+    /// visit mark of the incremental solve (`FlowNet::tick`)
+    seen: u32,
+}
+
+/// Field order fixed (`repr(C)`, 64-byte aligned): what a re-rating reads (`links`, bytes) in the
+/// first cache line.
 #[derive(Clone, Debug)]
 #[repr(C, align(64))]
 struct Flow {
-    /// bytes per ns
-    rate: f64,
-    mark: u32,
     version: u32,
     links: FlowLinks,
     active: bool,
-    /// visit mark of the incremental solve (`FlowNet::tick`)
-    seen: u32,
     remaining: f64,
     last: Time,
     token: u64,
@@ -202,15 +212,15 @@ impl Completion {
 }
 
 impl Flow {
-    /// Sets the rate `r` at `now` (bytes moved so far at the old rate are counted first) and, if
-    /// it changed, a new version and finish time in `out`.
+    /// Sets the rate `r` (in `rate`, the flow's `Hot::rate`) at `now` (bytes moved so far at the
+    /// old rate are counted first) and, if it changed, a new version and finish time in `out`.
     #[inline]
-    fn rerate(&mut self, id: FlowId, now: Time, r: f64, out: &mut Vec<Reschedule>) {
-        if (self.rate - r).abs() > r * 1e-12 || self.rate == 0.0 {
+    fn rerate(&mut self, rate: &mut f64, id: FlowId, now: Time, r: f64, out: &mut Vec<Reschedule>) {
+        if (*rate - r).abs() > r * 1e-12 || *rate == 0.0 {
             let dt = (now - self.last) as f64;
-            self.remaining = (self.remaining - self.rate * dt).max(0.0);
+            self.remaining = (self.remaining - *rate * dt).max(0.0);
             self.last = now;
-            self.rate = r;
+            *rate = r;
             self.version = self.version.wrapping_add(1);
             let finish = finish_ns(now, self.remaining, r);
             out.push(Reschedule { flow: id, finish, version: self.version });
@@ -247,6 +257,11 @@ const SLOTS: usize = 8;
 pub struct FlowNet {
     links: Vec<Link>,
     flows: Vec<Flow>,
+    /// per flow: its rate and the solves' marks (`Hot`)
+    hot: Vec<Hot>,
+    /// per flow: its witness, one of its links, the last found to be its bottleneck (by the
+    /// incremental check, or the link the filling rated it at); a hint only, always re-checked
+    wit: Vec<LinkId>,
     /// per flow: its place in the flow list of each of its first `SLOTS` links, so that a
     /// finishing flow leaves a link of thousands of flows without a search
     slot: Vec<[u32; SLOTS]>,
@@ -274,7 +289,6 @@ pub struct FlowNet {
     link_u: Vec<u32>,
     ulist: Vec<FlowId>,
     heap: std::collections::BinaryHeap<std::cmp::Reverse<(u64, LinkId)>>,
-    new_rates: Vec<(FlowId, f64)>,
     /// how concurrent flows share links
     pub sharing: Sharing,
     pub solves: u64,
@@ -309,6 +323,8 @@ impl FlowNet {
     /// and the kernel zeroes every fresh page: a few % of a replay's time.
     pub fn reserve_flows(&mut self, n: usize) {
         self.flows.reserve(n.saturating_sub(self.flows.len()));
+        self.hot.reserve(n.saturating_sub(self.hot.len()));
+        self.wit.reserve(n.saturating_sub(self.wit.len()));
         self.slot.reserve(n.saturating_sub(self.slot.len()));
         self.cmark.reserve(n.saturating_sub(self.cmark.len()));
     }
@@ -374,27 +390,28 @@ impl FlowNet {
                 f.links.push(l);
             }
             f.remaining = bytes.max(0.0);
-            f.rate = 0.0;
             f.last = now;
             f.version = f.version.wrapping_add(1);
             f.active = true;
-            f.mark = 0;
             f.token = token;
+            let h = &mut self.hot[id as usize];
+            h.rate = 0.0;
+            h.mark = 0;
+            self.wit[id as usize] = links[0];
             id
         } else {
             self.flows.push(Flow {
                 links: FlowLinks::from_slice(links),
                 remaining: bytes.max(0.0),
-                rate: 0.0,
                 last: now,
                 version: 0,
                 active: true,
-                mark: 0,
                 token,
                 staged: 0.0,
-                seen: 0,
                 done: Completion::NEW,
             });
+            self.hot.push(Hot::default());
+            self.wit.push(links[0]);
             (self.flows.len() - 1) as FlowId
         };
         if self.slot.len() <= id as usize {
@@ -429,7 +446,7 @@ impl FlowNet {
         f.active = false;
         f.version = f.version.wrapping_add(1);
         let token = f.token;
-        let rate = f.rate;
+        let rate = self.hot[id as usize].rate;
         let links = std::mem::take(&mut f.links);
         for (j, &l) in links.iter().enumerate() {
             let lk = &mut self.links[l as usize];
@@ -484,7 +501,7 @@ impl FlowNet {
     }
 
     pub fn rate_bytes_per_s(&self, id: FlowId) -> f64 {
-        self.flows[id as usize].rate * 1e9
+        self.hot[id as usize].rate * 1e9
     }
 
     pub fn has_dirty(&self) -> bool {
@@ -548,7 +565,7 @@ impl FlowNet {
         }
         let (mut max, mut n) = (0.0f64, 0u32);
         for &g in &lk.flows {
-            let r = self.flows[g as usize].rate;
+            let r = self.hot[g as usize].rate;
             if r > max {
                 max = r;
                 n = 1;
@@ -578,7 +595,7 @@ impl FlowNet {
         }
         let mut max = 0.0f64;
         for &g in &self.links[l as usize].flows {
-            let fl = &self.flows[g as usize];
+            let fl = &self.hot[g as usize];
             if fl.mark != mark && fl.rate > max {
                 max = fl.rate;
             }
@@ -590,30 +607,46 @@ impl FlowNet {
     /// Does flow `f` at rate `r` have a bottleneck link: saturated, and no flow on it faster?
     /// Links of R have their stat for round `tick` (sum and U's largest rate with U's staged
     /// rates); any other link is as committed (its `load`).
+    ///
+    /// The flow's witness (`wit`: one of its links, the last found to be its bottleneck) is
+    /// tried first: mostly it still is, and the answer then comes without reading the flow's
+    /// record.  Otherwise every link is tried (the witness again among them: the same answer as
+    /// trying them in order), and the one found becomes the witness.
     #[inline(always)]
     fn has_bottleneck(&mut self, f: FlowId, r: f64, mark: u32, tick: u32) -> bool {
+        if self.is_bottleneck(self.wit[f as usize], r, mark, tick) {
+            return true;
+        }
         for j in 0..self.flows[f as usize].links.len() {
             let l = self.flows[f as usize].links[j];
-            let cap = self.links[l as usize].cap;
-            let st = &mut self.link_stat[l as usize];
-            if st.tick != tick {
-                *st = LinkStat {
-                    tick,
-                    sum: from_fx(self.links[l as usize].load),
-                    umax: 0.0,
-                    fmax: f64::NAN,
-                    u_at_max: 0,
-                    pull: f64::INFINITY,
-                };
-            }
-            if st.sum < cap * (1.0 - 1e-9) || r < st.umax * (1.0 - 1e-9) {
-                continue;
-            }
-            if r >= self.fmax(l, mark) * (1.0 - 1e-9) {
+            if self.is_bottleneck(l, r, mark, tick) {
+                self.wit[f as usize] = l;
                 return true;
             }
         }
         false
+    }
+
+    /// Is link `l` a bottleneck of a flow at rate `r` on it (saturated, no flow on it faster)?
+    /// (`has_bottleneck`'s test of one link)
+    #[inline(always)]
+    fn is_bottleneck(&mut self, l: LinkId, r: f64, mark: u32, tick: u32) -> bool {
+        let cap = self.links[l as usize].cap;
+        let st = &mut self.link_stat[l as usize];
+        if st.tick != tick {
+            *st = LinkStat {
+                tick,
+                sum: from_fx(self.links[l as usize].load),
+                umax: 0.0,
+                fmax: f64::NAN,
+                u_at_max: 0,
+                pull: f64::INFINITY,
+            };
+        }
+        if st.sum < cap * (1.0 - 1e-9) || r < st.umax * (1.0 - 1e-9) {
+            return false;
+        }
+        r >= self.fmax(l, mark) * (1.0 - 1e-9)
     }
 
     /// Progressive filling's next level: drops the links with no unfrozen flow left from `live` and
@@ -642,7 +675,7 @@ impl FlowNet {
         mut left: usize,
         unrated: u32,
         rated: u32,
-        mut take: impl FnMut(FlowId, &mut Flow, f64),
+        mut take: impl FnMut(FlowId, &mut Flow, &mut Hot, f64),
     ) {
         while left > 0 {
             let share = self.smallest_share(live);
@@ -667,7 +700,8 @@ impl FlowNet {
                         continue;
                     }
                     self.cmark[f as usize] = rated;
-                    take(f, &mut self.flows[f as usize], share);
+                    self.wit[f as usize] = l;
+                    take(f, &mut self.flows[f as usize], &mut self.hot[f as usize], share);
                     left -= 1;
                     froze = true;
                     for j in 0..self.flows[f as usize].links.len() {
@@ -744,12 +778,12 @@ impl FlowNet {
                 let off = self.link_off[l as usize] as usize;
                 let end = self.link_pos[l as usize] as usize;
                 for &f in &ulist[off..end] {
-                    let fl = &mut self.flows[f as usize];
-                    if fl.seen == tick {
+                    let h = &mut self.hot[f as usize];
+                    if h.seen == tick {
                         continue;
                     }
-                    fl.seen = tick;
-                    fl.staged = share;
+                    h.seen = tick;
+                    self.flows[f as usize].staged = share;
                     left -= 1;
                     for j in 0..self.flows[f as usize].links.len() {
                         let l2 = self.flows[f as usize].links[j] as usize;
@@ -787,9 +821,9 @@ impl FlowNet {
         rl.clear();
         for i in 0..self.started.len() {
             let f = self.started[i];
-            let fl = &mut self.flows[f as usize];
-            if fl.active && fl.mark != mark {
-                fl.mark = mark;
+            let h = &mut self.hot[f as usize];
+            if self.flows[f as usize].active && h.mark != mark {
+                h.mark = mark;
                 u.push(f);
             }
         }
@@ -824,7 +858,7 @@ impl FlowNet {
                 }
                 for k in 0..self.links[l].flows.len() {
                     let g = self.links[l].flows[k];
-                    let fl = &mut self.flows[g as usize];
+                    let fl = &mut self.hot[g as usize];
                     if fl.mark != mark {
                         fl.mark = mark;
                         u.push(g);
@@ -842,7 +876,7 @@ impl FlowNet {
             // so the same whatever the order), and they count among the link's U flows
             for i in linked..u.len() {
                 let f = u[i];
-                let r = fx(self.flows[f as usize].rate);
+                let r = fx(self.hot[f as usize].rate);
                 for j in 0..self.flows[f as usize].links.len() {
                     let l = self.flows[f as usize].links[j] as usize;
                     if self.links[l].mark != mark {
@@ -886,7 +920,7 @@ impl FlowNet {
             // U's staged rates on their links
             for &f in &u {
                 let fl = &self.flows[f as usize];
-                let (old, new) = (fl.rate, fl.staged);
+                let (old, new) = (self.hot[f as usize].rate, fl.staged);
                 for &l in &fl.links {
                     let st = &mut self.link_stat[l as usize];
                     st.sum += new;
@@ -925,7 +959,7 @@ impl FlowNet {
                 let top = self.link_stat[l as usize].pull * (1.0 + 1e-9);
                 for k in 0..self.links[l as usize].flows.len() {
                     let g = self.links[l as usize].flows[k];
-                    let fl = &mut self.flows[g as usize];
+                    let fl = &mut self.hot[g as usize];
                     if fl.mark != mark && fl.rate > top {
                         fl.mark = mark;
                         u.push(g);
@@ -952,14 +986,14 @@ impl FlowNet {
                 let top = lmax * (1.0 - 1e-9);
                 for k in 0..self.links[l as usize].flows.len() {
                     let g = self.links[l as usize].flows[k];
-                    let fl = &self.flows[g as usize];
+                    let fl = &mut self.hot[g as usize];
                     if fl.mark == mark || fl.seen == seen || fl.rate < top {
                         continue;
                     }
-                    self.flows[g as usize].seen = seen;
-                    let r = self.flows[g as usize].rate;
+                    fl.seen = seen;
+                    let r = fl.rate;
                     if !self.has_bottleneck(g, r, mark, tick) {
-                        self.flows[g as usize].mark = mark;
+                        self.hot[g as usize].mark = mark;
                         u.push(g);
                     }
                 }
@@ -973,10 +1007,11 @@ impl FlowNet {
             self.incremental_solves += 1;
             for &f in &u {
                 let fl = &mut self.flows[f as usize];
-                let old = fl.rate;
+                let rate = &mut self.hot[f as usize].rate;
+                let old = *rate;
                 let r = fl.staged;
-                fl.rerate(f, now, r, out);
-                let new = fl.rate;
+                fl.rerate(rate, f, now, r, out);
+                let new = *rate;
                 if new != old {
                     for j in 0..self.flows[f as usize].links.len() {
                         let l = self.flows[f as usize].links[j];
@@ -1017,20 +1052,21 @@ impl FlowNet {
             }
         }
         // split borrows: the scan walks each link's flow list as one slice
-        let (links, flows, last_share) = (&self.links, &mut self.flows, &self.last_share);
+        let (links, flows, hot, last_share) = (&self.links, &mut self.flows, &mut self.hot, &self.last_share);
         for &(l, old_share) in &changed {
             let share = last_share[l as usize];
             for &f in links[l as usize].flows.iter() {
-                let fl = &mut flows[f as usize];
-                if fl.mark == mark {
+                let h = &mut hot[f as usize];
+                if h.mark == mark {
                     continue;
                 }
                 // a flow whose rate came from another link and stays below this link's new share
                 // keeps it (its other links are unchanged, or dirty and visited on their own)
-                if fl.rate > 0.0 && fl.rate <= share && fl.rate != old_share {
+                if h.rate > 0.0 && h.rate <= share && h.rate != old_share {
                     continue;
                 }
-                fl.mark = mark;
+                h.mark = mark;
+                let fl = &mut flows[f as usize];
                 // its smallest fair share (capacity / flows) among its links
                 let mut r = f64::INFINITY;
                 for &l2 in fl.links.iter() {
@@ -1039,7 +1075,7 @@ impl FlowNet {
                         r = sh;
                     }
                 }
-                fl.rerate(f, now, r, out);
+                fl.rerate(&mut h.rate, f, now, r, out);
             }
         }
         self.changed = changed;
@@ -1085,54 +1121,50 @@ impl FlowNet {
         }
         let unfixed_mark = mark;
         let fixed_mark = mark.wrapping_add(0x8000_0000);
-        let mut new_rates = std::mem::take(&mut self.new_rates);
-        new_rates.clear();
         // links that still carry unfrozen flows
         let mut live = std::mem::take(&mut self.live);
         live.clear();
         live.extend_from_slice(&self.comp_links);
-        self.progressive_fill(&mut live, self.comp_flows.len(), unfixed_mark, fixed_mark, |f, _, share| {
-            new_rates.push((f, share));
-        });
-        self.live = live;
-        // each rated flow: its bytes moved at the old rate up to `now` (the filling reads no
-        // flow's rate or bytes), then its new rate, in one visit
-        for &(f, r) in &new_rates {
-            let fl = &mut self.flows[f as usize];
-            fl.mark = mark; // so the component is not revisited in this resolve
+        // each flow as it is rated: its bytes moved at the old rate up to `now`, then its new
+        // rate, in the visit where the filling reads its links (its record is in the cache then;
+        // the filling itself reads no flow's rate or bytes)
+        let mut rated = 0usize;
+        self.progressive_fill(&mut live, self.comp_flows.len(), unfixed_mark, fixed_mark, |f, fl, h, r| {
+            rated += 1;
+            h.mark = mark; // so the component is not revisited in this resolve
             let dt = (now - fl.last) as f64;
-            fl.remaining = (fl.remaining - fl.rate * dt).max(0.0);
+            fl.remaining = (fl.remaining - h.rate * dt).max(0.0);
             fl.last = now;
-            let changed = (fl.rate - r).abs() > r * 1e-12 || fl.rate == 0.0;
-            fl.rate = r;
+            let changed = (h.rate - r).abs() > r * 1e-12 || h.rate == 0.0;
+            h.rate = r;
             if changed {
                 fl.version = fl.version.wrapping_add(1);
                 let finish = finish_ns(now, fl.remaining, r);
                 out.push(Reschedule { flow: f, finish, version: fl.version });
             }
-        }
-        if new_rates.len() != self.comp_flows.len() {
+        });
+        self.live = live;
+        if rated != self.comp_flows.len() {
             // flows left unrated keep their rate: their bytes too are brought up to `now` (a
             // second update of a rated flow at the same `now` changes nothing)
             for &f in &self.comp_flows {
                 let fl = &mut self.flows[f as usize];
                 let dt = (now - fl.last) as f64;
-                fl.remaining = (fl.remaining - fl.rate * dt).max(0.0);
+                fl.remaining = (fl.remaining - self.hot[f as usize].rate * dt).max(0.0);
                 fl.last = now;
             }
         }
         // the component's links: their load at the new rates.  Every flow rated (the usual
         // case): each flow's rate is the level it was rated at, which the filling added to its
         // links' `link_fixed`; otherwise a sum over each link's flows
-        let all_rated = new_rates.len() == self.comp_flows.len();
-        self.new_rates = new_rates;
+        let all_rated = rated == self.comp_flows.len();
         for &l in &self.comp_links {
             let load = if all_rated {
                 self.link_fixed[l as usize]
             } else {
                 let mut load = 0i128;
                 for &f in &self.links[l as usize].flows {
-                    load += fx(self.flows[f as usize].rate);
+                    load += fx(self.hot[f as usize].rate);
                 }
                 load
             };
@@ -1459,8 +1491,15 @@ mod tests {
                 }
                 // no link is over its capacity
                 for (l, &cap) in caps.iter().enumerate() {
-                    let sum: f64 = inc.links[l].flows.iter().map(|&f| inc.flows[f as usize].rate).sum();
+                    let sum: f64 = inc.links[l].flows.iter().map(|&f| inc.hot[f as usize].rate).sum();
                     assert!(sum <= cap * 1e-9 * (1.0 + 1e-9), "seed {seed}: link {l} over capacity");
+                }
+                // every live flow's witness (the bottleneck check's hint) is one of its links
+                for &(a, b) in &live {
+                    for (net, f) in [(&inc, a), (&full, b)] {
+                        let fl = &net.flows[f as usize];
+                        assert!(fl.links.contains(&net.wit[f as usize]), "seed {seed}: witness off the path");
+                    }
                 }
             }
             total_incremental += inc.incremental_solves;
@@ -1552,7 +1591,7 @@ mod tests {
                         .iter()
                         .map(|&l| n.links[l as usize].cap / n.links[l as usize].flows.len() as f64)
                         .fold(f64::INFINITY, f64::min);
-                    let got = n.flows[f as usize].rate;
+                    let got = n.hot[f as usize].rate;
                     assert!((got - want).abs() <= 1e-12 * want, "seed {seed}: rate {got} want {want}");
                 }
             }
