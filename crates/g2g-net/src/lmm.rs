@@ -846,6 +846,9 @@ impl FlowNet {
         // join U now (any U gives the max-min rates once the check holds; this one saves a round)
         let seed = self.next_tick();
         for i in 0..u.len() {
+            if u.len() > limit {
+                break; // the attempt fails (below): U only grows
+            }
             let f = u[i];
             for j in 0..self.flows[f as usize].links.len() {
                 let l = self.flows[f as usize].links[j] as usize;
@@ -956,6 +959,9 @@ impl FlowNet {
                 }
             }
             for &l in &pulls {
+                if u.len() > limit {
+                    break; // fails at the next round's start (U only grows): no need to go on
+                }
                 let top = self.link_stat[l as usize].pull * (1.0 + 1e-9);
                 for k in 0..self.links[l as usize].flows.len() {
                     let g = self.links[l as usize].flows[k];
@@ -968,6 +974,9 @@ impl FlowNet {
             }
             let seen = self.next_tick();
             for li in 0..rl.len() {
+                if u.len() > limit {
+                    break; // as above: U has grown (so the round does not end the loop) past the limit
+                }
                 let l = rl[li];
                 let st = self.link_stat[l as usize];
                 let cap = self.links[l as usize].cap;
