@@ -76,6 +76,10 @@ def test_device_calls_give_the_extra_over_host_calls():
     costs = call_costs([host, dev])
     sets = costs.machine_sets()
     assert sets == {"mpi.call_overhead": "2us", "mpi.device_call_overhead": "2.5us"}
+    # device posting no dearer than host posting: the device extra is not written (the base's stays)
+    costs = call_costs([exchange_trace(30, lambda rng: 2000.0), exchange_trace(30, lambda rng: 1500.0, space="device")])
+    assert costs.machine_sets() == {"mpi.call_overhead": "2us"}
+    assert any("not slower" in n for n in costs.notes)
 
 
 def test_too_few_or_untimed_calls_are_an_error_naming_why():

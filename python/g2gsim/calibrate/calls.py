@@ -63,8 +63,8 @@ class CallCosts:
         out: dict[str, str] = {}
         if self.host is not None:
             out["mpi.call_overhead"] = _dur(self.host.median_ns)
-            if self.device is not None:
-                out["mpi.device_call_overhead"] = _dur(max(0.0, self.device.median_ns - self.host.median_ns))
+            if self.device is not None and self.device.median_ns > self.host.median_ns:
+                out["mpi.device_call_overhead"] = _dur(self.device.median_ns - self.host.median_ns)
         elif self.device is not None:
             out["mpi.device_call_overhead"] = _dur(self.device.median_ns)
         return out
@@ -134,6 +134,11 @@ def call_costs(traces: list[str | Path]) -> CallCosts:
     if costs["host"] is None and costs["device"] is not None:
         notes.append("no host-buffer MPI_Irecv: the device calls' whole cost is written as "
                      "mpi.device_call_overhead (mpi.call_overhead stays the base machine's)")
+    if costs["host"] is not None and costs["device"] is not None \
+            and costs["device"].median_ns <= costs["host"].median_ns:
+        notes.append(f"MPI_{POSTING_OP} on device buffers is not slower than on host buffers (median "
+                     f"{_dur(costs['device'].median_ns)} vs {_dur(costs['host'].median_ns)}): "
+                     "mpi.device_call_overhead stays the base machine's")
     isend = {s: float(np.median(d[d > 0])) for s, d in merged.get("Isend", {}).items() if (d > 0).sum() >= MIN_CALLS}
     return CallCosts(names, costs["host"], costs["device"], isend, notes)
 
