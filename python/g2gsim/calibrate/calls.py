@@ -97,17 +97,16 @@ def _posting_durations(trace, label: str) -> dict[str, dict[str, np.ndarray]]:
     return out
 
 
-def call_costs(traces: list[str | Path]) -> CallCosts:
-    """The per-call costs of the ``MPI_Irecv`` calls of ``traces`` (any format ``Trace.read``
-    accepts).  Raises :class:`CallCostError` when no buffer kind has ``MIN_CALLS`` timed calls."""
+def call_costs(traces: list[Any]) -> CallCosts:
+    """The per-call costs of the ``MPI_Irecv`` calls of ``traces`` (paths in any format
+    ``Trace.read`` accepts, or ``Trace`` objects).  Raises :class:`CallCostError` when no buffer kind has ``MIN_CALLS`` timed calls."""
     from ..trace import Trace
     acc: dict[str, dict[str, list[np.ndarray]]] = {}
     names = []
     for i, p in enumerate(traces):
-        if isinstance(p, Trace):
-            tr, label = p, str(p.path) if getattr(p, "path", None) else f"in-memory trace {i + 1}"
-        else:
-            tr, label = Trace.read(p), str(p)
+        tr: Trace = p if isinstance(p, Trace) else Trace.read(p)
+        label = str(p) if not isinstance(p, Trace) else (str(p.path) if getattr(p, "path", None)
+                                                          else f"in-memory trace {i + 1}")
         names.append(label)
         for op, by in _posting_durations(tr, label).items():
             for space, d in by.items():
