@@ -4,6 +4,7 @@
     g2gsim calibrate run --np 4 -o raw.json [-- ARGS]  mpirun it here (one node or an allocation)
     g2gsim calibrate fit RAW.json -o machine.toml [--base h200x4]
     g2gsim calibrate check RAW.json MACHINE            simulate every measured point, report errors
+    g2gsim calibrate calls TRACE... --base M -o m.toml per-call costs from the traces' MPI_Irecv calls
     g2gsim validate script [-o workloads.py]           the self-contained workload script
     g2gsim validate run --mode device --np 4 -o runs/  mpirun it here
     g2gsim validate compare runs/ --machine MACHINE    predicted vs measured, both modes
