@@ -578,6 +578,9 @@ def fit(raw, base: str | Path = "h200x4", host_bw_from: str = "pingpong", large_
     # 6b. copy engines: from the series where several transfers go into one GPU at once
     if engines:
         fit_copy_engines(series, res, workdir=workdir)
+    # 6c. LogGP g: from the message-rate (burst) series, with every per-call cost already fitted
+    if factors and not bins:
+        fit_gap(series, res, workdir=workdir)
     # 7. every rank of the node communicating at once: bins by load from the ring series
     if factors and ring:
         fit_ring_bins(series, res, workdir=workdir)
@@ -638,6 +641,61 @@ def fit_copy_engines(series: list[Series], res: FitResult, workdir=None) -> None
     res.details["copy_engines"] = {"chosen": best, "median_abs_log_error": {str(k): v for k, v in scores.items()},
                                    "errors": per, "series": [s.name for s, _, _ in pts], "sizes_from": ENGINE_FROM,
                                    "engine_bw": p.copy_engine_bw}
+
+
+GAP_GRID_S = (0.0, *np.geomspace(50e-9, 20e-6, 28))      # candidates for mpi.gap, ~25 % apart
+GAP_GAIN = 0.02          # a gap must lower the median |log error| by this much, else none
+
+
+def fit_gap(series: list[Series], res: FitResult, workdir=None) -> None:
+    """``mpi.gap`` (LogGP g: the least time between two messages one rank injects) from the host
+    burst series (``measure.py``'s message-rate windows): each candidate (0, then 50 ns to 20 us,
+    ~25 % apart) is simulated on them with every other parameter as fitted, and the one of least
+    median |log error| kept if it beats no gap by ``GAP_GAIN``.  The device burst series are not
+    fitted: their error with the chosen gap is reported (``details["gap"]["device_check"]``)."""
+    p = res.params
+    host = [s for s in series if s.kind == "burst" and s.mode == "host" and s.scope == "intra"]
+    dev = [s for s in series if s.kind == "burst" and s.mode == "device" and s.scope == "intra"]
+    if not host:
+        if not any(s.kind == "burst" for s in series):
+            res.notes.append("mpi.gap not fitted: no message-rate series (measure.py's burst section)")
+        else:
+            res.notes.append("mpi.gap not fitted: no host-buffer burst series between two GPUs of a node")
+        return
+    base_gap = p.gap
+
+    def score(g: float, ss: list[Series]) -> tuple[float, dict[str, list[float]]]:
+        p.gap = g
+        errs: list[float] = []
+        per = {}
+        with machine_file(res) as m:
+            for s in ss:
+                pred = simulate_series(s, m, workdir=workdir)
+                errs.extend(np.log(pred / s.t))
+                per[s.name] = [float(x) for x in pred / s.t - 1]
+        return float(np.median(np.abs(errs))), per
+
+    scores = {}
+    pers = {}
+    for g in GAP_GRID_S:
+        scores[g], pers[g] = score(float(g), host)
+    best = min(GAP_GRID_S, key=lambda g: (scores[g], g))
+    if best > 0 and scores[best] > scores[0.0] - GAP_GAIN:
+        best = 0.0
+    p.gap = float(best)
+    d: dict[str, Any] = {
+        "chosen_s": p.gap, "base_s": base_gap, "series": [s.name for s in host], "window": host[0].meta.get("window"),
+        "median_abs_log_error": {fmt_dur(float(g)): v for g, v in scores.items()},
+        "errors": pers[best], "errors_without_gap": pers[0.0],
+        "why": (f"fitted: least error on {', '.join(s.name for s in host)} (message rate, windows of "
+                f"{host[0].meta.get('window')} Isends; median |error| {math.expm1(scores[best]) * 100:.1f} % vs "
+                f"{math.expm1(scores[0.0]) * 100:.1f} % without a gap)" if p.gap else "")}
+    if dev:
+        d["device_check"] = score(p.gap, dev)[1]
+    res.details["gap"] = d
+    if not p.gap:
+        res.notes.append(f"mpi.gap: none (no candidate lowers the burst series' median |error| by "
+                         f"{GAP_GAIN * 100:.0f} %: injection is bound by the per-call costs)")
 
 
 RING_PATHS = (("host", "host"), ("staged", "hostcopy"), ("device", "gpudirect-p2p"))
