@@ -119,6 +119,7 @@ class FitResult:
             **({"mpi.device_call_overhead": fmt_dur(p.device_call_overhead)} if p.device_call_overhead else {}),
             **({"mpi.blocking_send_overhead": fmt_dur(p.blocking_send_overhead)} if p.blocking_send_overhead else {}),
             **({"mpi.gap": fmt_dur(p.gap)} if p.gap else {}),
+            **({"mpi.device_gap": fmt_dur(p.device_gap)} if p.device_gap is not None else {}),
             "mpi.eager_limit": fmt_size(p.eager_limit), "mpi.send_overhead": fmt_dur(p.send_overhead),
             "mpi.recv_overhead": fmt_dur(p.recv_overhead), "gpu.copy_delay": fmt_dur(p.copy_delay),
             "gpu.gpudirect_delay": fmt_dur(p.gpudirect_delay),
@@ -173,6 +174,7 @@ def base_params(base: dict) -> P2PParams:
         wait_overhead=parse_dur(mpi["wait_overhead"]) if "wait_overhead" in mpi else None,
         blocking_send_overhead=parse_dur(mpi.get("blocking_send_overhead", "0ns")),
         gap=parse_dur(mpi.get("gap", "0ns")),
+        device_gap=parse_dur(mpi["device_gap"]) if "device_gap" in mpi else None,
         shm_rank_bw=parse_bw(host["shm_rank_bw"]) if "shm_rank_bw" in host else None,
         shm_rank_out_bw=parse_bw(host["shm_rank_out_bw"]) if "shm_rank_out_bw" in host else None,
         factors=_factors_from_toml([e for e in mpi.get("factors", [])
@@ -643,59 +645,62 @@ def fit_copy_engines(series: list[Series], res: FitResult, workdir=None) -> None
                                    "engine_bw": p.copy_engine_bw}
 
 
-GAP_GRID_S = (0.0, *np.geomspace(50e-9, 20e-6, 28))      # candidates for mpi.gap, ~25 % apart
+GAP_GRID_S = (0.0, *np.geomspace(50e-9, 20e-6, 28))      # candidates for a gap, ~25 % apart
 GAP_GAIN = 0.02          # a gap must lower the median |log error| by this much, else none
+GAPS = (("gap", "host", "mpi.gap"), ("device_gap", "device", "mpi.device_gap"))
 
 
 def fit_gap(series: list[Series], res: FitResult, workdir=None) -> None:
-    """``mpi.gap`` (LogGP g: the least time between two messages one rank injects) from the host
-    burst series (``measure.py``'s message-rate windows): each candidate (0, then 50 ns to 20 us,
-    ~25 % apart) is simulated on them with every other parameter as fitted, and the one of least
-    median |log error| kept if it beats no gap by ``GAP_GAIN``.  The device burst series are not
-    fitted: their error with the chosen gap is reported (``details["gap"]["device_check"]``)."""
+    """LogGP g from the burst series (``measure.py``'s message-rate windows), with every other
+    parameter as fitted: ``mpi.gap`` from the host-buffer bursts, then ``mpi.device_gap`` (messages on
+    device buffers sent GPU-direct) from the device-buffer ones.  Each candidate (0, then 50 ns to
+    20 us, ~25 % apart) is simulated on the series and the one of least median |log error| kept if
+    it beats no gap by ``GAP_GAIN``; the device gap's "no gap" is the host gap (the key's default)."""
     p = res.params
-    host = [s for s in series if s.kind == "burst" and s.mode == "host" and s.scope == "intra"]
-    dev = [s for s in series if s.kind == "burst" and s.mode == "device" and s.scope == "intra"]
-    if not host:
-        if not any(s.kind == "burst" for s in series):
-            res.notes.append("mpi.gap not fitted: no message-rate series (measure.py's burst section)")
-        else:
-            res.notes.append("mpi.gap not fitted: no host-buffer burst series between two GPUs of a node")
+    if not any(s.kind == "burst" for s in series):
+        res.notes.append("mpi.gap not fitted: no message-rate series (measure.py's burst section)")
         return
-    base_gap = p.gap
+    for attr, mode, key in GAPS:
+        ss = [s for s in series if s.kind == "burst" and s.mode == mode and s.scope == "intra"]
+        if not ss:
+            res.notes.append(f"{key} not fitted: no {mode}-buffer burst series between two GPUs of a node")
+            continue
+        base_val = getattr(p, attr)
 
-    def score(g: float, ss: list[Series]) -> tuple[float, dict[str, list[float]]]:
-        p.gap = g
-        errs: list[float] = []
-        per = {}
-        with machine_file(res) as m:
-            for s in ss:
-                pred = simulate_series(s, m, workdir=workdir)
-                errs.extend(np.log(pred / s.t))
-                per[s.name] = [float(x) for x in pred / s.t - 1]
-        return float(np.median(np.abs(errs))), per
+        def score(g: float | None, ss=ss, attr=attr) -> tuple[float, dict[str, list[float]]]:
+            setattr(p, attr, g)
+            errs: list[float] = []
+            per = {}
+            with machine_file(res) as m:
+                for s in ss:
+                    pred = simulate_series(s, m, workdir=workdir)
+                    errs.extend(np.log(pred / s.t))
+                    per[s.name] = [float(x) for x in pred / s.t - 1]
+            return float(np.median(np.abs(errs))), per
 
-    scores = {}
-    pers = {}
-    for g in GAP_GRID_S:
-        scores[g], pers[g] = score(float(g), host)
-    best = min(GAP_GRID_S, key=lambda g: (scores[g], g))
-    if best > 0 and scores[best] > scores[0.0] - GAP_GAIN:
-        best = 0.0
-    p.gap = float(best)
-    d: dict[str, Any] = {
-        "chosen_s": p.gap, "base_s": base_gap, "series": [s.name for s in host], "window": host[0].meta.get("window"),
-        "median_abs_log_error": {fmt_dur(float(g)): v for g, v in scores.items()},
-        "errors": pers[best], "errors_without_gap": pers[0.0],
-        "why": (f"fitted: least error on {', '.join(s.name for s in host)} (message rate, windows of "
-                f"{host[0].meta.get('window')} Isends; median |error| {math.expm1(scores[best]) * 100:.1f} % vs "
-                f"{math.expm1(scores[0.0]) * 100:.1f} % without a gap)" if p.gap else "")}
-    if dev:
-        d["device_check"] = score(p.gap, dev)[1]
-    res.details["gap"] = d
-    if not p.gap:
-        res.notes.append(f"mpi.gap: none (no candidate lowers the burst series' median |error| by "
-                         f"{GAP_GAIN * 100:.0f} %: injection is bound by the per-call costs)")
+        none = 0.0 if attr == "gap" else None       # the device gap's default is the host gap
+        s0, per0 = score(none)
+        scores, pers = {}, {}
+        for g in GAP_GRID_S[1:]:
+            scores[float(g)], pers[float(g)] = score(float(g))
+        best = min(scores, key=lambda g: (scores[g], g))
+        chosen = best if scores[best] <= s0 - GAP_GAIN else none
+        setattr(p, attr, chosen)
+        what = ", ".join(s.name for s in ss)
+
+        def med(per: dict[str, list[float]]) -> float:
+            return float(np.median(np.abs([x for v in per.values() for x in v]))) * 100
+        res.details[attr] = {
+            "chosen_s": chosen, "base_s": base_val, "series": [s.name for s in ss],
+            "window": ss[0].meta.get("window"),
+            "median_abs_log_error": {"none": s0, **{fmt_dur(g): v for g, v in scores.items()}},
+            "errors": pers[best] if chosen == best else per0, "errors_without_gap": per0,
+            "why": (f"fitted: least error on {what} (message rate, windows of {ss[0].meta.get('window')} "
+                    f"Isends; median |error| {med(pers[best]):.1f} % vs {med(per0):.1f} % without)"
+                    if chosen == best else "")}
+        if chosen != best:
+            res.notes.append(f"{key}: none (no candidate lowers the median |error| of {what} by "
+                             f"{GAP_GAIN * 100:.0f} %: injection is bound by the per-call costs)")
 
 
 RING_PATHS = (("host", "host"), ("staged", "hostcopy"), ("device", "gpudirect-p2p"))
@@ -1101,6 +1106,9 @@ def to_toml(res: FitResult, name: str = "h200x4-calibrated", raw_path: str | Non
         c(f"blocking_send_overhead = {_toml_value(fmt_dur(p.blocking_send_overhead))}" + sup("b"))
         if p.gap:
             c(f"gap = {_toml_value(fmt_dur(p.gap))}  # " + (d.get("gap") or {}).get("why", "base"))
+        if p.device_gap is not None:
+            c(f"device_gap = {_toml_value(fmt_dur(p.device_gap))}  # "
+              + (d.get("device_gap") or {}).get("why", "base"))
     else:
         c(f"eager_limit = {_toml_value(fmt_size(p.eager_limit))}" + "  # fitted: break of the host ping-pong curve")
         c(f"send_overhead = {_toml_value(fmt_dur(p.send_overhead))}"
@@ -1111,12 +1119,13 @@ def to_toml(res: FitResult, name: str = "h200x4-calibrated", raw_path: str | Non
           + (f"  # fitted: host ping-pong one way {hl.get('pingpong_small_s', 0) * 1e6:.3f} us = c + X, "
              f"ping-ping {(hl.get('pingping_small_s') or 0) * 1e6:.3f} us = 2c + max(c, X) (<= 1 KiB)" if hl else ""))
         for key, val in (("wait_overhead", p.wait_overhead), ("device_call_overhead", p.device_call_overhead),
-                         ("blocking_send_overhead", p.blocking_send_overhead), ("gap", p.gap)):
+                         ("blocking_send_overhead", p.blocking_send_overhead), ("gap", p.gap),
+                         ("device_gap", p.device_gap)):
             if val:
                 c(f"{key} = {_toml_value(fmt_dur(val))}  # base")
     for k, v in base.get("mpi", {}).items():
         if k not in ("eager_limit", "send_overhead", "recv_overhead", "call_overhead", "factors", "wait_overhead",
-                     "device_call_overhead", "blocking_send_overhead", "gap"):
+                     "device_call_overhead", "blocking_send_overhead", "gap", "device_gap"):
             c(f"{k} = {_toml_value(v)}  # base")
     fd = d.get("factors") or {}
     pcd: dict = pc or {}

@@ -360,6 +360,7 @@ class P2PParams:
     device_call_overhead: float = 0.0       # mpi.device_call_overhead (non-wait MPI calls on device buffers)
     blocking_send_overhead: float = 0.0     # mpi.blocking_send_overhead (every blocking send; bins add theirs)
     gap: float = 0.0                        # mpi.gap (LogGP g; never in the closed forms: one message at a time)
+    device_gap: float | None = None         # mpi.device_gap (GPU-direct messages; None: gap)
     wait_overhead: float | None = None      # mpi.wait_overhead (wait / test calls; None: call_overhead)
 
     @property
