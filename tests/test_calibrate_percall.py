@@ -288,3 +288,75 @@ bw_factor = 0.3
     assert simulate_series(s, out) == pytest.approx(t, rel=0.02)
     pp = Series("pingpong", "host", np.array(sizes), np.ones(3), np.ones(3))
     assert simulate_series(pp, out) == pytest.approx(simulate_series(pp, machine), rel=0.02)
+
+
+def _add_bursts(raw: dict, machine: Path, modes=("host", "device"), window: int = 16) -> dict:
+    sizes = [8, 512, 4 * KiB, 32 * KiB]
+    it = [10] * len(sizes)
+    for mode in modes:
+        s = Series("burst", mode, np.array(sizes), np.ones(len(sizes)), np.array(it), meta={"window": window})
+        t = simulate_series(s, machine, iters=2)
+        raw.setdefault("burst", []).append({"pattern": "burst", "mode": mode, "scope": "intra", "ranks": [0, 1],
+                                            "window": window, "sizes": sizes, "iterations": it,
+                                            "stats": [_stats(float(x)) for x in t]})
+    return raw
+
+
+def test_gap_is_fitted_from_the_message_rate_series(tmp_path):
+    """LogGP g (mpi.gap) from the burst series (windows of Isends back to back, then a reply): a
+    machine whose injection is gap-bound (2 us between messages, more than the 0.6 us per call) is
+    recovered to the grid's step, and the file says where it came from; the same machine without a
+    gap gets none (injection is then bound by the per-call costs, which the other series fix)."""
+    m = tmp_path / "gap.toml"
+    m.write_text(PERCALL.replace('blocking_send_overhead = "0.3us"', 'blocking_send_overhead = "0.3us"\ngap = "2us"', 1))
+    raw = _add_bursts(synthetic_raw(m, kinds=("pingpong", "pingpong-nb", "pingping")), m)
+    res = fitmod.fit(raw, base="h200x4", collectives=False, engines=False)
+    g = res.details["gap"]
+    assert res.params.gap == pytest.approx(2e-6, rel=0.15)
+    assert g["series"] == ["burst host"]
+    assert max(abs(x) for x in g["errors"]["burst host"]) < 0.1
+    assert max(abs(x) for x in g["errors_without_gap"]["burst host"]) > 0.3
+    # the device bursts follow the host gap there (mpi.device_gap's default): no device gap of its own
+    assert res.params.device_gap is None
+    assert any(n.startswith("mpi.device_gap: none") for n in res.notes)
+    out = tmp_path / "fitted.toml"
+    fitmod.write_machine(res, out)
+    text = out.read_text()
+    assert tomllib.loads(text)["mpi"]["gap"] == fitmod.fmt_dur(res.params.gap)
+    assert "burst host" in next(line for line in text.splitlines() if line.startswith("gap ="))
+    # no gap in the machine: none fitted, and a note says why
+    m0 = _write(tmp_path, PERCALL)
+    raw0 = _add_bursts(synthetic_raw(m0, kinds=("pingpong", "pingpong-nb", "pingping")), m0)
+    res0 = fitmod.fit(raw0, base="h200x4", collectives=False, engines=False)
+    assert res0.params.gap == 0.0 and res0.params.device_gap is None
+    assert any(n.startswith("mpi.gap: none") for n in res0.notes)
+
+
+def test_device_gap_is_fitted_apart_from_the_host_gap(tmp_path):
+    """GPU-aware MPIs issue their own GPU operations per device message (measured on 2 x H100:
+    4.3 us per message in a window, whatever the size up to 32 KiB, against ~1 us on host buffers):
+    a machine with mpi.device_gap = 4 us and no host gap is recovered as such, and the written
+    file carries the key."""
+    m = _write(tmp_path, PERCALL.replace('blocking_send_overhead = "0.3us"',
+                                         'blocking_send_overhead = "0.3us"\ndevice_gap = "4us"', 1))
+    raw = _add_bursts(synthetic_raw(m, kinds=("pingpong", "pingpong-nb", "pingping")), m)
+    res = fitmod.fit(raw, base="h200x4", collectives=False, engines=False)
+    assert res.params.gap == 0.0
+    assert res.params.device_gap == pytest.approx(4e-6, rel=0.15)
+    assert max(abs(x) for x in res.details["device_gap"]["errors"]["burst device"]) < 0.1
+    out = tmp_path / "fitted.toml"
+    fitmod.write_machine(res, out)
+    assert tomllib.loads(out.read_text())["mpi"]["device_gap"] == fitmod.fmt_dur(res.params.device_gap)
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "pc.toml"
+    p.write_text(text)
+    return p
+
+
+def test_without_burst_series_the_gap_keeps_its_base_value_and_says_so(machine):
+    raw = synthetic_raw(machine, kinds=("pingpong", "pingping"))
+    res = fitmod.fit(raw, base="h200x4", collectives=False, engines=False)
+    assert "gap" not in res.details
+    assert any("mpi.gap not fitted: no message-rate series" in n for n in res.notes)

@@ -182,15 +182,40 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--machine", default="lassen")
     ap.add_argument("--runs", nargs="+", default=["n2", "n4", "n8", "n16"])
     ap.add_argument("--set", action="append", default=[], help="KEY=VALUE machine setting")
+    ap.add_argument("--calls-from", metavar="RUN",
+                    help="first write the machine with the per-call costs of RUN's trace (`g2gsim calibrate "
+                         "calls`: its MPI_Irecv calls only) and simulate every run on it; RUN is then the fit "
+                         "set, the other runs are held out")
     ap.add_argument("--json")
     a = ap.parse_args(argv)
     if not LASSEN.is_dir():
         print(f"corpus not found: {LASSEN} (set G2GSIM_CORPUS)", file=sys.stderr)
         return 2
     sets = dict(s.split("=", 1) for s in a.set)
-    out = [compare(run, a.machine, sets) for run in a.runs]
+    machine = a.machine
+    with tempfile.TemporaryDirectory() as d:
+        if a.calls_from:
+            from g2gsim.calibrate.calls import call_costs, write_machine
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                costs = call_costs([LASSEN / f"{a.calls_from}.meta"])
+            machine = str(Path(d) / f"{a.machine}-calls-{a.calls_from}.toml")
+            write_machine(costs, a.machine, machine)
+            print(f"per-call costs from {a.calls_from} (fit set; the other runs are held out): "
+                  + ", ".join(f"{k} = {v}" for k, v in costs.machine_sets().items()))
+        out = [compare(run, machine, sets) for run in a.runs]
     for r in out:
+        if a.calls_from:
+            r["machine"] = f"{a.machine} + calls of {a.calls_from}"
+            r["set"] = "fit" if r["run"] == a.calls_from else "held out"
         print_run(r)
+    print("\n## Summary (traced / sim)\n| run | set | halo exchange window | Waitall | MPI time per rank | total time |"
+          "\n|---|---|---|---|---|---|")
+    for r in out:
+        e, m, t = r["exchange"], r["mpi"], r["total"]
+        print(f"| {r['run']} | {r.get('set', '-')} | {ratio(e['window_traced_us'], e['window_sim_us'])} | "
+              f"{ratio(e['wait_traced_us'], e['wait_sim_us'])} | {ratio(m['traced_s'], m['sim_s'])} | "
+              f"{err(t['traced_s'], t['sim_s'])} |")
     if a.json:
         Path(a.json).write_text(json.dumps(out, indent=1, default=float))
     return 0

@@ -68,6 +68,34 @@ fn gap_spaces_a_ranks_messages() {
 }
 
 #[test]
+fn device_gap_spaces_gpu_direct_messages_and_defaults_to_the_gap() {
+    let t = two_gpu_node();
+    let b = 8;
+    let burst = |device: bool| {
+        let s = |i: i32| if device { dev(isend(1, i, b, 1 + i as u64)) } else { isend(1, i, b, 1 + i as u64) };
+        let r = |i: i32| if device { dev(irecv(0, i, b, 1 + i as u64)) } else { irecv(0, i, b, 1 + i as u64) };
+        vec![
+            (0..4).map(s).chain([waitall(&[1, 2, 3, 4])]).collect::<Vec<_>>(),
+            (0..4).map(r).chain([waitall(&[1, 2, 3, 4])]).collect::<Vec<_>>(),
+        ]
+    };
+    let gd = SimOptions { mode: Mode::GpuDirect, ..Default::default() };
+    let end = |m: &str, device: bool| end_ns(&run(burst(device), m, gd.clone()).unwrap(), 1) as i64;
+    let dg = with_mpi(&t, "device_gap = \"2us\"");
+    // device messages: the last of four leaves three device gaps after the first
+    let extra = end(&dg, true) - end(&t, true);
+    assert!((5950..=6050).contains(&extra), "device extra {extra} ns");
+    // host messages keep mpi.gap (0 here)
+    assert_eq!(end(&dg, false), end(&t, false));
+    // without mpi.device_gap, device messages take mpi.gap
+    let g = with_mpi(&t, "gap = \"1us\"");
+    let extra = end(&g, true) - end(&t, true);
+    assert!((2950..=3050).contains(&extra), "device extra with mpi.gap {extra} ns");
+    let e = g2g_net::MachineConfig::from_toml(&with_mpi(&t, "device_gap = \"-1us\""), "m.toml").unwrap_err();
+    assert_eq!(e.key, "mpi.device_gap");
+}
+
+#[test]
 fn per_call_keys_are_checked() {
     let e = g2g_net::MachineConfig::from_toml(&with_mpi(&two_gpu_node(), "gap = \"1GB/s\""), "m.toml").unwrap_err();
     assert_eq!(e.key, "mpi.gap");

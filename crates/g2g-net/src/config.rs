@@ -115,6 +115,10 @@ pub struct MachineConfig {
     /// LogGP g (`mpi.gap`): the least time between two messages one rank injects; a message
     /// leaves no earlier than the previous one of the rank plus this
     pub gap_ns: f64,
+    /// the same for messages on device buffers sent GPU-direct (`mpi.device_gap`; default
+    /// `mpi.gap`): each needs the library's own GPU operations (IPC copy, event), which a GPU-aware
+    /// MPI issues one message at a time
+    pub device_gap_ns: f64,
     /// extra sender time of every blocking send (MPI_Send / Ssend / Bsend / Rsend and the send
     /// half of MPI_Sendrecv) before its data leaves (`mpi.blocking_send_overhead`); size bins add
     /// their own on top
@@ -908,11 +912,13 @@ impl MachineConfig {
         let device_call_overhead_ns = mpi.dur("device_call_overhead", Some(0.0))?;
         let wait_overhead_ns = mpi.dur("wait_overhead", Some(call_overhead_ns))?;
         let gap_ns = mpi.dur("gap", Some(0.0))?;
+        let device_gap_ns = mpi.dur("device_gap", Some(gap_ns))?;
         let blocking_send_overhead_ns = mpi.dur("blocking_send_overhead", Some(0.0))?;
         for (k, v) in [
             ("mpi.device_call_overhead", device_call_overhead_ns),
             ("mpi.wait_overhead", wait_overhead_ns),
             ("mpi.gap", gap_ns),
+            ("mpi.device_gap", device_gap_ns),
             ("mpi.blocking_send_overhead", blocking_send_overhead_ns),
         ] {
             if !(v >= 0.0 && v.is_finite()) {
@@ -1029,6 +1035,7 @@ impl MachineConfig {
             device_call_overhead_ns,
             wait_overhead_ns,
             gap_ns,
+            device_gap_ns,
             blocking_send_overhead_ns,
             factors,
             gpudirect_eager,

@@ -204,6 +204,7 @@ pub const KEYS: &[KeySpec] = &[
     k("mpi", "wait_overhead", DUR),
     k("mpi", "blocking_send_overhead", DUR),
     k("mpi", "gap", DUR),
+    k("mpi", "device_gap", DUR),
     k("mpi", "gpudirect_eager", Kind::Bool),
     k("mpi", "device_collectives", Kind::Other("\"direct\", \"staged\" or a list of collectives")),
     k("mpi", "collective_chunk", SIZE),

@@ -4,6 +4,7 @@
     g2gsim calibrate run --np 4 -o raw.json [-- ARGS]  mpirun it here (one node or an allocation)
     g2gsim calibrate fit RAW.json -o machine.toml [--base h200x4]
     g2gsim calibrate check RAW.json MACHINE            simulate every measured point, report errors
+    g2gsim calibrate calls TRACE... --base M -o m.toml per-call costs from the traces' MPI_Irecv calls
     g2gsim validate script [-o workloads.py]           the self-contained workload script
     g2gsim validate run --mode device --np 4 -o runs/  mpirun it here
     g2gsim validate compare runs/ --machine MACHINE    predicted vs measured, both modes
@@ -122,6 +123,45 @@ def register(group: click.Group) -> None:
             out.update(rows=rows, summary=summ)
         if json_out:
             _write_json(json_out, out)
+
+    @calibrate.command("calls")
+    @click.argument("traces", nargs=-1, required=True, type=click.Path(exists=True))
+    @click.option("--base", required=True,
+                  help="preset or machine file the per-call costs are written into (everything else is kept)")
+    @click.option("-o", "--output", type=click.Path(dir_okay=False), required=True, help="machine TOML to write")
+    @click.option("--name", default=None, help="machine name (default: the output file's stem)")
+    @click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None,
+                  help="write what was found (counts, medians, quartiles, the keys set) as JSON")
+    def calibrate_calls(traces, base, output, name, json_out):
+        """Per-call costs (mpi.call_overhead, mpi.device_call_overhead) from the MPI_Irecv calls of
+        TRACES (any format g2gsim reads), written into BASE as OUTPUT.
+
+        For traces without microbenchmarks of their machine: a call that only posts a receive waits
+        on nothing, so its traced duration is the library's cost per call there (docs/calibration.md).
+        """
+        from .._trace_base import TraceError
+        from ..machines import MachineError
+        from .calls import CallCostError, call_costs, write_machine
+        try:
+            costs = call_costs(list(traces))
+            cmd = "g2gsim calibrate calls " + " ".join(shlex.quote(a) for a in sys.argv[3:]) if len(sys.argv) > 3 else None
+            write_machine(costs, base, output, name=name, command=cmd)
+        except (CallCostError, TraceError, MachineError) as e:
+            _fail(str(e))
+        rows = []
+        for space in ("host", "device"):
+            sc = getattr(costs, space)
+            if sc is not None:
+                rows.append([f"MPI_Irecv, {space} buffers", str(sc.n), f"{sc.median_ns / 1e3:.3g} us",
+                             f"{sc.p25_ns / 1e3:.3g} - {sc.p75_ns / 1e3:.3g} us"])
+        from .report import rich_table
+        console.print(rich_table(f"traced per-call costs -> {output}", ["calls", "n", "median", "25-75 %"], rows))
+        for k, v in costs.machine_sets().items():
+            console.print(f"set {k} = {v}")
+        for n in costs.notes:
+            console.print(f"[yellow]note:[/] {n}", soft_wrap=True)
+        if json_out:
+            _write_json(json_out, costs.as_dict())
 
     @calibrate.command("check")
     @click.argument("raw", type=click.Path(exists=True, dir_okay=False))

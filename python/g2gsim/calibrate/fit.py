@@ -119,6 +119,7 @@ class FitResult:
             **({"mpi.device_call_overhead": fmt_dur(p.device_call_overhead)} if p.device_call_overhead else {}),
             **({"mpi.blocking_send_overhead": fmt_dur(p.blocking_send_overhead)} if p.blocking_send_overhead else {}),
             **({"mpi.gap": fmt_dur(p.gap)} if p.gap else {}),
+            **({"mpi.device_gap": fmt_dur(p.device_gap)} if p.device_gap is not None else {}),
             "mpi.eager_limit": fmt_size(p.eager_limit), "mpi.send_overhead": fmt_dur(p.send_overhead),
             "mpi.recv_overhead": fmt_dur(p.recv_overhead), "gpu.copy_delay": fmt_dur(p.copy_delay),
             "gpu.gpudirect_delay": fmt_dur(p.gpudirect_delay),
@@ -173,6 +174,7 @@ def base_params(base: dict) -> P2PParams:
         wait_overhead=parse_dur(mpi["wait_overhead"]) if "wait_overhead" in mpi else None,
         blocking_send_overhead=parse_dur(mpi.get("blocking_send_overhead", "0ns")),
         gap=parse_dur(mpi.get("gap", "0ns")),
+        device_gap=parse_dur(mpi["device_gap"]) if "device_gap" in mpi else None,
         shm_rank_bw=parse_bw(host["shm_rank_bw"]) if "shm_rank_bw" in host else None,
         shm_rank_out_bw=parse_bw(host["shm_rank_out_bw"]) if "shm_rank_out_bw" in host else None,
         factors=_factors_from_toml([e for e in mpi.get("factors", [])
@@ -578,6 +580,9 @@ def fit(raw, base: str | Path = "h200x4", host_bw_from: str = "pingpong", large_
     # 6b. copy engines: from the series where several transfers go into one GPU at once
     if engines:
         fit_copy_engines(series, res, workdir=workdir)
+    # 6c. LogGP g: from the message-rate (burst) series, with every per-call cost already fitted
+    if factors and not bins:
+        fit_gap(series, res, workdir=workdir)
     # 7. every rank of the node communicating at once: bins by load from the ring series
     if factors and ring:
         fit_ring_bins(series, res, workdir=workdir)
@@ -638,6 +643,64 @@ def fit_copy_engines(series: list[Series], res: FitResult, workdir=None) -> None
     res.details["copy_engines"] = {"chosen": best, "median_abs_log_error": {str(k): v for k, v in scores.items()},
                                    "errors": per, "series": [s.name for s, _, _ in pts], "sizes_from": ENGINE_FROM,
                                    "engine_bw": p.copy_engine_bw}
+
+
+GAP_GRID_S = (0.0, *np.geomspace(50e-9, 20e-6, 28))      # candidates for a gap, ~25 % apart
+GAP_GAIN = 0.02          # a gap must lower the median |log error| by this much, else none
+GAPS = (("gap", "host", "mpi.gap"), ("device_gap", "device", "mpi.device_gap"))
+
+
+def fit_gap(series: list[Series], res: FitResult, workdir=None) -> None:
+    """LogGP g from the burst series (``measure.py``'s message-rate windows), with every other
+    parameter as fitted: ``mpi.gap`` from the host-buffer bursts, then ``mpi.device_gap`` (messages on
+    device buffers sent GPU-direct) from the device-buffer ones.  Each candidate (0, then 50 ns to
+    20 us, ~25 % apart) is simulated on the series and the one of least median |log error| kept if
+    it beats no gap by ``GAP_GAIN``; the device gap's "no gap" is the host gap (the key's default)."""
+    p = res.params
+    if not any(s.kind == "burst" for s in series):
+        res.notes.append("mpi.gap not fitted: no message-rate series (measure.py's burst section)")
+        return
+    for attr, mode, key in GAPS:
+        ss = [s for s in series if s.kind == "burst" and s.mode == mode and s.scope == "intra"]
+        if not ss:
+            res.notes.append(f"{key} not fitted: no {mode}-buffer burst series between two GPUs of a node")
+            continue
+        base_val = getattr(p, attr)
+
+        def score(g: float | None, ss=ss, attr=attr) -> tuple[float, dict[str, list[float]]]:
+            setattr(p, attr, g)
+            errs: list[float] = []
+            per = {}
+            with machine_file(res) as m:
+                for s in ss:
+                    pred = simulate_series(s, m, workdir=workdir)
+                    errs.extend(np.log(pred / s.t))
+                    per[s.name] = [float(x) for x in pred / s.t - 1]
+            return float(np.median(np.abs(errs))), per
+
+        none = 0.0 if attr == "gap" else None       # the device gap's default is the host gap
+        s0, per0 = score(none)
+        scores, pers = {}, {}
+        for g in GAP_GRID_S[1:]:
+            scores[float(g)], pers[float(g)] = score(float(g))
+        best = min(scores, key=lambda g: (scores[g], g))
+        chosen = best if scores[best] <= s0 - GAP_GAIN else none
+        setattr(p, attr, chosen)
+        what = ", ".join(s.name for s in ss)
+
+        def med(per: dict[str, list[float]]) -> float:
+            return float(np.median(np.abs([x for v in per.values() for x in v]))) * 100
+        res.details[attr] = {
+            "chosen_s": chosen, "base_s": base_val, "series": [s.name for s in ss],
+            "window": ss[0].meta.get("window"),
+            "median_abs_log_error": {"none": s0, **{fmt_dur(g): v for g, v in scores.items()}},
+            "errors": pers[best] if chosen == best else per0, "errors_without_gap": per0,
+            "why": (f"fitted: least error on {what} (message rate, windows of {ss[0].meta.get('window')} "
+                    f"Isends; median |error| {med(pers[best]):.1f} % vs {med(per0):.1f} % without)"
+                    if chosen == best else "")}
+        if chosen != best:
+            res.notes.append(f"{key}: none (no candidate lowers the median |error| of {what} by "
+                             f"{GAP_GAIN * 100:.0f} %: injection is bound by the per-call costs)")
 
 
 RING_PATHS = (("host", "host"), ("staged", "hostcopy"), ("device", "gpudirect-p2p"))
@@ -1043,6 +1106,9 @@ def to_toml(res: FitResult, name: str = "h200x4-calibrated", raw_path: str | Non
         c(f"blocking_send_overhead = {_toml_value(fmt_dur(p.blocking_send_overhead))}" + sup("b"))
         if p.gap:
             c(f"gap = {_toml_value(fmt_dur(p.gap))}  # " + (d.get("gap") or {}).get("why", "base"))
+        if p.device_gap is not None:
+            c(f"device_gap = {_toml_value(fmt_dur(p.device_gap))}  # "
+              + (d.get("device_gap") or {}).get("why", "base"))
     else:
         c(f"eager_limit = {_toml_value(fmt_size(p.eager_limit))}" + "  # fitted: break of the host ping-pong curve")
         c(f"send_overhead = {_toml_value(fmt_dur(p.send_overhead))}"
@@ -1053,12 +1119,13 @@ def to_toml(res: FitResult, name: str = "h200x4-calibrated", raw_path: str | Non
           + (f"  # fitted: host ping-pong one way {hl.get('pingpong_small_s', 0) * 1e6:.3f} us = c + X, "
              f"ping-ping {(hl.get('pingping_small_s') or 0) * 1e6:.3f} us = 2c + max(c, X) (<= 1 KiB)" if hl else ""))
         for key, val in (("wait_overhead", p.wait_overhead), ("device_call_overhead", p.device_call_overhead),
-                         ("blocking_send_overhead", p.blocking_send_overhead), ("gap", p.gap)):
+                         ("blocking_send_overhead", p.blocking_send_overhead), ("gap", p.gap),
+                         ("device_gap", p.device_gap)):
             if val:
                 c(f"{key} = {_toml_value(fmt_dur(val))}  # base")
     for k, v in base.get("mpi", {}).items():
         if k not in ("eager_limit", "send_overhead", "recv_overhead", "call_overhead", "factors", "wait_overhead",
-                     "device_call_overhead", "blocking_send_overhead", "gap"):
+                     "device_call_overhead", "blocking_send_overhead", "gap", "device_gap"):
             c(f"{k} = {_toml_value(v)}  # base")
     fd = d.get("factors") or {}
     pcd: dict = pc or {}

@@ -18,6 +18,8 @@ CUDA-aware MPI):
   iterations for large sizes, between two GPUs of a node and, given two nodes, across nodes;
 * cudaMemcpy D2H / H2D, pinned and pageable, 1 B to 256 MiB; and the same copy on every GPU at once;
 * concurrency: ping-ping on two pairs at once, and one rank sending to all others at once;
+* bursts (message rate): one rank posts a window of Isends back to back to another, whose Irecvs
+  are posted; both Waitall, then a 1-byte reply; small sizes, host and device buffers (LogGP g);
 * collectives on all ranks: Bcast, Scatter and Gather (MPI_IN_PLACE at the root for device
   buffers: the only ones an Open MPI + UCX without CUDA support in its collectives runs there).
 
@@ -689,6 +691,64 @@ class Runner:
             self.save()
             self.log(f"  {mode} multi-peer")
 
+    # -------------------------------------------------------------------- message rate
+    BURST_WINDOW = 64
+    BURST_SIZES = (8, 64, 512, 4 * KiB, 32 * KiB)
+
+    def burst(self):
+        """Message rate (issue 25, LogGP g): rank a posts ``BURST_WINDOW`` Isends of n bytes to rank b
+        back to back (each from its own block), b's Irecvs (each into its own block) posted at the
+        start of the iteration; both Waitall; then b sends a 1-byte reply that a receives.  Time
+        per iteration on a; host and device buffers (staged: the copies would dominate)."""
+        W = self.BURST_WINDOW
+        sizes = [n for n in self.BURST_SIZES if n <= self.max_bytes]
+        MPI, comm, me = self.MPI, self.comm, self.rank
+        bufs = Buffers(MPI, self.cp, max(sizes) * W, self.kinds())
+        pc = time.perf_counter
+        for scope, a, b in self.pairs():
+            for mode in self.modes:
+                if mode == "staged":
+                    continue
+                kind = "device" if mode == "device" else "host"
+                entry = {"pattern": "burst", "mode": mode, "scope": scope, "ranks": [a, b], "window": W,
+                         "sizes": [], "iterations": [], "stats": []}
+                for n in sizes:
+                    it, warm = self.iters(n * W, 0.1)
+                    comm.Barrier()
+                    if me not in (a, b):
+                        continue
+                    sarr, saddr = bufs.addr[(kind, "s")]
+                    rarr, raddr = bufs.addr[(kind, "r")]
+                    if kind == "device":
+                        smsgs = [[_fromaddress(MPI, saddr + j * n, n), MPI.BYTE] for j in range(W)]
+                        rmsgs = [[_fromaddress(MPI, raddr + j * n, n), MPI.BYTE] for j in range(W)]
+                        one = [_fromaddress(MPI, raddr, 1), MPI.BYTE]
+                    else:
+                        smsgs = [[sarr[j * n:(j + 1) * n], MPI.BYTE] for j in range(W)]
+                        rmsgs = [[rarr[j * n:(j + 1) * n], MPI.BYTE] for j in range(W)]
+                        one = [rarr[:1], MPI.BYTE]
+                    ts = np.empty(it)
+                    Isend, Irecv, Waitall = comm.Isend, comm.Irecv, MPI.Request.Waitall
+                    for i in range(warm + it):
+                        t0 = pc()
+                        if me == a:
+                            Waitall([Isend(m, b, 21) for m in smsgs])
+                            comm.Recv(one, b, 22)
+                        else:
+                            Waitall([Irecv(m, a, 21) for m in rmsgs])
+                            comm.Send(one, a, 22)
+                        if i >= warm:
+                            ts[i - warm] = pc() - t0
+                    if me == a:
+                        entry["sizes"].append(n)
+                        entry["iterations"].append(it)
+                        entry["stats"].append(stats(ts))
+                comm.Barrier()
+                if me == 0:             # pairs() always starts at rank 0: a == 0 holds the entry
+                    self.out.setdefault("burst", []).append(entry)
+                self.save()
+                self.log(f"  {scope} {mode} burst")
+
     # -------------------------------------------------------------------- collectives
     def collectives(self):
         MPI, comm, cp, me, P = self.MPI, self.comm, self.cp, self.rank, self.size
@@ -775,6 +835,8 @@ class Runner:
             self.section("concurrency", self.concurrency)
         if "multipeer" in a.sections and self.size >= 2:
             self.section("multipeer", self.multipeer)
+        if "burst" in a.sections and self.size >= 2:
+            self.section("burst", self.burst)
         if "collectives" in a.sections and self.size >= 2:
             self.section("collectives", self.collectives)
         self.save()
@@ -807,8 +869,8 @@ def main(argv=None):
     p.add_argument("--device", choices=["auto", "on", "off"], default="auto",
                    help="pass device buffers to MPI: auto = when the MPI reports CUDA support or UCX_TLS "
                         "names a cuda transport")
-    p.add_argument("--sections", default="memcpy,p2p,concurrency,multipeer,collectives",
-                   help="comma list of memcpy, p2p, concurrency, multipeer, collectives")
+    p.add_argument("--sections", default="memcpy,p2p,concurrency,multipeer,burst,collectives",
+                   help="comma list of memcpy, p2p, concurrency, multipeer, burst, collectives")
     p.add_argument("--no-rooted-linear", dest="rooted_linear", action="store_false",
                    help="keep the MPI's own Scatter/Gather algorithms (default: Open MPI's linear ones, "
                         "the only ones that run on device buffers without CUDA support in the MPI)")

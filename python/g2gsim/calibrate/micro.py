@@ -39,7 +39,7 @@ MODES = ("host", "staged", "device")
 @dataclass
 class Series:
     kind: str                   # pingpong | pingpong-nb | pingping | memcpy | collective | two-pairs | fan-out
-                                # | ring | all-pairs | fan-in
+                                # | ring | all-pairs | fan-in | burst
     mode: str                   # host | staged | device (memcpy: d2h/h2d)
     sizes: np.ndarray           # bytes (collectives: Bcast buffer, Scatter/Gather per-rank block)
     t: np.ndarray               # seconds, the measured median
@@ -127,6 +127,13 @@ def series_from_raw(raw: dict) -> list[Series]:
             out.append(Series("fan-in", e["mode"], np.array(e["sizes"]), _arr(e["stats"]),
                               np.array(e["iterations"]), nranks=1 + len(e["peers"]), spread=_spread(e["stats"]),
                               meta={"root": e["root"], "peers": e["peers"]}))
+    for e in raw.get("burst", []):
+        if not e["sizes"]:
+            continue
+        # a window of Isends back to back and the 1-byte reply: time per window
+        out.append(Series("burst", e["mode"], np.array(e["sizes"]), _arr(e["stats"]), np.array(e["iterations"]),
+                          scope=e.get("scope", "intra"), spread=_spread(e["stats"]),
+                          meta={"window": int(e["window"]), "ranks": e.get("ranks")}))
     return out
 
 
@@ -234,6 +241,19 @@ def build_trace(s: Series, n: int, iters: int = 3):
                     b.add(me, "Isend", peer=q, tag=11, bytes=n, req=100 + j, mem_space=mem)
                 b.add(me, "Waitall", reqs=[1 + j for j in range(len(peers))] + [100 + j for j in range(len(peers))])
         return b.build()
+    if k == "burst":
+        W = int(s.meta["window"])
+        b = TraceBuilder(2, source=f"g2gsim calibrate: {s.name} {n} B x {W}")
+        for _ in range(iters):
+            for j in range(W):
+                b.add(0, "Isend", peer=1, tag=21, bytes=n, req=1 + j, mem_space=mem)
+            b.add(0, "Waitall", reqs=[1 + j for j in range(W)])
+            b.add(0, "Recv", peer=1, tag=22, recv_bytes=1, mem_space=mem)
+            for j in range(W):
+                b.add(1, "Irecv", peer=0, tag=21, recv_bytes=n, req=1 + j, mem_space=mem)
+            b.add(1, "Waitall", reqs=[1 + j for j in range(W)])
+            b.add(1, "Send", peer=0, tag=22, bytes=1, mem_space=mem)
+        return b.build()
     if k == "fan-in":
         nr = s.nranks
         b = TraceBuilder(nr, source=f"g2gsim calibrate: {s.name} {n} B")
@@ -340,6 +360,7 @@ class P2PParams:
     device_call_overhead: float = 0.0       # mpi.device_call_overhead (non-wait MPI calls on device buffers)
     blocking_send_overhead: float = 0.0     # mpi.blocking_send_overhead (every blocking send; bins add theirs)
     gap: float = 0.0                        # mpi.gap (LogGP g; never in the closed forms: one message at a time)
+    device_gap: float | None = None         # mpi.device_gap (GPU-direct messages; None: gap)
     wait_overhead: float | None = None      # mpi.wait_overhead (wait / test calls; None: call_overhead)
 
     @property

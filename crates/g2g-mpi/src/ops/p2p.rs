@@ -313,9 +313,10 @@ impl State<'_> {
         let id = self.msgs.add(msg);
         // packing happens on the sender before anything moves
         let mut o_send = o.send_ns as u64 + pack_ns;
-        let gap = self.m.cfg.gap_ns.round() as u64;
+        let gap = if gpu_direct { self.m.cfg.device_gap_ns } else { self.m.cfg.gap_ns }.round() as u64;
         if gap > 0 {
-            // LogGP g (mpi.gap): the rank's messages leave at least `gap` apart
+            // LogGP g (mpi.gap; mpi.device_gap for GPU-direct messages): a message leaves at least
+            // `gap` after the rank's previous one
             let now = self.q.now();
             let last = &mut self.ranks[src as usize].last_inject;
             let depart = (now + o_send).max(if *last == 0 { 0 } else { *last + gap });
