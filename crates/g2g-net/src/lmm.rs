@@ -20,7 +20,18 @@
 //! growing; then every flow has a bottleneck link and the allocation is the max-min one.  No
 //! link's flows are summed for this: each link keeps the sum of its flows' rates (in exact fixed
 //! point, so it never drifts from a fresh sum) and its largest rate with how many flows have it.
-//! When U grows past a quarter of the flows, the whole component is solved instead.
+//! When U grows past a quarter of the flows, the whole component is solved instead (and an
+//! attempt stops as soon as U is past that limit).
+//!
+//! What the scans read of a flow -- its rate and the solves' marks -- is in a dense table of its
+//! own (`Hot`, 16 bytes a flow), not in the flow's record: links of thousands of flows are scanned
+//! for their fastest flows, and 1 M flows' `Hot` fit in the last-level cache where their records
+//! do not.  Each flow also keeps a *witness*, the link last found to be its bottleneck (or the
+//! link the filling rated it at); the check tries it first (it mostly still is one) and reads the
+//! flow's record only if not.  The witness is a hint: the answer is the same as trying every link.
+//! The whole-component solve brings a flow's bytes up to `now` and gives it its new rate in the
+//! filling's visit (one pass over the records, not two), and prefetches the records a few places
+//! ahead in a link's list.
 //! `Sharing::MaxMinFull` always solves the whole component (the reference the incremental solve
 //! is tested against).  New finish times are returned in flow order and rounded up to the ns
 //! with a tolerance for last-bit noise (`finish_ns`), so both solves schedule the same.
@@ -280,6 +291,9 @@ pub struct FlowNet {
     /// per flow: its witness, one of its links, the last found to be its bottleneck (by the
     /// incremental check, or the link the filling rated it at); a hint only, always re-checked
     wit: Vec<LinkId>,
+    /// checks answered by the witness (tests: it is used)
+    #[cfg(test)]
+    witness_hits: u64,
     /// per flow: its place in the flow list of each of its first `SLOTS` links, so that a
     /// finishing flow leaves a link of thousands of flows without a search
     slot: Vec<[u32; SLOTS]>,
@@ -633,6 +647,10 @@ impl FlowNet {
     #[inline(always)]
     fn has_bottleneck(&mut self, f: FlowId, r: f64, mark: u32, tick: u32) -> bool {
         if self.is_bottleneck(self.wit[f as usize], r, mark, tick) {
+            #[cfg(test)]
+            {
+                self.witness_hits += 1;
+            }
             return true;
         }
         for j in 0..self.flows[f as usize].links.len() {
@@ -684,8 +702,8 @@ impl FlowNet {
     /// Progressive filling over the links in `live` (`link_rem` / `link_n`: the capacity left and
     /// the count of flows still to rate): raises the rates of all unrated flows together and, at
     /// each level, rates the flows of every link whose fair share is the smallest (within 1e-9).
-    /// A flow of such a link is one to rate now if its `cmark` is `unrated` (then `rated`), and
-    /// `take(f, flow, share)` records its rate; `left` is how many flows are to be rated.  Each link's `link_fixed` gains the
+    /// A flow of such a link is one to rate now if its `cmark` is `unrated` (then `rated`, and the
+    /// link becomes its witness), and `take(f, flow, hot, share)` records its rate; `left` is how many flows are to be rated.  Each link's `link_fixed` gains the
     /// fixed-point rate of every flow rated on it.
     fn progressive_fill(
         &mut self,
@@ -1446,6 +1464,7 @@ mod tests {
     #[test]
     fn incremental_max_min_equals_full_solve_with_completions() {
         let mut total_incremental = 0;
+        let mut witness_hits = 0;
         let mut simultaneous = 0;
         for seed in 1..=40u64 {
             let mut rng = Xs(seed.wrapping_mul(0xd134_2543_de82_ef95) | 1);
@@ -1549,8 +1568,10 @@ mod tests {
                 }
             }
             total_incremental += inc.incremental_solves;
+            witness_hits += inc.witness_hits;
         }
         assert!(total_incremental > 1000, "only {total_incremental} incremental solves");
+        assert!(witness_hits > 1000, "only {witness_hits} checks answered by the witness");
         assert!(simultaneous > 100, "only {simultaneous} instants with simultaneous finishes");
     }
 
