@@ -595,6 +595,11 @@ impl MachineConfig {
         let name = top.str_("name")?.unwrap_or_else(|| file.to_string());
         let description = top.str_("description")?.unwrap_or_default();
         let _ = top.get("sources");
+        // checked as a size; the replay does not use it (the user side compares the trace's
+        // largest message with it)
+        if top.get("calibrated_max_bytes").is_some() {
+            top.size("calibrated_max_bytes", None)?;
+        }
         check_uncertainty(&ctx, &root)?;
         top.finish()?;
 
@@ -1219,6 +1224,13 @@ bw = "12.5GB/s"
         // a collective's bin for every path comes before a path's ordinary bins
         let m4 = f("[[mpi.factors]]\npath = \"all\"\ncollective = \"Gather\"\nbw_factor = 0.4\n");
         assert_eq!(bw(&m4, "host", Some("Gather")), 0.4);
+    }
+
+    #[test]
+    fn calibrated_max_bytes_is_a_size() {
+        assert!(MachineConfig::from_toml(&format!("calibrated_max_bytes = \"256MiB\"\n{MIN}"), "t.toml").is_ok());
+        let e = MachineConfig::from_toml(&format!("calibrated_max_bytes = \"fast\"\n{MIN}"), "t.toml").unwrap_err();
+        assert_eq!(e.key, "calibrated_max_bytes");
     }
 
     #[test]
