@@ -288,6 +288,12 @@ def test_validate_on_the_h200_sample():
     mm = {r.mode: r for r in runs if r.workload == "matmul"}
     tr = trace_from_run(mm["hostcopy"])
     ops = tr.op_counts()
+    # the harness stages through page-locked buffers: its MPI calls are on pinned memory
+    mem_op = list(zip(tr.table.column("mem_space").to_pylist(), tr.table.column("op").to_pylist()))
+    assert {m for m, o in mem_op if o in ("Bcast", "Scatter", "Gather")} == {"pinned"}
+    assert {m for m, o in zip(trace_from_run(mm["device"]).table.column("mem_space").to_pylist(),
+                              trace_from_run(mm["device"]).table.column("op").to_pylist())
+            if o in ("Bcast", "Scatter", "Gather")} == {"device"}
     assert ops["Bcast"] == 4 * 5 and ops["Scatter"] == 4 * 5 and ops["Gather"] == 4 * 5 and ops["Kernel"] == 4 * 5
     # staging copies: root d2h A, B, C-block, h2d B-block, C; others h2d A, B-block, d2h C-block
     assert ops["Memcpy"] == 5 * (5 + 3 * 3)

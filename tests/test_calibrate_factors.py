@@ -218,3 +218,31 @@ def test_collective_bins_match_the_collective_series_and_leave_point_to_point_al
         assert big > 1.2 * simulate_series(s, plain_out, sizes=[8 * MiB])[0]
     pp = Series("pingping", "staged", np.array([64 * KiB, 4 * MiB]), np.ones(2), np.array([5, 5]))
     np.testing.assert_allclose(simulate_series(pp, out), simulate_series(pp, plain_out), rtol=1e-9)
+
+
+def test_staged_collective_series_run_on_their_own_path(tmp_path):
+    """measure.py's staged collectives send from page-locked buffers: their simulated messages take
+    the staged (hostcopy) bins, never the pageable host path's collective bins (a machine with a
+    Bcast factor for host buffers and ordinary hostcopy bins: the staged Bcast ignores the former)."""
+    m = tmp_path / "m.toml"
+    base = KNOWN + '''
+[[mpi.factors]]
+path = "hostcopy"
+bw_factor = 0.25
+'''
+    m.write_text(base)
+    m2 = tmp_path / "m2.toml"
+    m2.write_text(base + '''
+[[mpi.factors]]
+path = "host"
+collective = "Bcast"
+bw_factor = 0.9
+''')
+    n = 64 * MiB
+    staged = Series("collective", "staged", np.array([n]), np.ones(1), np.array([1]), op="Bcast", nranks=2)
+    host = Series("collective", "host", np.array([n]), np.ones(1), np.array([1]), op="Bcast", nranks=2)
+    t_staged = simulate_series(staged, m)[0]
+    assert simulate_series(staged, m2)[0] == pytest.approx(t_staged, rel=1e-9)      # host Bcast bins not taken
+    assert simulate_series(host, m2)[0] != pytest.approx(simulate_series(host, m)[0], rel=1e-3)
+    # and the staged one moves its data at the hostcopy rate: slower than the host path by ~4x
+    assert t_staged > 2 * simulate_series(host, m)[0]

@@ -360,3 +360,28 @@ def test_without_burst_series_the_gap_keeps_its_base_value_and_says_so(machine):
     res = fitmod.fit(raw, base="h200x4", collectives=False, engines=False)
     assert "gap" not in res.details
     assert any("mpi.gap not fitted: no message-rate series" in n for n in res.notes)
+
+
+def test_fit_writes_its_size_range_and_a_larger_message_is_a_notice(machine, tmp_path):
+    """`calibrate fit` writes the largest message it measured (calibrated_max_bytes); a simulation
+    whose trace has a larger message says its rate there is extrapolated, one within it says nothing."""
+    raw = synthetic_raw(machine, kinds=("pingpong", "pingping"), sizes=[1, 4096, 65536, 1 << 20])
+    res = fitmod.fit(raw, base="h200x4", collectives=False, engines=False)
+    out = tmp_path / "fitted.toml"
+    fitmod.write_machine(res, out)
+    assert tomllib.loads(out.read_text())["calibrated_max_bytes"] == "1MiB"
+    from g2gsim import simulate
+    from g2gsim.trace import Trace
+
+    def two_rank(n: int) -> Path:
+        t = Trace.from_columns(2, {"rank": [0, 1], "op": ["Send", "Recv"], "peer": [1, 0], "tag": [1, 1],
+                                   "bytes": [n, 0], "recv_bytes": [0, n]})
+        p = tmp_path / f"t{n}.g2g.parquet"
+        t.write(p)
+        return p
+
+    big = simulate(str(two_rank(4 << 20)), str(out))
+    assert big["max_message_bytes"] == 4 << 20
+    assert any("largest message (4 MiB) is larger than any" in n and "up to 1 MiB" in n for n in big["notices"])
+    small = simulate(str(two_rank(1 << 20)), str(out))
+    assert not any("largest message" in n for n in small["notices"])

@@ -220,6 +220,31 @@ def machine_info(machine: str | Path | machines.MachineSpec, explicit: bool = Tr
     return machines.describe(text, label, default=not explicit)
 
 
+def _beyond_calibration(text: str, label: str, rep: dict) -> list[str]:
+    """A notice when the trace's largest message is larger than any the machine file's calibration
+    measured (``calibrated_max_bytes``, written by ``g2gsim calibrate fit``): the rates there are
+    extrapolated from the largest measured sizes."""
+    import tomllib
+
+    from .units import parse_size
+
+    def format_size(n: int) -> str:
+        for unit, k in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+            if n >= k:
+                return f"{n / k:.4g} {unit}"
+        return f"{n} B"
+    try:
+        cal = tomllib.loads(text).get("calibrated_max_bytes")
+    except tomllib.TOMLDecodeError:
+        return []
+    biggest = int(rep.get("max_message_bytes") or 0)
+    if cal is None or biggest <= (limit := parse_size(cal)):
+        return []
+    return [f"the trace's largest message ({format_size(biggest)}) is larger than any {label} was calibrated "
+            f"on (up to {format_size(limit)}): its rate there is extrapolated; measure up to that size "
+            f"(measure.py --max-bytes) to know it"]
+
+
 def simulate(trace: str | Path, machine: str | Path | machines.MachineSpec = "lassen", mode: str = "as-traced",
              progress: Callable[[int, int], None] | None = None, buffers: str | None = None,
              window: str = "traced", machine_set: Mapping[str, Any] | Iterable[str] | None = None,
@@ -287,6 +312,7 @@ def simulate(trace: str | Path, machine: str | Path | machines.MachineSpec = "la
         info["overrides"] = dict(machines.parse_set(item) for item in machine.sets)
         info["overrides"] = {k: str(v) for k, v in info["overrides"].items()}
     rep["machine_info"] = info
+    notes += _beyond_calibration(text, label, rep)
     rep["notices"] = notes + list(rep.get("notices", []))
     rep["assumptions"] = [info["sentence"]] + list(rep.get("assumptions", []))
     return rep

@@ -107,6 +107,8 @@ pub struct Report {
     pub p2p_size_classes: std::collections::BTreeMap<String, PathStat>,
     pub collective_messages: u64,
     pub p2p_messages: u64,
+    /// the largest message (point-to-point or inside a collective), bytes
+    pub max_message_bytes: u64,
     pub engine: EngineStat,
     /// what the replay noticed and could not hold against the trace (unreceived messages, requests
     /// never waited for); `strict` makes the first an error

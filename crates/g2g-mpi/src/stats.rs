@@ -14,6 +14,8 @@ pub(crate) struct Stats {
     pub sizes: [PathStat; SIZE_CLASSES.len()],
     pub p2p_msgs: u64,
     pub coll_msgs: u64,
+    /// the largest message seen, bytes
+    pub max_msg: u64,
     /// operations in the trace (a hint, for progress) and done so far
     pub ops_total: u64,
     pub ops_done: u64,
@@ -28,6 +30,7 @@ impl Stats {
             sizes: Default::default(),
             p2p_msgs: 0,
             coll_msgs: 0,
+            max_msg: 0,
             ops_total,
             ops_done: 0,
             peak_flows: 0,
@@ -60,6 +63,7 @@ impl Stats {
         };
         ps.messages += 1;
         ps.bytes += bytes;
+        self.max_msg = self.max_msg.max(bytes);
         if collective {
             self.coll_msgs += 1;
         } else {
@@ -116,6 +120,7 @@ impl Stats {
         }
         rep.p2p_messages = self.p2p_msgs;
         rep.collective_messages = self.coll_msgs;
+        rep.max_message_bytes = self.max_msg;
     }
 }
 

@@ -595,6 +595,11 @@ impl MachineConfig {
         let name = top.str_("name")?.unwrap_or_else(|| file.to_string());
         let description = top.str_("description")?.unwrap_or_default();
         let _ = top.get("sources");
+        // checked as a size; the replay does not use it (the user side compares the trace's
+        // largest message with it)
+        if top.get("calibrated_max_bytes").is_some() {
+            top.size("calibrated_max_bytes", None)?;
+        }
         check_uncertainty(&ctx, &root)?;
         top.finish()?;
 
@@ -1082,51 +1087,55 @@ impl MachineConfig {
     }
 
     /// [`factor_at`](Self::factor_at) for a message of collective `coll` (its COLL_NAMES name):
-    /// the bins naming that collective first (same rules), then the ordinary ones.
+    /// the path's bins naming that collective (or a collective bin for `all` paths), then the
+    /// path's ordinary bins; then, for a staged (`hostcopy`) message on a machine without
+    /// `hostcopy` bins, the `host` path's (collective first); then the `all` path's.  A staged
+    /// message never takes the pageable host path's collective bins while its own path has bins.
     pub fn factor_for(&self, path: &str, bytes: u64, active: u32, coll: Option<&str>) -> Option<&SizeFactor> {
         if self.factors.is_empty() {
             return None;
         }
-        if let Some(c) = coll {
-            if self.factors.iter().any(|f| f.collective.as_deref() == Some(c)) {
-                if let Some(f) = self.lookup(path, bytes, active, Some(c)) {
-                    return Some(f);
-                }
-            }
+        let coll = coll.filter(|c| self.factors.iter().any(|f| f.collective.as_deref() == Some(*c)));
+        let by_coll = |p: &str| coll.and_then(|c| self.pick(p, bytes, active, Some(c)).flatten());
+        if let Some(f) = by_coll(path).or_else(|| by_coll("all")) {
+            return Some(f);
         }
-        self.lookup(path, bytes, active, None)
-    }
-
-    fn lookup(&self, path: &str, bytes: u64, active: u32, coll: Option<&str>) -> Option<&SizeFactor> {
-        let pick = |p: &str| -> Option<Option<&SizeFactor>> {
-            let mut any = false;
-            let mut best: Option<&SizeFactor> = None;
-            for f in self.factors.iter().filter(|f| f.path == p && f.collective.as_deref() == coll) {
-                any = true;
-                if f.active_ranks > active || bytes > f.max_bytes {
-                    continue;
-                }
-                // bins of a group come by increasing max_bytes: the first covering one of a group
-                // is met first, later ones of the same group do not replace it
-                if best.is_none_or(|b| f.active_ranks > b.active_ranks) {
-                    best = Some(f);
-                }
-            }
-            if any {
-                Some(best)
-            } else {
-                None
-            }
-        };
-        if let Some(r) = pick(path) {
+        if let Some(r) = self.pick(path, bytes, active, None) {
             return r;
         }
         if path == "hostcopy" {
-            if let Some(r) = pick("host") {
+            if let Some(f) = by_coll("host") {
+                return Some(f);
+            }
+            if let Some(r) = self.pick("host", bytes, active, None) {
                 return r;
             }
         }
-        pick("all").flatten()
+        self.pick("all", bytes, active, None).flatten()
+    }
+
+    /// The bin of path `p` (bins naming collective `coll`, or the ordinary ones for None) for a
+    /// message of `bytes` on a node with `active` communicating ranks: None when the path has no
+    /// such bins, Some(None) when it has some but none covers the message.
+    fn pick(&self, p: &str, bytes: u64, active: u32, coll: Option<&str>) -> Option<Option<&SizeFactor>> {
+        let mut any = false;
+        let mut best: Option<&SizeFactor> = None;
+        for f in self.factors.iter().filter(|f| f.path == p && f.collective.as_deref() == coll) {
+            any = true;
+            if f.active_ranks > active || bytes > f.max_bytes {
+                continue;
+            }
+            // bins of a group come by increasing max_bytes: the first covering one of a group
+            // is met first, later ones of the same group do not replace it
+            if best.is_none_or(|b| f.active_ranks > b.active_ranks) {
+                best = Some(f);
+            }
+        }
+        if any {
+            Some(best)
+        } else {
+            None
+        }
     }
 
     /// NIC (rail) used by GPU `g` of a node.
@@ -1183,6 +1192,46 @@ bw = "75GB/s"
 [node.nic]
 bw = "12.5GB/s"
 "#;
+
+    #[test]
+    fn staged_collective_messages_take_their_own_path_before_the_host_collective_bins() {
+        // host Bcast bins and ordinary hostcopy bins: a staged Bcast message takes the hostcopy
+        // bin (its own path), not the pageable host path's Bcast bin
+        let f = |extra: &str| {
+            MachineConfig::from_toml(
+                &format!(
+                    "{MIN}[mpi]\n[[mpi.factors]]\npath = \"host\"\ncollective = \"Bcast\"\nbw_factor = 0.5\n\
+                     [[mpi.factors]]\npath = \"host\"\nbw_factor = 0.9\n{extra}"
+                ),
+                "t.toml",
+            )
+            .unwrap()
+        };
+        let m = f("[[mpi.factors]]\npath = \"hostcopy\"\nbw_factor = 0.3\n");
+        let bw = |m: &MachineConfig, path: &str, coll: Option<&str>| m.factor_for(path, 1 << 26, 1, coll).unwrap().bw_factor;
+        assert_eq!(bw(&m, "hostcopy", Some("Bcast")), 0.3);
+        assert_eq!(bw(&m, "host", Some("Bcast")), 0.5);
+        assert_eq!(bw(&m, "hostcopy", Some("Gather")), 0.3);
+        assert_eq!(bw(&m, "hostcopy", None), 0.3);
+        // a Bcast bin of the staged path itself wins over its ordinary bins
+        let m2 = f("[[mpi.factors]]\npath = \"hostcopy\"\nbw_factor = 0.3\n\
+                    [[mpi.factors]]\npath = \"hostcopy\"\ncollective = \"Bcast\"\nbw_factor = 0.2\n");
+        assert_eq!(bw(&m2, "hostcopy", Some("Bcast")), 0.2);
+        // no hostcopy bins at all: staged messages fall back to the host path's, collective first
+        let m3 = f("");
+        assert_eq!(bw(&m3, "hostcopy", Some("Bcast")), 0.5);
+        assert_eq!(bw(&m3, "hostcopy", None), 0.9);
+        // a collective's bin for every path comes before a path's ordinary bins
+        let m4 = f("[[mpi.factors]]\npath = \"all\"\ncollective = \"Gather\"\nbw_factor = 0.4\n");
+        assert_eq!(bw(&m4, "host", Some("Gather")), 0.4);
+    }
+
+    #[test]
+    fn calibrated_max_bytes_is_a_size() {
+        assert!(MachineConfig::from_toml(&format!("calibrated_max_bytes = \"256MiB\"\n{MIN}"), "t.toml").is_ok());
+        let e = MachineConfig::from_toml(&format!("calibrated_max_bytes = \"fast\"\n{MIN}"), "t.toml").unwrap_err();
+        assert_eq!(e.key, "calibrated_max_bytes");
+    }
 
     #[test]
     fn minimal_file_parses_with_defaults() {

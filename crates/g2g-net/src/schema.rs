@@ -145,6 +145,9 @@ pub const KEYS: &[KeySpec] = &[
     k("", "name", Kind::Str),
     k("", "description", Kind::Str),
     k("", "sources", Kind::Other("free text")),
+    // the largest message size the calibration measured (written by `calibrate fit`); the
+    // replay does not use it, the user side says when a trace's messages go beyond it
+    k("", "calibrated_max_bytes", SIZE),
     k("node", "gpus", int(1, MAX_GPUS_PER_NODE)),
     k("node", "cpu", Kind::Other("free text")),
     k("node", "sockets", int(1, MAX_SOCKETS)),

@@ -102,6 +102,8 @@ class FitResult:
     gpus: int
     raw_meta: dict
     coll_algos: dict = field(default_factory=dict)
+    # the largest message the MPI series measured (0: none): written as calibrated_max_bytes
+    max_bytes: int = 0
     notes: list = field(default_factory=list)
     details: dict = field(default_factory=dict)     # per-parameter: value, source, data
 
@@ -577,6 +579,7 @@ def fit(raw, base: str | Path = "h200x4", host_bw_from: str = "pingpong", large_
 
     res = FitResult(params=p, base_name=label, base=base_d, gpus=gpus, raw_meta=_meta(raw), notes=notes,
                     details=det)
+    res.max_bytes = int(max((s.sizes.max() for s in series if s.kind != "memcpy" and len(s.sizes)), default=0))
     # 6b. copy engines: from the series where several transfers go into one GPU at once
     if engines:
         fit_copy_engines(series, res, workdir=workdir)
@@ -1021,6 +1024,9 @@ def to_toml(res: FitResult, name: str = "h200x4-calibrated", raw_path: str | Non
     date = (m.get("date") or "?")[:10]
     c(f"description = {_toml_value(f'{gpu_name} x {res.gpus} node, calibrated {date}')}")
     c(f"sources = {_toml_value('g2gsim calibrate fit; measurements ' + (raw_path or 'raw JSON'))}")
+    if res.max_bytes:
+        c(f"calibrated_max_bytes = {_toml_value(fmt_size(res.max_bytes))}  # the largest MPI message measured: "
+          "beyond it every rate is extrapolated (a simulation says so)")
     c("")
     c("[node]")
     c(f"gpus = {res.gpus}")

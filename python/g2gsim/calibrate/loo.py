@@ -21,7 +21,7 @@ from .fit import fit, machine_file
 from .micro import KiB, load_raw, series_from_raw, simulate_series
 
 SPLIT = 32 * KiB
-SECTIONS = ("p2p", "memcpy", "concurrency", "multipeer", "collectives")
+SECTIONS = ("p2p", "memcpy", "concurrency", "multipeer", "burst", "collectives")
 
 
 def _label(sec: str, e: dict) -> str:

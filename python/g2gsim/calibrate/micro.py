@@ -141,7 +141,9 @@ def series_from_raw(raw: dict) -> list[Series]:
 # traces of the micro-benchmarks
 # ------------------------------------------------------------------------------------------------
 def _mem(mode: str) -> str:
-    return "device" if mode == "device" else "host"
+    """The MPI buffers' memory space in a series' trace: measure.py's staged mode sends from and
+    receives into page-locked buffers (``Buffers``: cupy's pinned allocations)."""
+    return {"device": "device", "staged": "pinned"}.get(mode, "host")
 
 
 def build_trace(s: Series, n: int, iters: int = 3):

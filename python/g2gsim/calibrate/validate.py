@@ -82,6 +82,7 @@ def trace_from_run(run: Run | dict, compute_only: bool = False) -> Trace:
     d = run.d if isinstance(run, Run) else run
     P = int(d["nranks"])
     async_k = bool(d.get("kernels_async", True))
+    staged = d.get("mode") == "hostcopy"
     b = TraceBuilder(P, source=f"g2gsim validate: {d['workload']} ({d['mode']}) recorded {d.get('date')} "
                                f"on {', '.join(sorted(set(d.get('hosts') or [])))}",
                      buffers="traced")
@@ -108,6 +109,8 @@ def trace_from_run(run: Run | dict, compute_only: bool = False) -> Trace:
             if compute_only:
                 continue
             mem = kw.get("mem", "host")
+            if mem == "host" and staged:
+                mem = "pinned"          # workloads.py stages every message through pinned buffers
             if op == "Memcpy":
                 b.add(r, "Memcpy", bytes=int(kw["bytes"]), copy_kind=kw["kind"], stream=-1)
             elif op == "Send":
