@@ -1208,7 +1208,8 @@ bw = "12.5GB/s"
             .unwrap()
         };
         let m = f("[[mpi.factors]]\npath = \"hostcopy\"\nbw_factor = 0.3\n");
-        let bw = |m: &MachineConfig, path: &str, coll: Option<&str>| m.factor_for(path, 1 << 26, 1, coll).unwrap().bw_factor;
+        let bw =
+            |m: &MachineConfig, path: &str, coll: Option<&str>| m.factor_for(path, 1 << 26, 1, coll).unwrap().bw_factor;
         assert_eq!(bw(&m, "hostcopy", Some("Bcast")), 0.3);
         assert_eq!(bw(&m, "host", Some("Bcast")), 0.5);
         assert_eq!(bw(&m, "hostcopy", Some("Gather")), 0.3);
