@@ -13,6 +13,7 @@ from typing import Any
 import tomli_w
 
 from . import _core
+from .units import parse_size
 
 PRESET_DIR = Path(__file__).parent / "presets"
 
@@ -307,8 +308,11 @@ def describe(text: str, label: str, default: bool = False) -> dict:
     sentence += ")"
     if not ranges:
         sentence += "; the file gives no ranges for its uncertain parameters"
-    return {"name": name, "label": label, "preset": preset, "calibrated": calibrated, "default": default,
-            "key_parameters": params, "ranges": ranges, "sentence": sentence}
+    out = {"name": name, "label": label, "preset": preset, "calibrated": calibrated, "default": default,
+           "key_parameters": params, "ranges": ranges, "sentence": sentence}
+    if "calibrated_max_bytes" in d:           # written by `calibrate fit`; the core checked it is a size
+        out["calibrated_max_bytes"] = parse_size(d["calibrated_max_bytes"])
+    return out
 
 
 def validate(name_or_file: str | Path | MachineSpec) -> list[str]:

@@ -220,25 +220,18 @@ def machine_info(machine: str | Path | machines.MachineSpec, explicit: bool = Tr
     return machines.describe(text, label, default=not explicit)
 
 
-def _beyond_calibration(text: str, label: str, rep: dict) -> list[str]:
+def _beyond_calibration(info: dict, label: str, rep: dict) -> list[str]:
     """A notice when the trace's largest message is larger than any the machine file's calibration
-    measured (``calibrated_max_bytes``, written by ``g2gsim calibrate fit``): the rates there are
-    extrapolated from the largest measured sizes."""
-    import tomllib
-
-    from .units import parse_size
-
+    measured (``calibrated_max_bytes``, written by ``g2gsim calibrate fit``, in ``info`` from
+    ``machines.describe``): the rates there are extrapolated from the largest measured sizes."""
     def format_size(n: int) -> str:
         for unit, k in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
             if n >= k:
                 return f"{n / k:.4g} {unit}"
         return f"{n} B"
-    try:
-        cal = tomllib.loads(text).get("calibrated_max_bytes")
-    except tomllib.TOMLDecodeError:
-        return []
+    limit = info.get("calibrated_max_bytes")
     biggest = int(rep.get("max_message_bytes") or 0)
-    if cal is None or biggest <= (limit := parse_size(cal)):
+    if limit is None or biggest <= limit:
         return []
     return [f"the trace's largest message ({format_size(biggest)}) is larger than any {label} was calibrated "
             f"on (up to {format_size(limit)}): its rate there is extrapolated; measure up to that size "
@@ -312,7 +305,7 @@ def simulate(trace: str | Path, machine: str | Path | machines.MachineSpec = "la
         info["overrides"] = dict(machines.parse_set(item) for item in machine.sets)
         info["overrides"] = {k: str(v) for k, v in info["overrides"].items()}
     rep["machine_info"] = info
-    notes += _beyond_calibration(text, label, rep)
+    notes += _beyond_calibration(info, label, rep)
     rep["notices"] = notes + list(rep.get("notices", []))
     rep["assumptions"] = [info["sentence"]] + list(rep.get("assumptions", []))
     return rep

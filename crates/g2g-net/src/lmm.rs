@@ -703,8 +703,9 @@ impl FlowNet {
     /// the count of flows still to rate): raises the rates of all unrated flows together and, at
     /// each level, rates the flows of every link whose fair share is the smallest (within 1e-9).
     /// A flow of such a link is one to rate now if its `cmark` is `unrated` (then `rated`, and the
-    /// link becomes its witness), and `take(f, flow, hot, share)` records its rate; `left` is how many flows are to be rated.  Each link's `link_fixed` gains the
-    /// fixed-point rate of every flow rated on it.
+    /// link becomes its witness), and `take(f, flow, hot, share)` records its rate; `left` is how
+    /// many flows are to be rated.  Each link's `link_fixed` gains the fixed-point rate of every
+    /// flow rated on it.
     fn progressive_fill(
         &mut self,
         live: &mut Vec<LinkId>,

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..vocab import HOST_SPACES
+from .fit import fmt_dur
 
 MIN_CALLS = 20          # fewer timed Irecv calls than this: no figure (a median of a handful is noise)
 POSTING_OP = "Irecv"
@@ -76,10 +77,8 @@ class CallCosts:
 
 
 def _dur(ns: float) -> str:
-    """A duration for a machine file: ns below 1 us, else us, 4 significant digits."""
-    if ns < 1000:
-        return f"{ns:.4g}ns"
-    return f"{ns / 1000:.4g}us"
+    """A duration in ns as the calibration writes it in machine files (``fit.fmt_dur``)."""
+    return fmt_dur(ns * 1e-9)
 
 
 def _posting_durations(trace, label: str) -> dict[str, dict[str, np.ndarray]]:
@@ -150,7 +149,7 @@ def write_machine(costs: CallCosts, base: str, output: str | Path, name: str | N
 
     import tomli_w
 
-    from ..machines import resolve, with_overrides
+    from ..machines import _get, resolve, with_overrides
     text, label = resolve(base)
     sets = costs.machine_sets()
     new = with_overrides(text, label, sets)
@@ -197,12 +196,3 @@ def write_machine(costs: CallCosts, base: str, output: str | Path, name: str | N
         raise CallCostError(f"{output}: the machine file to write does not check: {problems[0]}")
     tmp.replace(output)
     return out
-
-
-def _get(d: dict, key: str):
-    cur: Any = d
-    for part in key.split("."):
-        if not isinstance(cur, dict) or part not in cur:
-            return None
-        cur = cur[part]
-    return cur
