@@ -44,8 +44,10 @@ type Time = u64;
 /// A link's flows: inline up to 6 (most links carry a handful; a starting or finishing flow then
 /// touches one cache line per link instead of the link and a separate list).
 type LinkFlows = smallvec::SmallVec<[FlowId; 6]>;
-/// A flow's links: inline up to 8 (a 3-level fat-tree route plus two PCIe links).
-type FlowLinks = smallvec::SmallVec<[LinkId; 8]>;
+/// A flow's links: inline up to 12 (a 3-level fat-tree route, two PCIe links and two
+/// inter-socket links: 10; with 8, a third of the 1,024-rank all-to-all's flows on `lassen` kept
+/// their links on the heap, one more cache miss each time a scan read them).
+type FlowLinks = smallvec::SmallVec<[LinkId; 12]>;
 
 #[derive(Clone, Debug)]
 struct Link {
@@ -178,14 +180,14 @@ struct Hot {
     seen: u32,
 }
 
-/// Field order fixed (`repr(C)`, 64-byte aligned): what a re-rating reads (`links`, bytes) in the
-/// first cache line.
+/// Field order fixed (`repr(C)`, 64-byte aligned, two cache lines): the version and the links in
+/// the first, the bytes and the completion record in the second.  A flow is live while it has
+/// links (`finish` empties them, keeping their allocation for the slot's next flow).
 #[derive(Clone, Debug)]
 #[repr(C, align(64))]
 struct Flow {
     version: u32,
     links: FlowLinks,
-    active: bool,
     remaining: f64,
     last: Time,
     token: u64,
@@ -222,7 +224,15 @@ impl Completion {
     pub const NEW: Completion = Completion { pend: Completion::NO_EVENT, finish: 0, lat: 0, gen: 0, version: 0 };
 }
 
+const _: () = assert!(std::mem::size_of::<Flow>() == 128);
+
 impl Flow {
+    /// Is the flow live (started, not finished)?
+    #[inline]
+    fn active(&self) -> bool {
+        !self.links.is_empty()
+    }
+
     /// Sets the rate `r` (in `rate`, the flow's `Hot::rate`) at `now` (bytes moved so far at the
     /// old rate are counted first) and, if it changed, a new version and finish time in `out`.
     #[inline]
@@ -280,7 +290,7 @@ pub struct Reschedule {
 }
 
 /// Places in its links' flow lists kept per flow: for the first `SLOTS` links of its path.
-const SLOTS: usize = 8;
+const SLOTS: usize = 12;
 
 #[derive(Default)]
 pub struct FlowNet {
@@ -424,7 +434,6 @@ impl FlowNet {
             f.remaining = bytes.max(0.0);
             f.last = now;
             f.version = f.version.wrapping_add(1);
-            f.active = true;
             f.token = token;
             let h = &mut self.hot[id as usize];
             h.rate = 0.0;
@@ -437,7 +446,6 @@ impl FlowNet {
                 remaining: bytes.max(0.0),
                 last: now,
                 version: 0,
-                active: true,
                 token,
                 staged: 0.0,
                 done: Completion::NEW,
@@ -474,8 +482,7 @@ impl FlowNet {
     /// Removes a finished flow at `now`.
     pub fn finish(&mut self, id: FlowId) -> u64 {
         let f = &mut self.flows[id as usize];
-        debug_assert!(f.active);
-        f.active = false;
+        debug_assert!(f.active());
         f.version = f.version.wrapping_add(1);
         let token = f.token;
         let rate = self.hot[id as usize].rate;
@@ -511,7 +518,9 @@ impl FlowNet {
             }
         }
         self.dirty.extend_from_slice(&links);
-        self.flows[id as usize].links = links; // keep the allocation for reuse
+        let mut links = links;
+        links.clear(); // not live; the allocation is kept for the slot's next flow
+        self.flows[id as usize].links = links;
         self.free.push(id);
         self.active_flows -= 1;
         token
@@ -525,7 +534,7 @@ impl FlowNet {
 
     pub fn is_current(&self, id: FlowId, version: u32) -> bool {
         let f = &self.flows[id as usize];
-        f.active && f.version == version
+        f.active() && f.version == version
     }
 
     pub fn token(&self, id: FlowId) -> u64 {
@@ -870,7 +879,7 @@ impl FlowNet {
         for i in 0..self.started.len() {
             let f = self.started[i];
             let h = &mut self.hot[f as usize];
-            if self.flows[f as usize].active && h.mark != mark {
+            if self.flows[f as usize].active() && h.mark != mark {
                 h.mark = mark;
                 u.push(f);
             }
