@@ -1585,6 +1585,84 @@ mod tests {
         assert!(simultaneous > 100, "only {simultaneous} instants with simultaneous finishes");
     }
 
+    /// Long paths (up to 16 links: inline up to 12, on the heap past that; places in the link
+    /// lists kept for the first `SLOTS` links, searched past them): the incremental solve still
+    /// gives the whole-component solve's rates and finish times, and after every change each live
+    /// flow is exactly once in the list of each of its links, at the place its slot says.
+    #[test]
+    fn long_paths_keep_link_lists_and_equal_the_full_solve() {
+        let mut spilled = 0;
+        for seed in 1..=30u64 {
+            let mut rng = Xs(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x5555 | 1);
+            let nlinks = 16 + rng.below(24) as usize;
+            let mut inc = FlowNet::new();
+            let mut full = FlowNet::new();
+            full.sharing = Sharing::MaxMinFull;
+            for _ in 0..nlinks {
+                let bw = [1e9, 2e9, 2.5e9, 5e9, 12.5e9][rng.below(5) as usize];
+                inc.add_link(bw);
+                full.add_link(bw);
+            }
+            let mut live: Vec<(FlowId, FlowId)> = vec![];
+            let (mut fin_a, mut fin_b) = (std::collections::HashMap::new(), std::collections::HashMap::new());
+            let mut now = 0;
+            for _step in 0..200 {
+                now += rng.below(3);
+                for _ in 0..rng.below(6) {
+                    let len = 1 + rng.below(16) as usize;
+                    let mut links: Vec<LinkId> = vec![];
+                    while links.len() < len {
+                        let l = rng.below(nlinks as u64) as LinkId;
+                        if !links.contains(&l) {
+                            links.push(l);
+                        }
+                    }
+                    spilled += (len > 12) as u32;
+                    let bytes = 1000.0 + rng.below(100_000) as f64;
+                    live.push((inc.start(now, &links, bytes, 0), full.start(now, &links, bytes, 0)));
+                }
+                for _ in 0..rng.below(4) {
+                    if !live.is_empty() {
+                        let (a, b) = live.swap_remove(rng.below(live.len() as u64) as usize);
+                        inc.finish(a);
+                        full.finish(b);
+                    }
+                }
+                let (mut ra, mut rb) = (vec![], vec![]);
+                inc.resolve(now, &mut ra);
+                full.resolve(now, &mut rb);
+                for r in &ra {
+                    fin_a.insert(r.flow, r.finish);
+                }
+                for r in &rb {
+                    fin_b.insert(r.flow, r.finish);
+                }
+                for &(a, b) in &live {
+                    let (x, y) = (inc.rate_bytes_per_s(a), full.rate_bytes_per_s(b));
+                    assert!((x - y).abs() <= 1e-6 * y.max(1.0), "seed {seed}: rates {x} vs {y}");
+                    assert_eq!(fin_a[&a], fin_b[&b], "seed {seed}: finish times differ");
+                }
+                for net in [&inc, &full] {
+                    let mut on_links = 0;
+                    for (l, lk) in net.links.iter().enumerate() {
+                        for (p, &f) in lk.flows.iter().enumerate() {
+                            let fl = &net.flows[f as usize];
+                            assert!(fl.active(), "seed {seed}: a finished flow on link {l}");
+                            let j = fl.links.iter().position(|&x| x == l as LinkId).expect("flow off its link");
+                            if j < SLOTS {
+                                assert_eq!(net.slot[f as usize][j] as usize, p, "seed {seed}: slot of flow {f}");
+                            }
+                        }
+                        on_links += lk.flows.len();
+                    }
+                    let want: usize = live.iter().map(|&(a, _)| inc.flows[a as usize].links.len()).sum();
+                    assert_eq!(on_links, want, "seed {seed}: link lists hold each live flow once per link");
+                }
+            }
+        }
+        assert!(spilled > 500, "only {spilled} flows with links on the heap");
+    }
+
     /// Bottleneck sharing re-rates only the flows a change can affect; after every change each
     /// flow's rate is still the smallest `capacity / flows` of its links (computed here from
     /// scratch), over random networks and random starts and ends.
