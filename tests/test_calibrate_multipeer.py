@@ -78,13 +78,13 @@ def test_leave_one_out_predicts_the_held_out_series(tmp_path):
     m = tmp_path / "engines.toml"
     m.write_text(ENGINES)
     raw = _with_multipeer(m)
-    rows = loomod.leave_one_out(raw, base="h200x4", only=["all-pairs device", "pingpong host"])
+    rows = loomod.leave_one_out(raw, base="h200x4", only=["all-pairs device P=4", "pingpong host"])
     by = {r["series"]: r for r in rows}
     # the fit cannot start without the host ping-pong: said, not skipped
     assert by["pingpong host"]["held_out"] is None and "cannot do without" in by["pingpong host"]["why"]
-    ap = by["all-pairs device"]
+    ap = by["all-pairs device P=4"]
     # fitted without all-pairs, the engines come from fan-in, and all-pairs is predicted
     assert ap["held_out"]["large"]["worst_abs"] < 0.05, ap["held_out"]
     assert ap["fit_set"]["large"]["worst_abs"] < 0.05
     md = loomod.markdown(rows)
-    assert "| all-pairs device | >= 32 KiB | 3 |" in md
+    assert "| all-pairs device P=4 | >= 32 KiB | 3 |" in md

@@ -548,7 +548,11 @@ class Runner:
                     self.out["concurrency"].append(entry)
             if len(node0) >= 2:
                 # with two ranks: MPI_Sendrecv with the one other rank (the per-call cost of
-                # Sendrecv, and in staged mode the copies next to MPI on both GPUs)
+                # Sendrecv, and in staged mode the copies next to MPI on both GPUs); with more,
+                # the same on the first two alone (P=2), then the ring of every GPU of the node
+                # (copies next to MPI on every GPU)
+                if len(node0) >= 3:
+                    self.out_ring(bufs, mode, node0[:2])
                 self.out_ring(bufs, mode, node0)
             self.save()
 
@@ -636,32 +640,13 @@ class Runner:
                 a = sarr if side == "s" else rarr
                 return [a[j * n:(j + 1) * n], MPI.BYTE]
 
-            # all-pairs
-            entry = {"pattern": "all-pairs", "mode": mode, "ranks": node0, "sizes": [], "iterations": [],
-                     "per_rank": []}
-            for n in sizes:
-                it, warm = self.iters(n * (n_r - 1), 0.25)
-                comm.Barrier()
-                rec = None
-                if me in node0:
-                    peers = [p for p in node0 if p != me]
-                    rmsgs = [part("r", j, n) for j in range(len(peers))]
-                    smsgs = [part("s", j, n) for j in range(len(peers))]
-                    ts = np.empty(it)
-                    for i in range(warm + it):
-                        t0 = pc()
-                        reqs = [comm.Irecv(rmsgs[j], p, 11) for j, p in enumerate(peers)]
-                        reqs += [comm.Isend(smsgs[j], p, 11) for j, p in enumerate(peers)]
-                        MPI.Request.Waitall(reqs)
-                        if i >= warm:
-                            ts[i - warm] = pc() - t0
-                    rec = stats(ts)
-                g = comm.gather(rec, root=0)
-                entry["sizes"].append(n)
-                entry["iterations"].append(it)
-                entry["per_rank"].append([x for x in (g or []) if x is not None])
-            if me == 0:
-                self.out.setdefault("multipeer", []).append(entry)
+            # all-pairs: on the first two ranks alone (P=2), then on every rank of the node
+            for group in ([node0[:2], node0] if n_r >= 3 else [node0]):
+                self._all_pairs(group, sizes, mode, part)
+            if n_r >= 3:
+                # the same with each rank's peers in rotated order (r+1, r+2, ...): no two ranks
+                # start on one peer; if copies queue on a GPU's engines, this order is faster
+                self._all_pairs(node0, sizes, mode, part, order="rotated")
             # fan-in
             entry = {"pattern": "fan-in", "mode": mode, "root": node0[0], "peers": node0[1:], "sizes": [],
                      "iterations": [], "stats": []}
@@ -690,6 +675,41 @@ class Runner:
                 self.out.setdefault("multipeer", []).append(entry)
             self.save()
             self.log(f"  {mode} multi-peer")
+
+    def _all_pairs(self, group, sizes, mode, part, order="ascending"):
+        """Every rank of ``group`` exchanging with every other at once (Irecv from all, Isend to
+        all, Waitall), its peers in ascending rank order or rotated (the rank after it first);
+        per size, every rank's own statistics."""
+        comm, me, MPI = self.comm, self.rank, self.MPI
+        pc = time.perf_counter
+        n_r = len(group)
+        entry = {"pattern": "all-pairs", "mode": mode, "ranks": group, "order": order, "sizes": [],
+                 "iterations": [], "per_rank": []}
+        for n in sizes:
+            it, warm = self.iters(n * (n_r - 1), 0.25)
+            comm.Barrier()
+            rec = None
+            if me in group:
+                i_me = group.index(me)
+                peers = ([p for p in group if p != me] if order == "ascending"
+                         else [group[(i_me + k) % n_r] for k in range(1, n_r)])
+                rmsgs = [part("r", j, n) for j in range(len(peers))]
+                smsgs = [part("s", j, n) for j in range(len(peers))]
+                ts = np.empty(it)
+                for i in range(warm + it):
+                    t0 = pc()
+                    reqs = [comm.Irecv(rmsgs[j], p, 11) for j, p in enumerate(peers)]
+                    reqs += [comm.Isend(smsgs[j], p, 11) for j, p in enumerate(peers)]
+                    MPI.Request.Waitall(reqs)
+                    if i >= warm:
+                        ts[i - warm] = pc() - t0
+                rec = stats(ts)
+            g = comm.gather(rec, root=0)
+            entry["sizes"].append(n)
+            entry["iterations"].append(it)
+            entry["per_rank"].append([x for x in (g or []) if x is not None])
+        if me == 0:
+            self.out.setdefault("multipeer", []).append(entry)
 
     # -------------------------------------------------------------------- message rate
     BURST_WINDOW = 64

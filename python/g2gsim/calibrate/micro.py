@@ -56,7 +56,11 @@ class Series:
             return f"{self.op} {self.mode}"
         if self.kind == "memcpy":
             return f"memcpy {self.mode} {self.op}"
-        return f"{self.kind} {self.mode}" + ("" if self.scope == "intra" else f" ({self.scope})")
+        # ring and all-pairs are measured on two ranks and on every GPU of the node: P tells them apart
+        p = f" P={self.nranks}" if self.kind in ("ring", "all-pairs") and self.nranks > 2 else ""
+        if self.meta.get("order", "ascending") != "ascending":
+            p += f" {self.meta['order']}"
+        return f"{self.kind} {self.mode}{p}" + ("" if self.scope == "intra" else f" ({self.scope})")
 
 
 def load_raw(path_or_dict) -> dict:
@@ -122,7 +126,8 @@ def series_from_raw(raw: dict) -> list[Series]:
             t = np.array([np.mean([x["median"] for x in pr]) for pr in e["per_rank"]])
             sp = np.array([np.mean([(x["p90"] - x["p10"]) / x["median"] for x in pr]) for pr in e["per_rank"]])
             out.append(Series("all-pairs", e["mode"], np.array(e["sizes"]), t, np.array(e["iterations"]),
-                              nranks=len(e["ranks"]), spread=sp, meta={"ranks": e["ranks"]}))
+                              nranks=len(e["ranks"]), spread=sp,
+                              meta={"ranks": e["ranks"], "order": e.get("order", "ascending")}))
         elif e["pattern"] == "fan-in":
             out.append(Series("fan-in", e["mode"], np.array(e["sizes"]), _arr(e["stats"]),
                               np.array(e["iterations"]), nranks=1 + len(e["peers"]), spread=_spread(e["stats"]),
@@ -234,8 +239,9 @@ def build_trace(s: Series, n: int, iters: int = 3):
     if k == "all-pairs":
         nr = s.nranks
         b = TraceBuilder(nr, source=f"g2gsim calibrate: {s.name} {n} B")
+        rotated = s.meta.get("order", "ascending") == "rotated"
         for me in range(nr):
-            peers = [q for q in range(nr) if q != me]
+            peers = [(me + k) % nr for k in range(1, nr)] if rotated else [q for q in range(nr) if q != me]
             for _ in range(iters):
                 for j, q in enumerate(peers):
                     b.add(me, "Irecv", peer=q, tag=11, recv_bytes=n, req=1 + j, mem_space=mem)

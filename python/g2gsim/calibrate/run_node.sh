@@ -7,7 +7,7 @@
 # Open MPI's mpirun).  When .whl/ holds the libucx-cu13 wheel (../shared/DEVICE.md) it is unpacked
 # and Open MPI's UCX layer uses it, which makes an Open MPI built without CUDA support move device
 # buffers (cuda_copy, cuda_ipc).  When .whl/tracer/ holds libg2gtrace.so (and the OTF2 library) the
-# Jacobi and ping-pong workloads also run under the tracer.  Everything lands in OUTDIR and in
+# workloads of G2G_TRACED (default: all but the wide Jacobi and matmul-8192) also run under the tracer.  Everything lands in OUTDIR and in
 # OUTDIR.tgz.
 set -u
 OUTDIR=${1:-calibrate-out}
@@ -72,33 +72,34 @@ echo "device buffers: $DEVICE"
 
 # 2. calibration measurements
 stamp "measure"
-timeout 330 "${MPIRUN[@]}" -np "$NP" python3 "$HERE/measure.py" -o "$OUTDIR/raw.json" --device $DEVICE 2>&1 | tee "$OUTDIR/measure.log"
+timeout 330 "${MPIRUN[@]}" -np "$NP" python3 "$HERE/measure.py" -o "$OUTDIR/raw.json" --device $DEVICE ${G2G_SECTIONS:+--sections $G2G_SECTIONS} 2>&1 | tee "$OUTDIR/measure.log"
 
 # 2b. the same measurements again, minutes later: the run-to-run spread (G2G_SECOND_RUN=0 skips it)
 if [ "${G2G_SECOND_RUN:-1}" = 1 ]; then
   stamp "measure (second run)"
   sleep "${G2G_RUN_GAP_S:-120}"   # minutes apart, not back to back
-  timeout 330 "${MPIRUN[@]}" -np "$NP" python3 "$HERE/measure.py" -o "$OUTDIR/raw-run2.json" --device $DEVICE 2>&1 | tee "$OUTDIR/measure-run2.log"
+  timeout 330 "${MPIRUN[@]}" -np "$NP" python3 "$HERE/measure.py" -o "$OUTDIR/raw-run2.json" --device $DEVICE ${G2G_SECTIONS:+--sections $G2G_SECTIONS} 2>&1 | tee "$OUTDIR/measure-run2.log"
 fi
 
-# 3. validation workloads, each mode
-for mode in hostcopy device; do
+# 3. validation workloads, each mode (G2G_MEASURE_ONLY=1: none, nor traced ones)
+[ "${G2G_MEASURE_ONLY:-0}" = 1 ] && MODES="" || MODES="hostcopy device"
+for mode in $MODES; do
   [ $mode = device ] && [ $DEVICE = off ] && continue
   stamp "workloads $mode"
   timeout 200 "${MPIRUN[@]}" -np "$NP" python3 "$HERE/workloads.py" --mode $mode -o "$OUTDIR/runs" 2>&1 | tee -a "$OUTDIR/workloads.log"
 done
 
 # 4. the same Jacobi and ping-pong under the PMPI/OTF2 tracer
-if [ -f .whl/tracer/libg2gtrace.so ]; then
+if [ -f .whl/tracer/libg2gtrace.so ] && [ -n "$MODES" ]; then
   TL=$(pwd)/.whl/tracer
   for mode in hostcopy device; do
     [ $mode = device ] && [ $DEVICE = off ] && continue
     stamp "traced workloads $mode"
     NOCUPTI=0; [ $mode = device ] && NOCUPTI=1     # UCX's own cuda copies are not the application's
-    LD_LIBRARY_PATH=$TL:$LD_LIBRARY_PATH timeout 120 "${MPIRUN[@]}" -np "$NP" \
+    LD_LIBRARY_PATH=$TL:$LD_LIBRARY_PATH timeout 240 "${MPIRUN[@]}" -np "$NP" \
       -x LD_PRELOAD=$TL/libg2gtrace.so -x G2G_TRACE_DIR="$OUTDIR/traced/$mode" -x G2G_NO_CUPTI=$NOCUPTI \
       -x G2G_TRACE_VERBOSE=1 \
-      python3 "$HERE/workloads.py" --mode $mode --only jacobi,jacobi-nb,pingpong,allpairs -o "$OUTDIR/traced" --tag=-traced 2>&1 \
+      python3 "$HERE/workloads.py" --mode $mode --only "${G2G_TRACED:-pingpong,jacobi,jacobi-overlap,jacobi-nb,jacobi-nb-overlap,matmul,allpairs}" -o "$OUTDIR/traced" --tag=-traced 2>&1 \
       | tee -a "$OUTDIR/traced.log"
   done
 fi
