@@ -31,7 +31,8 @@
 //! flow's record only if not.  The witness is a hint: the answer is the same as trying every link.
 //! The whole-component solve brings a flow's bytes up to `now` and gives it its new rate in the
 //! filling's visit (one pass over the records, not two), and prefetches the records a few places
-//! ahead in a link's list.
+//! ahead in a link's list; the incremental solve's scans of a link's list prefetch the `Hot`
+//! entries ahead in the same way.
 //! `Sharing::MaxMinFull` always solves the whole component (the reference the incremental solve
 //! is tested against).  New finish times are returned in flow order and rounded up to the ns
 //! with a tolerance for last-bit noise (`finish_ns`), so both solves schedule the same.
