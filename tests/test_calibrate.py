@@ -72,16 +72,19 @@ def test_measure_ring_host_only(tmp_path):
              "--budget", "1MiB", "--max-iters", "20", "-o", str(out), "--quiet"], np_=3)
     d = json.loads(out.read_text())
     ring = [e for e in d["concurrency"] if e["pattern"] == "ring-sendrecv"]
-    assert len(ring) == 1 and ring[0]["mode"] == "host" and ring[0]["ranks"] == [0, 1, 2]
-    e = ring[0]
+    # the first two ranks alone (P=2), then every rank (P=3)
+    assert [(e["mode"], e["ranks"]) for e in ring] == [("host", [0, 1]), ("host", [0, 1, 2])]
+    assert all(len(pr) == 2 for pr in ring[0]["per_rank"])
+    e = ring[1]
     assert e["sizes"] == [16384, 65536, 131072, 139264, 262144]
     for per_rank in e["per_rank"]:
         assert len(per_rank) == 3
         for r in per_rank:
             assert set(r) == {"step", "sendrecv"}
             assert 0 < r["sendrecv"]["median"] <= r["step"]["median"]
-    s = [x for x in series_from_raw(d) if x.kind == "ring"][0]
-    assert s.nranks == 3 and len(s.t) == 5 and np.all(s.t > 0)
+    rs = [x for x in series_from_raw(d) if x.kind == "ring"]
+    assert [(x.name, x.nranks) for x in rs] == [("ring host", 2), ("ring host P=3", 3)]
+    assert len(rs[1].t) == 5 and np.all(rs[1].t > 0)
 
 
 @needs_mpi
@@ -414,3 +417,24 @@ def test_fit_report_names_the_host_series():
     from g2gsim.calibrate.report import _from_label
     assert _from_label("pingpong host") == "pingpong host"
     assert _from_label(["pingpong", "pingping"]) == "host pingpong + pingping"
+
+
+def test_h100x4_calibrated_preset_cites_its_run_and_keeps_the_switch_rate():
+    """The preset fitted on the 4 x H100 run (docs/validation/h100x4.md, issue 28) is listed, valid,
+    cites the run, says it was calibrated on 4 ranks, and its NVLink port rate is the run's: sending
+    to 3 peers at once (fan-out) moves at about one pair's 64 MiB rate in total (a switch port)."""
+    from g2gsim import machines
+    assert machines.validate("h100x4-calibrated") == []
+    d = machines.check("h100x4-calibrated")
+    assert d["gpus_per_node"] == 4
+    text, _ = machines.resolve("h100x4-calibrated")
+    head = "\n".join(ln for ln in text.splitlines() if ln.startswith("#"))
+    for cite in ("2026-11-26", "Open MPI v4.1.6", "UCX: 1.22.0", "NVIDIA H100 80GB HBM3",
+                 "docs/validation/h100x4/raw.json", "accuracy: docs/validation/h100x4.md"):
+        assert cite in head, cite
+    top = tomllib.loads(text)
+    assert top["calibrated_ranks"] == 4 and top["node"]["nvlink"]["kind"] == "switch"
+    raw = json.loads((ROOT / "docs" / "validation" / "h100x4" / "raw.json").read_text())
+    fo = next(e for e in raw["concurrency"] if e["pattern"] == "fan-out" and e["mode"] == "device")
+    agg = 3 * fo["sizes"][-1] / fo["stats"][-1]["median"]
+    assert abs(d["nvlink_bw_bytes_per_s"] / agg - 1) < 0.10, (d["nvlink_bw_bytes_per_s"], agg)

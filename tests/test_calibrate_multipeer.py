@@ -88,3 +88,24 @@ def test_leave_one_out_predicts_the_held_out_series(tmp_path):
     assert ap["fit_set"]["large"]["worst_abs"] < 0.05
     md = loomod.markdown(rows)
     assert "| all-pairs device P=4 | >= 32 KiB | 3 |" in md
+
+
+def test_rotated_all_pairs_is_its_own_series_with_each_rank_starting_on_the_next(tmp_path):
+    """measure.py records the all-pairs of P ranks in ascending and in rotated peer order (issue 28):
+    two series with their own names (loo labels alike), and the rotated one's trace posts each
+    rank's Irecvs and Isends to r+1, r+2, ... first."""
+    from g2gsim.calibrate.micro import build_trace
+    entry = {"pattern": "all-pairs", "mode": "device", "ranks": [0, 1, 2, 3], "sizes": SIZES,
+             "iterations": [5] * 3, "per_rank": [[_stats(1e-3)] * 4 for _ in SIZES]}
+    raw: dict = {"format": "g2gsim-calibrate-raw"}
+    raw["multipeer"] = [entry, {**entry, "order": "rotated"},
+                        {**entry, "ranks": [0, 1], "per_rank": [[_stats(1e-3)] * 2 for _ in SIZES]}]
+    names = [s.name for s in series_from_raw(raw)]
+    assert names == ["all-pairs device P=4", "all-pairs device P=4 rotated", "all-pairs device"]
+    assert [lab for lab, _, _ in loomod.entries(raw)] == names
+    rot = series_from_raw(raw)[1]
+    tr = build_trace(rot, 4096, iters=1)
+    df = tr.to_pandas()
+    irecv = df[df["op"] == "Irecv"]
+    first = {int(r): int(g["peer"].iloc[0]) for r, g in irecv.groupby("rank")}
+    assert first == {0: 1, 1: 2, 2: 3, 3: 0}, first

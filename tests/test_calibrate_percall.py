@@ -385,3 +385,36 @@ def test_fit_writes_its_size_range_and_a_larger_message_is_a_notice(machine, tmp
     assert any("largest message (4 MiB) is larger than any" in n and "up to 1 MiB" in n for n in big["notices"])
     small = simulate(str(two_rank(1 << 20)), str(out))
     assert not any("largest message" in n for n in small["notices"])
+
+
+def test_fit_writes_its_rank_count_and_a_trace_with_more_ranks_is_a_notice(machine, tmp_path):
+    """`calibrate fit` writes the most ranks a series ran on (calibrated_ranks); a trace with more
+    ranks on a node says collective algorithms and sharing are extrapolated (a 2-rank calibration
+    cannot tell Open MPI's Bcast algorithms apart: issue 28), one within it says nothing."""
+    raw = synthetic_raw(machine, kinds=("pingpong", "pingping"), sizes=[1, 4096, 65536])
+    res = fitmod.fit(raw, base="h200x4", collectives=False, engines=False)
+    out = tmp_path / "fitted.toml"
+    fitmod.write_machine(res, out)
+    assert tomllib.loads(out.read_text())["calibrated_ranks"] == 2
+    from g2gsim import simulate
+    from g2gsim.trace import Trace
+
+    def ring(p: int) -> Path:
+        cols: dict[str, list] = {"rank": [], "op": [], "peer": [], "tag": [], "bytes": [], "recv_bytes": []}
+        for r in range(p):
+            for op, peer, b, rb in (("Isend", (r + 1) % p, 64, 0), ("Recv", (r - 1) % p, 0, 64)):
+                for k, v in zip(cols, (r, op, peer, 1, b, rb)):
+                    cols[k].append(v)
+        t = Trace.from_columns(p, {**cols, "req": [1 if o == "Isend" else 0 for o in cols["op"]]})
+        f = tmp_path / f"ring{p}.g2g.parquet"
+        t.write(f)
+        return f
+
+    # the what-if "4 GPUs per node" on a machine calibrated on two of them
+    four = simulate(str(ring(4)), str(out), machine_set={"node.gpus": 4})
+    assert four["nodes"] == 1
+    assert any("runs 4 ranks on a node" in n and "at most 2" in n for n in four["notices"]), four["notices"]
+    two = simulate(str(ring(2)), str(out), machine_set={"node.gpus": 4})
+    assert not any("ranks on a node" in n for n in two["notices"])
+    spread = simulate(str(ring(4)), str(out))        # 4 ranks over two 2-GPU nodes: 2 per node
+    assert not any("ranks on a node" in n for n in spread["notices"])

@@ -79,6 +79,23 @@ def main():
                 peers = [q for q in range(P) if q != r] if order == "asc" else [(r + k) % P for k in range(1, P)]
                 jobs[r] = [(q, i % ns) for i, q in enumerate(peers)]
             out.append((f"all-to-all {order} {ns} stream(s)", jobs))
+    # concurrent patterns, every copy on its own stream of its receiver (dst <- src pulls)
+    def pattern(pairs):
+        jobs: dict = {}
+        for dst, src in pairs:
+            jobs.setdefault(dst, []).append((src, len(jobs.get(dst, []))))
+        return jobs
+    if P >= 4:
+        for name, pairs in (
+                ("two pairs 0-1 2-3 both ways", [(0, 1), (1, 0), (2, 3), (3, 2)]),
+                ("two pairs 0-2 1-3 both ways", [(0, 2), (2, 0), (1, 3), (3, 1)]),
+                ("two pairs 0-3 1-2 both ways", [(0, 3), (3, 0), (1, 2), (2, 1)]),
+                ("4-cycle one way", [(0, 1), (1, 2), (2, 3), (3, 0)]),
+                ("4-cycle both ways", [(0, 1), (1, 2), (2, 3), (3, 0), (1, 0), (2, 1), (3, 2), (0, 3)]),
+                ("all-to-all of 3 GPUs", [(a, b) for a in range(3) for b in range(3) if a != b]),
+                ("one GPU 3 in 3 out", [(0, 1), (0, 2), (0, 3), (1, 0), (2, 0), (3, 0)]),
+                ("pair 0-1 both ways", [(0, 1), (1, 0)])):
+            out.append((name, pattern(pairs)))
     for name, jobs in out:
         med, best = run(jobs)
         print(json.dumps({"case": name, "bytes": n, "gpus": P, "median_us": round(med * 1e6, 1),

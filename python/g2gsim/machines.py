@@ -312,6 +312,8 @@ def describe(text: str, label: str, default: bool = False) -> dict:
            "key_parameters": params, "ranges": ranges, "sentence": sentence}
     if "calibrated_max_bytes" in d:           # written by `calibrate fit`; the core checked it is a size
         out["calibrated_max_bytes"] = parse_size(d["calibrated_max_bytes"])
+    if "calibrated_ranks" in d:               # idem; the core checked it is a count >= 1
+        out["calibrated_ranks"] = int(d["calibrated_ranks"])
     return out
 
 

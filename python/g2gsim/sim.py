@@ -221,21 +221,30 @@ def machine_info(machine: str | Path | machines.MachineSpec, explicit: bool = Tr
 
 
 def _beyond_calibration(info: dict, label: str, rep: dict) -> list[str]:
-    """A notice when the trace's largest message is larger than any the machine file's calibration
-    measured (``calibrated_max_bytes``, written by ``g2gsim calibrate fit``, in ``info`` from
-    ``machines.describe``): the rates there are extrapolated from the largest measured sizes."""
+    """Notices where the trace goes beyond the machine file's calibration (``calibrated_max_bytes``,
+    ``calibrated_ranks``, written by ``g2gsim calibrate fit``, in ``info`` from ``machines.describe``):
+    a message larger than any measured (its rate is extrapolated), more ranks on a node than any
+    measured series ran on (collective algorithms and sharing among more peers are extrapolated)."""
     def format_size(n: int) -> str:
         for unit, k in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
             if n >= k:
                 return f"{n / k:.4g} {unit}"
         return f"{n} B"
+    out = []
     limit = info.get("calibrated_max_bytes")
     biggest = int(rep.get("max_message_bytes") or 0)
-    if limit is None or biggest <= limit:
-        return []
-    return [f"the trace's largest message ({format_size(biggest)}) is larger than any {label} was calibrated "
-            f"on (up to {format_size(limit)}): its rate there is extrapolated; measure up to that size "
-            f"(measure.py --max-bytes) to know it"]
+    if limit is not None and biggest > limit:
+        out.append(f"the trace's largest message ({format_size(biggest)}) is larger than any {label} was "
+                   f"calibrated on (up to {format_size(limit)}): its rate there is extrapolated; measure up "
+                   f"to that size (measure.py --max-bytes) to know it")
+    ranks = info.get("calibrated_ranks")
+    nranks, nodes = int(rep.get("nranks") or 0), max(int(rep.get("nodes") or 1), 1)
+    per_node = -(-nranks // nodes)
+    if ranks is not None and per_node > ranks:
+        out.append(f"the trace runs {per_node} ranks on a node; {label} was calibrated on at most {ranks} "
+                   f"ranks at once: collective algorithms (which {ranks} ranks may not tell apart) and the "
+                   f"sharing among more peers are extrapolated; calibrate on as many GPUs as the trace uses")
+    return out
 
 
 def simulate(trace: str | Path, machine: str | Path | machines.MachineSpec = "lassen", mode: str = "as-traced",

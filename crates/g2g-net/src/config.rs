@@ -600,6 +600,9 @@ impl MachineConfig {
         if top.get("calibrated_max_bytes").is_some() {
             top.size("calibrated_max_bytes", None)?;
         }
+        if top.get("calibrated_ranks").is_some() {
+            top.int("calibrated_ranks", None, 1)?;
+        }
         check_uncertainty(&ctx, &root)?;
         top.finish()?;
 
@@ -1225,6 +1228,13 @@ bw = "12.5GB/s"
         // a collective's bin for every path comes before a path's ordinary bins
         let m4 = f("[[mpi.factors]]\npath = \"all\"\ncollective = \"Gather\"\nbw_factor = 0.4\n");
         assert_eq!(bw(&m4, "host", Some("Gather")), 0.4);
+    }
+
+    #[test]
+    fn calibrated_ranks_is_a_count() {
+        assert!(MachineConfig::from_toml(&format!("calibrated_ranks = 4\n{MIN}"), "t.toml").is_ok());
+        let e = MachineConfig::from_toml(&format!("calibrated_ranks = 0\n{MIN}"), "t.toml").unwrap_err();
+        assert_eq!(e.key, "calibrated_ranks");
     }
 
     #[test]

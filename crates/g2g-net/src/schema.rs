@@ -148,6 +148,9 @@ pub const KEYS: &[KeySpec] = &[
     // the largest message size the calibration measured (written by `calibrate fit`); the
     // replay does not use it, the user side says when a trace's messages go beyond it
     k("", "calibrated_max_bytes", SIZE),
+    // the most ranks a calibration series ran on at once (written by `calibrate fit`); the
+    // replay does not use it, the user side says when a trace has more ranks on a node
+    k("", "calibrated_ranks", int(1, 1 << 20)),
     k("node", "gpus", int(1, MAX_GPUS_PER_NODE)),
     k("node", "cpu", Kind::Other("free text")),
     k("node", "sockets", int(1, MAX_SOCKETS)),

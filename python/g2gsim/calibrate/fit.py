@@ -104,6 +104,8 @@ class FitResult:
     coll_algos: dict = field(default_factory=dict)
     # the largest message the MPI series measured (0: none): written as calibrated_max_bytes
     max_bytes: int = 0
+    # the most ranks one MPI series ran on (0: none): written as calibrated_ranks
+    max_ranks: int = 0
     notes: list = field(default_factory=list)
     details: dict = field(default_factory=dict)     # per-parameter: value, source, data
 
@@ -580,6 +582,7 @@ def fit(raw, base: str | Path = "h200x4", host_bw_from: str = "pingpong", large_
     res = FitResult(params=p, base_name=label, base=base_d, gpus=gpus, raw_meta=_meta(raw), notes=notes,
                     details=det)
     res.max_bytes = int(max((s.sizes.max() for s in series if s.kind != "memcpy" and len(s.sizes)), default=0))
+    res.max_ranks = int(max((s.nranks for s in series if s.kind != "memcpy" and len(s.sizes)), default=0))
     # 6b. copy engines: from the series where several transfers go into one GPU at once
     if engines:
         fit_copy_engines(series, res, workdir=workdir)
@@ -967,6 +970,14 @@ def choose_collectives(series: list[Series], res: FitResult, workdir=None,
             report[op] = {k: round(v / len(ss), 4) for k, v in scores.items()}
             if best != "default" and scores[best] < 0.9 * scores["default"]:
                 chosen[op] = best
+            elif op not in chosen:
+                ties = [a for a in cands if abs(scores[a] - scores["default"]) <= 0.01 * scores["default"] + 1e-12]
+                nr = max(s.nranks for s in ss)
+                if ties:
+                    res.notes.append(f"{op}: the algorithm is not identified: on {nr} ranks {', '.join(ties)} and "
+                                     f"Open MPI's default decision give the same times; the default is kept, "
+                                     f"which with more ranks may not be what the library runs (a simulation with "
+                                     f"more ranks per node says so)")
     return chosen, report
 
 
@@ -1015,7 +1026,11 @@ def to_toml(res: FitResult, name: str = "h200x4-calibrated", raw_path: str | Non
     if command:
         c(f"# Reproduce: {command}")
     c(f"# Base file for what was not measured: {res.base_name}.  Method: python/g2gsim/calibrate/fit.py;")
-    c("# accuracy: docs/validation/h200x4.md.")
+    # the validation page of the run (docs/validation/<run>.md next to docs/validation/<run>/raw.json)
+    run_dir = Path(raw_path).parent if raw_path else None
+    page = (run_dir.with_suffix(".md").as_posix() if run_dir is not None and run_dir.name
+            and run_dir.parent.name == "validation" else "docs/calibration.md")
+    c(f"# accuracy: {page} (fit set and held-out errors).")
     for n in res.notes:
         c("# Note: " + n)
     c("schema_version = 1")
@@ -1027,6 +1042,9 @@ def to_toml(res: FitResult, name: str = "h200x4-calibrated", raw_path: str | Non
     if res.max_bytes:
         c(f"calibrated_max_bytes = {_toml_value(fmt_size(res.max_bytes))}  # the largest MPI message measured: "
           "beyond it every rate is extrapolated (a simulation says so)")
+    if res.max_ranks:
+        c(f"calibrated_ranks = {res.max_ranks}  # the most ranks a measured series ran on: with more ranks on a "
+          "node, collective algorithms and sharing are extrapolated (a simulation says so)")
     c("")
     c("[node]")
     c(f"gpus = {res.gpus}")

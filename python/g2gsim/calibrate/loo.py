@@ -31,7 +31,14 @@ def _label(sec: str, e: dict) -> str:
         return f"memcpy {e['kind']} {e['host']}"
     if sec == "collectives":
         return f"{e['op']} {e['mode']}"
-    return f"{e['pattern']} {e['mode']}"
+    label = f"{e['pattern']} {e['mode']}"
+    # as micro.Series.name: the ring and all-pairs run on two ranks and on every rank of the node
+    n = len(e.get("ranks") or [])
+    if e["pattern"] in ("all-pairs", "ring-sendrecv") and n > 2:
+        label += f" P={n}"
+    if e.get("order", "ascending") != "ascending":
+        label += f" {e['order']}"
+    return label
 
 
 def entries(raw: dict, collectives: bool = False) -> list[tuple[str, str, int]]:
