@@ -1395,6 +1395,47 @@ mod tests {
     }
 
     /// A tiny deterministic generator (xorshift) so the test needs no crate.
+    /// An incremental and a whole-component (`max-min-full`) net with the same `nlinks` links, of
+    /// a few capacity classes so that ties (equal shares) are common.
+    fn twin_nets(rng: &mut Xs, nlinks: usize) -> (FlowNet, FlowNet) {
+        let mut inc = FlowNet::new();
+        let mut full = FlowNet::new();
+        full.sharing = Sharing::MaxMinFull;
+        for _ in 0..nlinks {
+            let bw = [1e9, 2e9, 2.5e9, 5e9, 12.5e9][rng.below(5) as usize];
+            inc.add_link(bw);
+            full.add_link(bw);
+        }
+        (inc, full)
+    }
+
+    /// Resolves both nets at `now`, records their finish times, and checks that every live pair
+    /// of flows has the same rate (to 1e-6) and the same latest finish time (to the ns).
+    fn resolve_both_and_compare(
+        inc: &mut FlowNet,
+        full: &mut FlowNet,
+        now: Time,
+        live: &[(FlowId, FlowId)],
+        fin_a: &mut std::collections::HashMap<FlowId, Time>,
+        fin_b: &mut std::collections::HashMap<FlowId, Time>,
+        seed: u64,
+    ) {
+        let (mut ra, mut rb) = (vec![], vec![]);
+        inc.resolve(now, &mut ra);
+        full.resolve(now, &mut rb);
+        for r in &ra {
+            fin_a.insert(r.flow, r.finish);
+        }
+        for r in &rb {
+            fin_b.insert(r.flow, r.finish);
+        }
+        for &(a, b) in live {
+            let (x, y) = (inc.rate_bytes_per_s(a), full.rate_bytes_per_s(b));
+            assert!((x - y).abs() <= 1e-6 * y.max(1.0), "seed {seed}: rates {x} vs {y}");
+            assert_eq!(fin_a[&a], fin_b[&b], "seed {seed}: finish times differ at {now}");
+        }
+    }
+
     struct Xs(u64);
     impl Xs {
         fn next(&mut self) -> u64 {
@@ -1432,15 +1473,7 @@ mod tests {
             let mut rng = Xs(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
             // seeds above 60: few links, many flows each (spine-like links carrying hundreds)
             let nlinks = if seed > 60 { 3 + rng.below(6) as usize } else { 4 + rng.below(40) as usize };
-            let mut inc = FlowNet::new();
-            let mut full = FlowNet::new();
-            full.sharing = Sharing::MaxMinFull;
-            for _ in 0..nlinks {
-                // a few capacity classes, so that ties (equal shares) are common
-                let bw = [1e9, 2e9, 2.5e9, 5e9, 12.5e9][rng.below(5) as usize];
-                inc.add_link(bw);
-                full.add_link(bw);
-            }
+            let (mut inc, mut full) = twin_nets(&mut rng, nlinks);
             let mut live: Vec<(FlowId, FlowId)> = vec![];
             let (mut fin_a, mut fin_b) = (std::collections::HashMap::new(), std::collections::HashMap::new());
             let mut now = 0;
@@ -1576,20 +1609,7 @@ mod tests {
                         }
                     }
                 }
-                let (mut ra, mut rb) = (vec![], vec![]);
-                inc.resolve(now, &mut ra);
-                full.resolve(now, &mut rb);
-                for r in &ra {
-                    fin_a.insert(r.flow, r.finish);
-                }
-                for r in &rb {
-                    fin_b.insert(r.flow, r.finish);
-                }
-                for &(a, b) in &live {
-                    let (x, y) = (inc.rate_bytes_per_s(a), full.rate_bytes_per_s(b));
-                    assert!((x - y).abs() <= 1e-6 * y.max(1.0), "seed {seed}: rates {x} vs {y}");
-                    assert_eq!(fin_a[&a], fin_b[&b], "seed {seed}: finish times differ at {now}");
-                }
+                resolve_both_and_compare(&mut inc, &mut full, now, &live, &mut fin_a, &mut fin_b, seed);
                 // no link is over its capacity
                 for (l, &cap) in caps.iter().enumerate() {
                     let sum: f64 = inc.links[l].flows.iter().map(|&f| inc.hot[f as usize].rate).sum();
@@ -1621,14 +1641,7 @@ mod tests {
         for seed in 1..=30u64 {
             let mut rng = Xs(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x5555 | 1);
             let nlinks = 16 + rng.below(24) as usize;
-            let mut inc = FlowNet::new();
-            let mut full = FlowNet::new();
-            full.sharing = Sharing::MaxMinFull;
-            for _ in 0..nlinks {
-                let bw = [1e9, 2e9, 2.5e9, 5e9, 12.5e9][rng.below(5) as usize];
-                inc.add_link(bw);
-                full.add_link(bw);
-            }
+            let (mut inc, mut full) = twin_nets(&mut rng, nlinks);
             let mut live: Vec<(FlowId, FlowId)> = vec![];
             let (mut fin_a, mut fin_b) = (std::collections::HashMap::new(), std::collections::HashMap::new());
             let mut now = 0;
@@ -1654,20 +1667,7 @@ mod tests {
                         full.finish(b);
                     }
                 }
-                let (mut ra, mut rb) = (vec![], vec![]);
-                inc.resolve(now, &mut ra);
-                full.resolve(now, &mut rb);
-                for r in &ra {
-                    fin_a.insert(r.flow, r.finish);
-                }
-                for r in &rb {
-                    fin_b.insert(r.flow, r.finish);
-                }
-                for &(a, b) in &live {
-                    let (x, y) = (inc.rate_bytes_per_s(a), full.rate_bytes_per_s(b));
-                    assert!((x - y).abs() <= 1e-6 * y.max(1.0), "seed {seed}: rates {x} vs {y}");
-                    assert_eq!(fin_a[&a], fin_b[&b], "seed {seed}: finish times differ");
-                }
+                resolve_both_and_compare(&mut inc, &mut full, now, &live, &mut fin_a, &mut fin_b, seed);
                 for net in [&inc, &full] {
                     let mut on_links = 0;
                     for (l, lk) in net.links.iter().enumerate() {
