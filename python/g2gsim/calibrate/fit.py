@@ -970,7 +970,7 @@ def choose_collectives(series: list[Series], res: FitResult, workdir=None,
             report[op] = {k: round(v / len(ss), 4) for k, v in scores.items()}
             if best != "default" and scores[best] < 0.9 * scores["default"]:
                 chosen[op] = best
-            elif op not in chosen:
+            else:
                 ties = [a for a in cands if abs(scores[a] - scores["default"]) <= 0.01 * scores["default"] + 1e-12]
                 nr = max(s.nranks for s in ss)
                 if ties:

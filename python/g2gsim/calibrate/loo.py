@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from .fit import fit, machine_file
-from .micro import KiB, load_raw, series_from_raw, simulate_series
+from .micro import KiB, load_raw, series_from_raw, simulate_series, variant_suffix
 
 SPLIT = 32 * KiB
 SECTIONS = ("p2p", "memcpy", "concurrency", "multipeer", "burst", "collectives")
@@ -31,14 +31,8 @@ def _label(sec: str, e: dict) -> str:
         return f"memcpy {e['kind']} {e['host']}"
     if sec == "collectives":
         return f"{e['op']} {e['mode']}"
-    label = f"{e['pattern']} {e['mode']}"
-    # as micro.Series.name: the ring and all-pairs run on two ranks and on every rank of the node
-    n = len(e.get("ranks") or [])
-    if e["pattern"] in ("all-pairs", "ring-sendrecv") and n > 2:
-        label += f" P={n}"
-    if e.get("order", "ascending") != "ascending":
-        label += f" {e['order']}"
-    return label
+    kind = {"ring-sendrecv": "ring"}.get(e["pattern"], e["pattern"])      # the Series kind of the pattern
+    return f"{e['pattern']} {e['mode']}" + variant_suffix(kind, len(e.get("ranks") or []), e.get("order", "ascending"))
 
 
 def entries(raw: dict, collectives: bool = False) -> list[tuple[str, str, int]]:

@@ -56,11 +56,15 @@ class Series:
             return f"{self.op} {self.mode}"
         if self.kind == "memcpy":
             return f"memcpy {self.mode} {self.op}"
-        # ring and all-pairs are measured on two ranks and on every GPU of the node: P tells them apart
-        p = f" P={self.nranks}" if self.kind in ("ring", "all-pairs") and self.nranks > 2 else ""
-        if self.meta.get("order", "ascending") != "ascending":
-            p += f" {self.meta['order']}"
+        p = variant_suffix(self.kind, self.nranks, self.meta.get("order", "ascending"))
         return f"{self.kind} {self.mode}{p}" + ("" if self.scope == "intra" else f" ({self.scope})")
+
+
+def variant_suffix(kind: str, nranks: int, order: str = "ascending") -> str:
+    """What tells apart series of one kind and mode in a raw file: ring and all-pairs are measured on
+    two ranks and on every GPU of the node (" P=4"), all-pairs also in rotated peer order (" rotated")."""
+    p = f" P={nranks}" if kind in ("ring", "all-pairs") and nranks > 2 else ""
+    return p if order == "ascending" else f"{p} {order}"
 
 
 def load_raw(path_or_dict) -> dict:

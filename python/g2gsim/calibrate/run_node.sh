@@ -7,8 +7,9 @@
 # Open MPI's mpirun).  When .whl/ holds the libucx-cu13 wheel (../shared/DEVICE.md) it is unpacked
 # and Open MPI's UCX layer uses it, which makes an Open MPI built without CUDA support move device
 # buffers (cuda_copy, cuda_ipc).  When .whl/tracer/ holds libg2gtrace.so (and the OTF2 library) the
-# workloads of G2G_TRACED (default: all but the wide Jacobi and matmul-8192) also run under the tracer.  Everything lands in OUTDIR and in
-# OUTDIR.tgz.
+# workloads of G2G_TRACED (default: all but the wide Jacobi and matmul-8192) also run under the
+# tracer.  G2G_SECTIONS picks measure.py's sections; G2G_MEASURE_ONLY=1 skips the workloads.
+# Everything lands in OUTDIR and in OUTDIR.tgz.
 set -u
 OUTDIR=${1:-calibrate-out}
 NP=${2:-4}
@@ -89,7 +90,7 @@ for mode in $MODES; do
   timeout 200 "${MPIRUN[@]}" -np "$NP" python3 "$HERE/workloads.py" --mode $mode -o "$OUTDIR/runs" 2>&1 | tee -a "$OUTDIR/workloads.log"
 done
 
-# 4. the same Jacobi and ping-pong under the PMPI/OTF2 tracer
+# 4. the workloads of G2G_TRACED again, under the PMPI/OTF2 tracer
 if [ -f .whl/tracer/libg2gtrace.so ] && [ -n "$MODES" ]; then
   TL=$(pwd)/.whl/tracer
   for mode in hostcopy device; do
