@@ -62,8 +62,8 @@ pub struct EngineStat {
     pub ops_per_s: f64,
     pub messages: u64,
     pub flow_solves: u64,
-    /// exact max-min: solves that spread to the whole connected component (the rest were
-    /// incremental)
+    /// exact max-min: changes settled by whole-component solves: those in components of 16 flows
+    /// or fewer, and those that spread (the rest were incremental)
     pub flow_solves_component: u64,
     pub peak_flows: u64,
     pub links: u64,

@@ -21,7 +21,14 @@
 //! link's flows are summed for this: each link keeps the sum of its flows' rates (in exact fixed
 //! point, so it never drifts from a fresh sum) and its largest rate with how many flows have it.
 //! When U grows past a quarter of the flows, the whole component is solved instead (and an
-//! attempt stops as soon as U is past that limit).
+//! attempt stops as soon as U is past that limit).  Flows that join U in a check change rate, so
+//! the flows bottlenecked on their saturated links (at the link's largest rate) join U with them,
+//! a round before the check would find them (`pull_bottlenecked`: a cascade over the saturated
+//! NICs of a halo exchange took 5-7 rounds, each re-filling and re-checking all of U).  A change
+//! whose components hold few flows (`SMALL_COMPONENT`, found by a bounded search) is solved over
+//! the whole components at once: cheaper than the incremental solve's set-up for a handful of
+//! flows.  Neither changes a rate: any U gives the max-min rates once the check holds, and both
+//! solves are exact.
 //!
 //! What the scans read of a flow -- its rate and the solves' marks -- is in a dense table of its
 //! own (`Hot`, 16 bytes a flow), not in the flow's record: links of thousands of flows are scanned
@@ -147,6 +154,24 @@ fn from_fx_wide(x: i128) -> f64 {
     } else {
         f
     }
+}
+
+/// A link's working values in a solve (`FlowNet::lw`).
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(C, align(64))]
+struct LinkWork {
+    /// incremental max-min: on an R link, the fixed-point sum of the rates of its flows not in U;
+    /// the whole-component solve: the sum of the rates it gave the link's flows
+    fixed: i128,
+    /// progressive filling: the capacity left, and how many flows are still to rate
+    rem: f64,
+    n: u32,
+    /// incremental max-min: on an R link, how many U flows it carries
+    u: u32,
+    /// incremental max-min filling: where its U flows start in `ulist` and where the next one
+    /// goes (then ends)
+    off: u32,
+    pos: u32,
 }
 
 /// What the incremental max-min check knows of a link in one check round (`FlowNet::tick`).
@@ -304,6 +329,15 @@ pub struct Reschedule {
     pub version: u32,
 }
 
+/// Exact max-min: `pull_bottlenecked` skips links of more flows (an all-to-all's NIC carries
+/// thousands, nearly all at its largest rate: scanning them ahead cost more than the rounds it
+/// saved; the check still finds the ones that need it)
+const PULL_AHEAD_MAX_FLOWS: usize = 256;
+
+/// Exact max-min: changes whose components hold this many flows or fewer in all are settled by
+/// the whole-component solve (`FlowNet::small_components`)
+const SMALL_COMPONENT: usize = 16;
+
 /// Places in its links' flow lists kept per flow: for the first `SLOTS` links of its path.
 const SLOTS: usize = 12;
 
@@ -333,17 +367,11 @@ pub struct FlowNet {
     comp_links: Vec<LinkId>,
     comp_flows: Vec<FlowId>,
     stack: Vec<LinkId>,
-    link_rem: Vec<f64>,
-    link_n: Vec<u32>,
-    /// incremental max-min: per R link, the fixed-point sum of the rates of its flows not in U
-    link_fixed: Vec<i128>,
+    /// per link: the solves' working values (`LinkWork`), one record so that a solve's visit of
+    /// a link reads one cache line, not six tables
+    lw: Vec<LinkWork>,
     live: Vec<LinkId>,
-    /// incremental max-min filling: per link, where its U flows start in `ulist` and where the
-    /// next one goes (then ends); `heap`: links by fair share (lower bounds)
-    link_off: Vec<u32>,
-    link_pos: Vec<u32>,
-    /// incremental max-min: per R link, how many U flows it carries
-    link_u: Vec<u32>,
+    /// incremental max-min filling: links by fair share (lower bounds)
     ulist: Vec<FlowId>,
     heap: std::collections::BinaryHeap<std::cmp::Reverse<(u64, LinkId)>>,
     /// how concurrent flows share links
@@ -353,6 +381,11 @@ pub struct FlowNet {
     /// exact max-min: changes settled incrementally / by a whole-component solve
     pub incremental_solves: u64,
     pub component_solves: u64,
+    /// exact max-min: rounds (filling and check) of the incremental solves, held or not
+    pub incremental_rounds: u64,
+    /// tests: the incremental solve without `pull_bottlenecked` (the rates are the same)
+    #[cfg(test)]
+    no_pull_ahead: bool,
     u_flows: Vec<FlowId>,
     r_links: Vec<LinkId>,
     /// the check's saturated links with a U flow that has no bottleneck (`LinkStat::pull`)
@@ -390,12 +423,7 @@ impl FlowNet {
     /// tables then do not grow by doubling, copying themselves each time).
     pub fn reserve_links(&mut self, n: usize) {
         self.links.reserve(n);
-        self.link_rem.reserve(n);
-        self.link_n.reserve(n);
-        self.link_off.reserve(n);
-        self.link_pos.reserve(n);
-        self.link_u.reserve(n);
-        self.link_fixed.reserve(n);
+        self.lw.reserve(n);
         self.link_stat.reserve(n);
         self.last_share.reserve(n);
     }
@@ -410,12 +438,7 @@ impl FlowNet {
             lmax: 0.0,
             nmax: 0,
         });
-        self.link_rem.push(0.0);
-        self.link_n.push(0);
-        self.link_off.push(0);
-        self.link_pos.push(0);
-        self.link_u.push(0);
-        self.link_fixed.push(0);
+        self.lw.push(LinkWork::default());
         self.link_stat.push(LinkStat::default());
         self.last_share.push(f64::INFINITY);
 
@@ -584,7 +607,7 @@ impl FlowNet {
             self.started.clear();
             return;
         }
-        if self.sharing == Sharing::MaxMin {
+        if self.sharing == Sharing::MaxMin && !self.small_components() {
             if self.resolve_incremental(now, out) {
                 return;
             }
@@ -600,6 +623,61 @@ impl FlowNet {
         }
         self.started.clear();
         self.epoch = self.epoch.wrapping_add(1);
+    }
+
+    /// Do the components of the dirty links hold `SMALL_COMPONENT` flows or fewer in all?  Then
+    /// the whole-component solve settles them at less cost than the incremental one, whose
+    /// set-up (U, R, the filling's heap, the check) costs more than re-rating a handful of flows
+    /// (the pairwise exchanges of a recursive-doubling Allreduce: most components hold 2 to 15 flows).
+    /// A search that finds more stops there: a large component (a halo on a fat-tree: thousands
+    /// of flows) goes to the incremental solve.  Marks only with fresh ticks (`LinkStat::tick`,
+    /// `Hot::seen`), which no solve reads as its own.
+    fn small_components(&mut self) -> bool {
+        // a dirty link of more flows answers at once (a halo's NIC and fat-tree links: the
+        // search would cost a few us in every one of their solves)
+        if self.dirty.iter().any(|&l| self.links[l as usize].flows.len() > SMALL_COMPONENT) {
+            return false;
+        }
+        let tick = self.next_tick();
+        let mut found = 0usize;
+        let mut stack = std::mem::take(&mut self.stack);
+        stack.clear();
+        for i in 0..self.dirty.len() {
+            let l = self.dirty[i];
+            if self.link_stat[l as usize].tick != tick {
+                self.link_stat[l as usize].tick = tick;
+                stack.push(l);
+            }
+        }
+        let small = 'search: {
+            while let Some(l) = stack.pop() {
+                for k in 0..self.links[l as usize].flows.len() {
+                    let f = self.links[l as usize].flows[k];
+                    let h = &mut self.hot[f as usize];
+                    if h.seen == tick {
+                        continue;
+                    }
+                    h.seen = tick;
+                    found += 1;
+                    if found > SMALL_COMPONENT {
+                        break 'search false;
+                    }
+                    for &l2 in &self.flows[f as usize].links {
+                        let st = &mut self.link_stat[l2 as usize];
+                        if st.tick != tick {
+                            if self.links[l2 as usize].flows.len() > SMALL_COMPONENT {
+                                break 'search false;
+                            }
+                            st.tick = tick;
+                            stack.push(l2);
+                        }
+                    }
+                }
+            }
+            true
+        };
+        self.stack = stack;
+        small
     }
 
     #[inline]
@@ -716,10 +794,10 @@ impl FlowNet {
     /// Progressive filling's next level: drops the links with no unfrozen flow left from `live` and
     /// returns the smallest fair share of the capacity left among the others (infinite if none).
     fn smallest_share(&self, live: &mut Vec<LinkId>) -> f64 {
-        live.retain(|&l| self.link_n[l as usize] > 0);
+        live.retain(|&l| self.lw[l as usize].n > 0);
         let mut share = f64::INFINITY;
         for &l in live.iter() {
-            let sh = self.link_rem[l as usize] / self.link_n[l as usize] as f64;
+            let sh = self.lw[l as usize].rem / self.lw[l as usize].n as f64;
             if sh < share {
                 share = sh;
             }
@@ -727,12 +805,12 @@ impl FlowNet {
         share
     }
 
-    /// Progressive filling over the links in `live` (`link_rem` / `link_n`: the capacity left and
+    /// Progressive filling over the links in `live` (`lw`: `rem` and `n`, the capacity left and
     /// the count of flows still to rate): raises the rates of all unrated flows together and, at
     /// each level, rates the flows of every link whose fair share is the smallest (within 1e-9).
     /// A flow of such a link is one to rate now if its `cmark` is `unrated` (then `rated`, and the
     /// link becomes its witness), and `take(f, flow, hot, share)` records its rate; `left` is how
-    /// many flows are to be rated.  Each link's `link_fixed` gains the fixed-point rate of every
+    /// many flows are to be rated.  Each link's `lw.fixed` gains the fixed-point rate of every
     /// flow rated on it.
     fn progressive_fill(
         &mut self,
@@ -751,14 +829,14 @@ impl FlowNet {
             let mut froze = false;
             for li in 0..live.len() {
                 let l = live[li];
-                let n = self.link_n[l as usize];
-                if n == 0 || self.link_rem[l as usize] / n as f64 > share + tol {
+                let n = self.lw[l as usize].n;
+                if n == 0 || self.lw[l as usize].rem / n as f64 > share + tol {
                     continue;
                 }
                 let sfx = fx(share);
                 let nf = self.links[l as usize].flows.len();
                 for k in 0..nf {
-                    if self.link_n[l as usize] == 0 {
+                    if self.lw[l as usize].n == 0 {
                         break; // every flow of the link is rated: the rest of its list was before
                     }
                     if k + AHEAD < nf {
@@ -782,9 +860,9 @@ impl FlowNet {
                     froze = true;
                     for j in 0..self.flows[f as usize].links.len() {
                         let l2 = self.flows[f as usize].links[j] as usize;
-                        self.link_rem[l2] = (self.link_rem[l2] - share).max(0.0);
-                        self.link_n[l2] -= 1;
-                        self.link_fixed[l2] += sfx;
+                        self.lw[l2].rem = (self.lw[l2].rem - share).max(0.0);
+                        self.lw[l2].n -= 1;
+                        self.lw[l2].fixed += sfx;
                     }
                 }
             }
@@ -794,7 +872,7 @@ impl FlowNet {
         }
     }
 
-    /// Progressive filling of the U flows over the links `r_links`, whose `link_rem` / `link_n`
+    /// Progressive filling of the U flows over the links `r_links`, whose `lw` `rem` / `n`
     /// hold the capacity left by the other flows and the count of U flows.
     ///
     /// The same levels as `progressive_fill`, without scanning: each R link gets the list of its
@@ -809,7 +887,7 @@ impl FlowNet {
         ulist.resize(total as usize, 0);
         for &f in &self.u_flows {
             for &l in &self.flows[f as usize].links {
-                let p = &mut self.link_pos[l as usize];
+                let p = &mut self.lw[l as usize].pos;
                 ulist[*p as usize] = f;
                 *p += 1;
             }
@@ -821,20 +899,19 @@ impl FlowNet {
         // key is a lower bound: a link whose share has grown since goes back with its share.
         fn pop_live(
             heap: &mut std::collections::BinaryHeap<std::cmp::Reverse<(u64, LinkId)>>,
-            link_n: &[u32],
-            link_rem: &[f64],
+            lw: &[LinkWork],
             below: u64,
         ) -> Option<(u64, LinkId)> {
             while let Some(&std::cmp::Reverse((key, l))) = heap.peek() {
                 if key > below {
                     return None;
                 }
-                let n = link_n[l as usize];
+                let n = lw[l as usize].n;
                 if n == 0 {
                     heap.pop();
                     continue;
                 }
-                let cur = (link_rem[l as usize] / n as f64).to_bits();
+                let cur = (lw[l as usize].rem / n as f64).to_bits();
                 if cur == key {
                     heap.pop();
                     return Some((key, l));
@@ -844,15 +921,15 @@ impl FlowNet {
             None
         }
         while left > 0 {
-            let Some((key, first)) = pop_live(&mut heap, &self.link_n, &self.link_rem, u64::MAX) else {
+            let Some((key, first)) = pop_live(&mut heap, &self.lw, u64::MAX) else {
                 break;
             };
             let share = f64::from_bits(key);
             let below = (share + share * 1e-9).to_bits();
             let mut l = first;
             loop {
-                let off = self.link_off[l as usize] as usize;
-                let end = self.link_pos[l as usize] as usize;
+                let off = self.lw[l as usize].off as usize;
+                let end = self.lw[l as usize].pos as usize;
                 for &f in &ulist[off..end] {
                     let h = &mut self.hot[f as usize];
                     if h.seen == tick {
@@ -863,11 +940,11 @@ impl FlowNet {
                     left -= 1;
                     for j in 0..self.flows[f as usize].links.len() {
                         let l2 = self.flows[f as usize].links[j] as usize;
-                        self.link_rem[l2] = (self.link_rem[l2] - share).max(0.0);
-                        self.link_n[l2] -= 1;
+                        self.lw[l2].rem = (self.lw[l2].rem - share).max(0.0);
+                        self.lw[l2].n -= 1;
                     }
                 }
-                match pop_live(&mut heap, &self.link_n, &self.link_rem, below) {
+                match pop_live(&mut heap, &self.lw, below) {
                     Some((_, l2)) => l = l2,
                     None => break,
                 }
@@ -909,8 +986,8 @@ impl FlowNet {
             if self.links[l as usize].mark != mark {
                 self.links[l as usize].mark = mark;
                 rl.push(l);
-                self.link_fixed[l as usize] = self.links[l as usize].load;
-                self.link_u[l as usize] = 0;
+                self.lw[l as usize].fixed = self.links[l as usize].load;
+                self.lw[l as usize].u = 0;
             }
         }
         // R's first links are the dirty ones: on the others, `load` is still the sum before the
@@ -948,11 +1025,12 @@ impl FlowNet {
         }
         let mut linked = 0;
         let ok = loop {
+            self.incremental_rounds += 1;
             if u.len() > limit {
                 break false;
             }
             // U's new flows: their links join R, their committed rates leave the capacity the
-            // fixed flows take there (`link_fixed`: `load` less U's rates, exact in fixed point,
+            // fixed flows take there (`lw.fixed`: `load` less U's rates, exact in fixed point,
             // so the same whatever the order), and they count among the link's U flows
             for i in linked..u.len() {
                 let f = u[i];
@@ -962,11 +1040,11 @@ impl FlowNet {
                     if self.links[l].mark != mark {
                         self.links[l].mark = mark;
                         rl.push(l as LinkId);
-                        self.link_fixed[l] = self.links[l].load;
-                        self.link_u[l] = 0;
+                        self.lw[l].fixed = self.links[l].load;
+                        self.lw[l].u = 0;
                     }
-                    self.link_fixed[l] -= r;
-                    self.link_u[l] += 1;
+                    self.lw[l].fixed -= r;
+                    self.lw[l].u += 1;
                 }
             }
             linked = u.len();
@@ -979,13 +1057,13 @@ impl FlowNet {
             for i in 0..rl.len() {
                 let l = rl[i];
                 let li = l as usize;
-                let n = self.link_u[li];
-                let fixed = from_fx(self.link_fixed[li]);
+                let n = self.lw[li].u;
+                let fixed = from_fx(self.lw[li].fixed);
                 let rem = (self.links[li].cap - fixed).max(0.0);
-                self.link_n[li] = n;
-                self.link_rem[li] = rem;
-                self.link_off[li] = total;
-                self.link_pos[li] = total;
+                self.lw[li].n = n;
+                self.lw[li].rem = rem;
+                self.lw[li].off = total;
+                self.lw[li].pos = total;
                 total += n;
                 if n > 0 {
                     self.heap.push(std::cmp::Reverse(((rem / n as f64).to_bits(), l)));
@@ -1090,6 +1168,13 @@ impl FlowNet {
                     }
                 }
             }
+            #[cfg(test)]
+            let pull_ahead = !self.no_pull_ahead;
+            #[cfg(not(test))]
+            let pull_ahead = true;
+            if pull_ahead && u.len() > before && u.len() <= limit {
+                self.pull_bottlenecked(&mut u, before, mark);
+            }
             if u.len() == before {
                 break true;
             }
@@ -1121,6 +1206,45 @@ impl FlowNet {
         self.r_links = rl;
         self.pulls = pulls;
         ok
+    }
+
+    /// The flows `u[from..]` joined U in this round's check: each will change its rate, so the
+    /// flows that one of their saturated links is the bottleneck of (as committed: the link's
+    /// fastest flows, at its `lmax`) will too.  They join U now, a round before the check would
+    /// find them (a round re-fills and re-checks all of U: a cascade across the saturated NICs
+    /// of a large network took 5-7 rounds).  Only one ring: the flows pulled here pull no others
+    /// (a closure could take in the whole component).  Any U gives the max-min rates once the
+    /// check holds, so this changes no rate, only how many rounds it takes.
+    fn pull_bottlenecked(&mut self, u: &mut Vec<FlowId>, from: usize, mark: u32) {
+        // a fresh tick marks the links seen here; the round's stats are not read after the check
+        // (the next round sets its R links' stats and a link's other stat is reset by its tick)
+        let seen = self.next_tick();
+        let end = u.len();
+        for i in from..end {
+            let f = u[i];
+            for j in 0..self.flows[f as usize].links.len() {
+                let l = self.flows[f as usize].links[j] as usize;
+                if self.link_stat[l].tick == seen {
+                    continue;
+                }
+                self.link_stat[l].tick = seen;
+                if self.links[l].flows.len() > PULL_AHEAD_MAX_FLOWS
+                    || from_fx(self.links[l].load) < self.links[l].cap * (1.0 - 1e-9)
+                {
+                    continue;
+                }
+                let top = self.lmax(l as LinkId) * (1.0 - 1e-9);
+                let (flows, hot) = (&self.links[l].flows[..], &mut self.hot[..]);
+                for (k, &g) in flows.iter().enumerate() {
+                    prefetch_hot(flows, hot, k);
+                    let fl = &mut hot[g as usize];
+                    if fl.mark != mark && fl.rate >= top {
+                        fl.mark = mark;
+                        u.push(g);
+                    }
+                }
+            }
+        }
     }
 
     fn resolve_bottleneck(&mut self, now: Time, out: &mut Vec<Reschedule>) {
@@ -1215,9 +1339,9 @@ impl FlowNet {
         // flows of every link whose fair share is the smallest (within 1e-9): symmetric loads freeze
         // many links per scan, so a solve is (distinct bottleneck levels) x (links of the component).
         for &l in &self.comp_links {
-            self.link_rem[l as usize] = self.links[l as usize].cap;
-            self.link_n[l as usize] = self.links[l as usize].flows.len() as u32;
-            self.link_fixed[l as usize] = 0;
+            self.lw[l as usize].rem = self.links[l as usize].cap;
+            self.lw[l as usize].n = self.links[l as usize].flows.len() as u32;
+            self.lw[l as usize].fixed = 0;
         }
         let unfixed_mark = mark;
         let fixed_mark = mark.wrapping_add(0x8000_0000);
@@ -1256,11 +1380,11 @@ impl FlowNet {
         }
         // the component's links: their load at the new rates.  Every flow rated (the usual
         // case): each flow's rate is the level it was rated at, which the filling added to its
-        // links' `link_fixed`; otherwise a sum over each link's flows
+        // links' `lw.fixed`; otherwise a sum over each link's flows
         let all_rated = rated == self.comp_flows.len();
         for &l in &self.comp_links {
             let load = if all_rated {
-                self.link_fixed[l as usize]
+                self.lw[l as usize].fixed
             } else {
                 let mut load = 0i128;
                 for &f in &self.links[l as usize].flows {
@@ -1687,6 +1811,105 @@ mod tests {
             }
         }
         assert!(spilled > 500, "only {spilled} flows with links on the heap");
+    }
+
+    /// A change whose components hold at most `SMALL_COMPONENT` flows is settled by the
+    /// whole-component solve, one in a larger component by the incremental solve; the rates are
+    /// max-min either way.
+    #[test]
+    fn small_components_take_the_whole_solve_and_large_ones_the_incremental() {
+        let mut net = FlowNet::new();
+        let (a, c) = (net.add_link(10e9), net.add_link(4e9));
+        // a small component: two flows over a, one of them also over c
+        net.start(0, &[a], 1e6, 0);
+        let x = net.start(0, &[a, c], 1e6, 0);
+        let _ = run(&mut net, 0);
+        assert_eq!((net.component_solves, net.incremental_solves), (1, 0));
+        assert!((net.rate_bytes_per_s(x) - 4e9).abs() < 1.0);
+        // a large one: SMALL_COMPONENT + 1 flows, each over its own 1 GB/s link and a shared
+        // link of far more capacity (never saturated)
+        let big = net.add_link(1e15);
+        for _ in 0..=SMALL_COMPONENT {
+            let own = net.add_link(1e9);
+            net.start(1, &[own, big], 1e6, 0);
+        }
+        let _ = run(&mut net, 1);
+        let (whole, inc) = (net.component_solves, net.incremental_solves);
+        let own = net.add_link(1e9);
+        let y = net.start(2, &[own, big], 1e6, 0);
+        let _ = run(&mut net, 2);
+        assert_eq!(
+            (net.component_solves, net.incremental_solves),
+            (whole, inc + 1),
+            "a change in a component of {} flows",
+            SMALL_COMPONENT + 2
+        );
+        assert!((net.rate_bytes_per_s(y) - 1e9).abs() < 1.0);
+        // the small component again: the whole solve
+        net.start(3, &[c], 1e6, 0);
+        let _ = run(&mut net, 3);
+        assert_eq!((net.component_solves, net.incremental_solves), (whole + 1, inc + 1));
+        assert!((net.rate_bytes_per_s(x) - 2e9).abs() < 1.0);
+    }
+
+    /// A change spreads over a ring of saturated links (like the NICs of a halo exchange: every
+    /// flow crosses two neighbouring NICs): pulling in ahead the flows bottlenecked on the
+    /// saturated links of flows that join U (`pull_bottlenecked`) settles the incremental solves
+    /// in fewer rounds, and both ways give the whole-component solve's rates and finish times.
+    #[test]
+    fn pulling_bottlenecked_flows_ahead_saves_rounds_and_changes_no_rate() {
+        let nics = 64u32;
+        let mut rng = Xs(0x2545_f491_4f6c_dd1d);
+        let mut nets: Vec<FlowNet> = (0..3).map(|_| FlowNet::new()).collect();
+        nets[1].no_pull_ahead = true;
+        nets[2].sharing = Sharing::MaxMinFull;
+        for net in nets.iter_mut() {
+            for i in 0..nics {
+                net.add_link([10e9, 12.5e9][(i % 2) as usize]);
+            }
+        }
+        let mut live: Vec<[FlowId; 3]> = vec![];
+        let mut fins: Vec<std::collections::HashMap<FlowId, Time>> = vec![Default::default(); 3];
+        let mut now = 0;
+        for _step in 0..400 {
+            now += 1 + rng.below(50);
+            for _ in 0..rng.below(4) {
+                let a = rng.below(nics as u64) as LinkId;
+                let b = (a + 1 + rng.below(2) as u32) % nics;
+                let bytes = 10_000.0 + rng.below(200_000) as f64;
+                let ids: Vec<FlowId> = nets.iter_mut().map(|n| n.start(now, &[a, b], bytes, 0)).collect();
+                live.push([ids[0], ids[1], ids[2]]);
+            }
+            if !live.is_empty() && (live.len() > 240 || rng.below(3) == 0) {
+                let k = live.swap_remove(rng.below(live.len() as u64) as usize);
+                for (n, &f) in nets.iter_mut().zip(k.iter()) {
+                    n.finish(f);
+                }
+            }
+            for (n, fin) in nets.iter_mut().zip(fins.iter_mut()) {
+                let mut out = vec![];
+                n.resolve(now, &mut out);
+                for r in out {
+                    fin.insert(r.flow, r.finish);
+                }
+            }
+            for k in &live {
+                for i in 0..2 {
+                    let (x, y) = (nets[i].rate_bytes_per_s(k[i]), nets[2].rate_bytes_per_s(k[2]));
+                    assert!((x - y).abs() <= 1e-6 * y, "net {i}: rate {x} vs {y} at {now}");
+                    assert_eq!(fins[i][&k[i]], fins[2][&k[2]], "net {i}: finish times differ at {now}");
+                }
+            }
+        }
+        let (ahead, plain) = (&nets[0], &nets[1]);
+        assert!(ahead.incremental_solves > 200, "{} incremental solves", ahead.incremental_solves);
+        let per = |n: &FlowNet| n.incremental_rounds as f64 / n.incremental_solves as f64;
+        assert!(
+            per(ahead) < 0.85 * per(plain),
+            "rounds per incremental solve: {:.2} pulling ahead, {:.2} without",
+            per(ahead),
+            per(plain)
+        );
     }
 
     /// Bottleneck sharing re-rates only the flows a change can affect; after every change each
