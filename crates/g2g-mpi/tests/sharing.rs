@@ -87,9 +87,10 @@ fn incremental_max_min_replays_like_the_full_solve() {
         assert_eq!(end_ns(&inc, r), end_ns(&full, r), "rank {r}");
     }
     assert_eq!(inc.total_time_s, full.total_time_s);
-    // the incremental solve settled most changes, the reference none
+    // the incremental solve settled most changes (the others were in components of 16 flows or
+    // fewer, or spread), the reference none
     assert!(
-        inc.engine.flow_solves_component * 4 < full.engine.flow_solves_component,
+        inc.engine.flow_solves_component * 2 < full.engine.flow_solves_component,
         "{:?} vs {:?}",
         inc.engine,
         full.engine

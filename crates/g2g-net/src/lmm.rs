@@ -23,7 +23,7 @@
 //! When U grows past a quarter of the flows, the whole component is solved instead (and an
 //! attempt stops as soon as U is past that limit).  Flows that join U in a check change rate, so
 //! the flows bottlenecked on their saturated links (at the link's largest rate) join U with them,
-//! a round before the check would find them (`pull_bottlenecked`: a cascade over the saturated
+//! a round before the check would find them (`pull_from_saturated`: a cascade over the saturated
 //! NICs of a halo exchange took 5-7 rounds, each re-filling and re-checking all of U).  A change
 //! whose components hold few flows (`SMALL_COMPONENT`, found by a bounded search) is solved over
 //! the whole components at once: cheaper than the incremental solve's set-up for a handful of
@@ -329,7 +329,16 @@ pub struct Reschedule {
     pub version: u32,
 }
 
-/// Exact max-min: `pull_bottlenecked` skips links of more flows (an all-to-all's NIC carries
+/// Which flows of a saturated link join U (`FlowNet::pull_from_saturated`)
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Pull {
+    /// every flow not in U yet
+    All,
+    /// the flows at the link's largest rate (the ones it can be the bottleneck of)
+    Bottlenecked,
+}
+
+/// Exact max-min: `pull_from_saturated` skips links of more flows (an all-to-all's NIC carries
 /// thousands, nearly all at its largest rate: scanning them ahead cost more than the rounds it
 /// saved; the check still finds the ones that need it)
 const PULL_AHEAD_MAX_FLOWS: usize = 256;
@@ -383,7 +392,7 @@ pub struct FlowNet {
     pub component_solves: u64,
     /// exact max-min: rounds (filling and check) of the incremental solves, held or not
     pub incremental_rounds: u64,
-    /// tests: the incremental solve without `pull_bottlenecked` (the rates are the same)
+    /// tests: the incremental solve without `pull_from_saturated` (the rates are the same)
     #[cfg(test)]
     no_pull_ahead: bool,
     u_flows: Vec<FlowId>,
@@ -997,32 +1006,7 @@ impl FlowNet {
         // A flow started on a saturated link finds no capacity left there: the check would fail
         // it and pull in every faster flow of the link, i.e. all of them, one round later.  They
         // join U now (any U gives the max-min rates once the check holds; this one saves a round)
-        let seed = self.next_tick();
-        for i in 0..u.len() {
-            if u.len() > limit {
-                break; // the attempt fails (below): U only grows
-            }
-            let f = u[i];
-            for j in 0..self.flows[f as usize].links.len() {
-                let l = self.flows[f as usize].links[j] as usize;
-                if self.link_stat[l].tick == seed {
-                    continue;
-                }
-                self.link_stat[l].tick = seed;
-                if from_fx(self.links[l].load) < self.links[l].cap * (1.0 - 1e-9) {
-                    continue;
-                }
-                let (flows, hot) = (&self.links[l].flows[..], &mut self.hot[..]);
-                for (k, &g) in flows.iter().enumerate() {
-                    prefetch_hot(flows, hot, k);
-                    let fl = &mut hot[g as usize];
-                    if fl.mark != mark {
-                        fl.mark = mark;
-                        u.push(g);
-                    }
-                }
-            }
-        }
+        self.pull_from_saturated(&mut u, 0, mark, Pull::All, limit);
         let mut linked = 0;
         let ok = loop {
             self.incremental_rounds += 1;
@@ -1173,7 +1157,7 @@ impl FlowNet {
             #[cfg(not(test))]
             let pull_ahead = true;
             if pull_ahead && u.len() > before && u.len() <= limit {
-                self.pull_bottlenecked(&mut u, before, mark);
+                self.pull_from_saturated(&mut u, before, mark, Pull::Bottlenecked, limit);
             }
             if u.len() == before {
                 break true;
@@ -1208,19 +1192,31 @@ impl FlowNet {
         ok
     }
 
-    /// The flows `u[from..]` joined U in this round's check: each will change its rate, so the
-    /// flows that one of their saturated links is the bottleneck of (as committed: the link's
-    /// fastest flows, at its `lmax`) will too.  They join U now, a round before the check would
-    /// find them (a round re-fills and re-checks all of U: a cascade across the saturated NICs
-    /// of a large network took 5-7 rounds).  Only one ring: the flows pulled here pull no others
-    /// (a closure could take in the whole component).  Any U gives the max-min rates once the
-    /// check holds, so this changes no rate, only how many rounds it takes.
-    fn pull_bottlenecked(&mut self, u: &mut Vec<FlowId>, from: usize, mark: u32) {
-        // a fresh tick marks the links seen here; the round's stats are not read after the check
-        // (the next round sets its R links' stats and a link's other stat is reset by its tick)
+    /// The flows `u[from..]` have just joined U: the flows of their saturated links that `which`
+    /// names join it too (each link once), until U is past `limit` (the attempt then fails).
+    ///
+    /// * `Pull::All`, for the flows started since the last solve: a started flow finds no
+    ///   capacity left on a saturated link, so the check would pull in every faster flow of the
+    ///   link, i.e. all of them, a round later.
+    /// * `Pull::Bottlenecked`, after each round's check, for the flows that joined U in it:
+    ///   each will change its rate, so the flows that one of their saturated links is the
+    ///   bottleneck of (as committed: the link's fastest flows, at its `lmax`) will too.  The
+    ///   check would find them a round later, and a round re-fills and re-checks all of U (a
+    ///   cascade across the saturated NICs of a large halo took 5-7 rounds).  Only one ring: the
+    ///   flows pulled here pull no others (a closure could take in the whole component); links
+    ///   of more than `PULL_AHEAD_MAX_FLOWS` are left to the check.
+    ///
+    /// Any U gives the max-min rates once the check holds: this changes no rate, only how many
+    /// rounds it takes.  A fresh tick marks the links seen here: the round's stats are not read
+    /// after the check (the next round sets its R links' stats, and a link's other stat is reset
+    /// by its tick).
+    fn pull_from_saturated(&mut self, u: &mut Vec<FlowId>, from: usize, mark: u32, which: Pull, limit: usize) {
         let seen = self.next_tick();
         let end = u.len();
         for i in from..end {
+            if u.len() > limit {
+                break;
+            }
             let f = u[i];
             for j in 0..self.flows[f as usize].links.len() {
                 let l = self.flows[f as usize].links[j] as usize;
@@ -1228,12 +1224,14 @@ impl FlowNet {
                     continue;
                 }
                 self.link_stat[l].tick = seen;
-                if self.links[l].flows.len() > PULL_AHEAD_MAX_FLOWS
-                    || from_fx(self.links[l].load) < self.links[l].cap * (1.0 - 1e-9)
-                {
+                if from_fx(self.links[l].load) < self.links[l].cap * (1.0 - 1e-9) {
                     continue;
                 }
-                let top = self.lmax(l as LinkId) * (1.0 - 1e-9);
+                let top = match which {
+                    Pull::All => f64::NEG_INFINITY,
+                    Pull::Bottlenecked if self.links[l].flows.len() > PULL_AHEAD_MAX_FLOWS => continue,
+                    Pull::Bottlenecked => self.lmax(l as LinkId) * (1.0 - 1e-9),
+                };
                 let (flows, hot) = (&self.links[l].flows[..], &mut self.hot[..]);
                 for (k, &g) in flows.iter().enumerate() {
                     prefetch_hot(flows, hot, k);
@@ -1854,7 +1852,7 @@ mod tests {
 
     /// A change spreads over a ring of saturated links (like the NICs of a halo exchange: every
     /// flow crosses two neighbouring NICs): pulling in ahead the flows bottlenecked on the
-    /// saturated links of flows that join U (`pull_bottlenecked`) settles the incremental solves
+    /// saturated links of flows that join U (`pull_from_saturated`) settles the incremental solves
     /// in fewer rounds, and both ways give the whole-component solve's rates and finish times.
     #[test]
     fn pulling_bottlenecked_flows_ahead_saves_rounds_and_changes_no_rate() {
