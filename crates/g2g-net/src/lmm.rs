@@ -380,7 +380,8 @@ pub struct FlowNet {
     /// a link reads one cache line, not six tables
     lw: Vec<LinkWork>,
     live: Vec<LinkId>,
-    /// incremental max-min filling: links by fair share (lower bounds)
+    /// incremental max-min filling: the U flows of each R link (at `LinkWork::off..pos`), and
+    /// the links by fair share (lower bounds)
     ulist: Vec<FlowId>,
     heap: std::collections::BinaryHeap<std::cmp::Reverse<(u64, LinkId)>>,
     /// how concurrent flows share links
@@ -637,7 +638,8 @@ impl FlowNet {
     /// Do the components of the dirty links hold `SMALL_COMPONENT` flows or fewer in all?  Then
     /// the whole-component solve settles them at less cost than the incremental one, whose
     /// set-up (U, R, the filling's heap, the check) costs more than re-rating a handful of flows
-    /// (the pairwise exchanges of a recursive-doubling Allreduce: most components hold 2 to 15 flows).
+    /// (the pairwise exchanges of a recursive-doubling Allreduce: most components hold 2 to 15
+    /// flows).
     /// A search that finds more stops there: a large component (a halo on a fat-tree: thousands
     /// of flows) goes to the incremental solve.  Marks only with fresh ticks (`LinkStat::tick`,
     /// `Hot::seen`), which no solve reads as its own.
