@@ -1158,7 +1158,8 @@ impl FlowNet {
             let pull_ahead = !self.no_pull_ahead;
             #[cfg(not(test))]
             let pull_ahead = true;
-            if pull_ahead && u.len() > before && u.len() <= limit {
+            // (past `limit`, the function pulls nothing and the next round fails)
+            if pull_ahead && u.len() > before {
                 self.pull_from_saturated(&mut u, before, mark, Pull::Bottlenecked, limit);
             }
             if u.len() == before {
