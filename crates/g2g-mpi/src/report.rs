@@ -65,6 +65,10 @@ pub struct EngineStat {
     /// exact max-min: changes settled by whole-component solves: those in components of 16 flows
     /// or fewer, and those that spread (the rest were incremental)
     pub flow_solves_component: u64,
+    /// exact max-min: rounds (filling and check) of the incremental solves, those that held and
+    /// those that gave way to a whole-component solve (how far the changes cascaded: one round
+    /// is a change settled at once)
+    pub flow_solve_rounds: u64,
     pub peak_flows: u64,
     pub links: u64,
     /// how the core was compiled: `pgo` (profile-guided, `make pgo`), `release` or `debug`

@@ -210,15 +210,7 @@ fn report(st: &State, opt: &SimOptions, trace: String, machine: String, wall_s: 
         }
     }
     rep.warnings = st.checks.warnings.clone();
-    rep.engine = engine_stat(
-        &st.stats,
-        st.q.processed(),
-        wall_s,
-        st.read_s,
-        st.m.net.solves,
-        st.m.net.component_solves,
-        st.m.num_links() as u64,
-    );
+    rep.engine = engine_stat(&st.stats, st.q.processed(), wall_s, st.read_s, &st.m.net, st.m.num_links() as u64);
     rep
 }
 

@@ -141,8 +141,7 @@ pub(crate) fn engine_stat(
     events: u64,
     wall_s: f64,
     read_s: f64,
-    flow_solves: u64,
-    flow_solves_component: u64,
+    net: &g2g_net::FlowNet,
     links: u64,
 ) -> EngineStat {
     EngineStat {
@@ -153,8 +152,9 @@ pub(crate) fn engine_stat(
         ops: stats.ops_done,
         ops_per_s: stats.ops_done as f64 / wall_s.max(1e-9),
         messages: stats.p2p_msgs + stats.coll_msgs,
-        flow_solves,
-        flow_solves_component,
+        flow_solves: net.solves,
+        flow_solves_component: net.component_solves,
+        flow_solve_rounds: net.incremental_rounds,
         peak_flows: stats.peak_flows,
         links,
         build: build_kind(),

@@ -95,6 +95,9 @@ fn incremental_max_min_replays_like_the_full_solve() {
         inc.engine,
         full.engine
     );
+    // the report counts the incremental solves' rounds; the reference solves whole and has none
+    assert!(inc.engine.flow_solve_rounds > 0, "{:?}", inc.engine);
+    assert_eq!(full.engine.flow_solve_rounds, 0);
     // and the workload is contended enough for max-min to differ from bottleneck sharing
     assert!((0..96).any(|r| end_ns(&bott, r) != end_ns(&full, r)), "bottleneck sharing gave the max-min times");
 }

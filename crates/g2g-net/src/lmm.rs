@@ -19,7 +19,9 @@
 //! checked, and a failing one joins U.  The filling and the check are repeated until U stops
 //! growing; then every flow has a bottleneck link and the allocation is the max-min one.  No
 //! link's flows are summed for this: each link keeps the sum of its flows' rates (in exact fixed
-//! point, so it never drifts from a fresh sum) and its largest rate with how many flows have it.
+//! point, so it never drifts from a fresh sum) and its largest rate with how many flows have it;
+//! when re-ratings have left that rate unknown, a scan finds it only where the check reads it
+//! (a dirty link, one saturated before the change, or one a checked flow must be fastest on).
 //! When U grows past a quarter of the flows, the whole component is solved instead (and an
 //! attempt stops as soon as U is past that limit).  Flows that join U in a check change rate, so
 //! the flows bottlenecked on their saturated links (at the link's largest rate) join U with them,
@@ -184,7 +186,8 @@ struct LinkStat {
     umax: f64,
     /// largest rate of a flow not in U, or NaN until needed
     fmax: f64,
-    /// U flows whose committed rate is the link's `lmax`
+    /// U flows whose committed rate is the link's `lmax` (`u32::MAX`: not counted, `lmax` was
+    /// not known when the round began)
     u_at_max: u32,
     /// the smallest staged rate of a U flow without a bottleneck on this saturated link
     /// (infinite if none): the fixed flows faster than it join U
@@ -362,6 +365,10 @@ pub struct FlowNet {
     /// checks answered by the witness (tests: it is used)
     #[cfg(test)]
     witness_hits: u64,
+    /// flows read by the scans for a link's largest rate (`lmax`, `fmax`; tests: which are not
+    /// made)
+    #[cfg(test)]
+    max_scanned: u64,
     /// per flow: its place in the flow list of each of its first `SLOTS` links, so that a
     /// finishing flow leaves a link of thousands of flows without a search
     slot: Vec<[u32; SLOTS]>,
@@ -709,6 +716,11 @@ impl FlowNet {
             return lk.lmax;
         }
         let (mut max, mut n) = (0.0f64, 0u32);
+        #[cfg(test)]
+        {
+            self.max_scanned += lk.flows.len() as u64;
+        }
+        let lk = &self.links[l as usize];
         let (flows, hot) = (&lk.flows[..], &self.hot[..]);
         for (k, &g) in flows.iter().enumerate() {
             prefetch_hot(flows, hot, k);
@@ -734,13 +746,19 @@ impl FlowNet {
         if !st.fmax.is_nan() {
             return st.fmax;
         }
-        // a fixed flow has the link's largest committed rate: that is the answer
-        let lmax = self.lmax(l);
-        if self.links[l as usize].nmax > st.u_at_max {
+        // a fixed flow has the link's largest committed rate: that is the answer (if that rate is
+        // not known, one scan for the fixed flows' largest finds it, not a scan for each)
+        let lk = &self.links[l as usize];
+        if lk.nmax > st.u_at_max {
+            let lmax = lk.lmax;
             self.link_stat[l as usize].fmax = lmax;
             return lmax;
         }
         let mut max = 0.0f64;
+        #[cfg(test)]
+        {
+            self.max_scanned += self.links[l as usize].flows.len() as u64;
+        }
         let (flows, hot) = (&self.links[l as usize].flows[..], &self.hot[..]);
         for (k, &g) in flows.iter().enumerate() {
             prefetch_hot(flows, hot, k);
@@ -798,6 +816,11 @@ impl FlowNet {
         }
         if st.sum < cap * (1.0 - 1e-9) || r < st.umax * (1.0 - 1e-9) {
             return false;
+        }
+        // no flow was faster than `r` before the solve: no fixed flow is
+        let lk = &self.links[l as usize];
+        if lk.nmax > 0 && r >= lk.lmax * (1.0 - 1e-9) {
+            return true;
         }
         r >= self.fmax(l, mark) * (1.0 - 1e-9)
     }
@@ -1039,7 +1062,11 @@ impl FlowNet {
             // so far; U's staged rates are added after the filling)
             let tick = self.next_tick();
             let mut total = 0u32;
-            self.heap.clear();
+            // the filling's heap of fair shares, built at once from R's entries (linear, where a
+            // push each is R log R; the entries are distinct, so the heap pops them in one order
+            // however it was built)
+            let mut shares = std::mem::take(&mut self.heap).into_vec();
+            shares.clear();
             for i in 0..rl.len() {
                 let l = rl[i];
                 let li = l as usize;
@@ -1052,12 +1079,24 @@ impl FlowNet {
                 self.lw[li].pos = total;
                 total += n;
                 if n > 0 {
-                    self.heap.push(std::cmp::Reverse(((rem / n as f64).to_bits(), l)));
+                    shares.push(std::cmp::Reverse(((rem / n as f64).to_bits(), l)));
                 }
-                self.lmax(l);
+                // the largest committed rate, where the check of fixed flows reads it: on a dirty
+                // link or one saturated before the change.  On another (a PCIe or a fat-tree
+                // link of a U flow, mostly) it is found only if a check needs it, by `fmax`'s
+                // one scan, and its U flows at that rate are not counted (`u32::MAX`)
+                let u_at_max = if i < ndirty || from_fx(self.links[li].load) >= self.links[li].cap * (1.0 - 1e-9) {
+                    self.lmax(l);
+                    0
+                } else if self.links[li].nmax > 0 || self.links[li].flows.is_empty() {
+                    0
+                } else {
+                    u32::MAX
+                };
                 self.link_stat[li] =
-                    LinkStat { tick, sum: fixed, umax: 0.0, fmax: f64::NAN, u_at_max: 0, pull: f64::INFINITY };
+                    LinkStat { tick, sum: fixed, umax: 0.0, fmax: f64::NAN, u_at_max, pull: f64::INFINITY };
             }
+            self.heap = std::collections::BinaryHeap::from(shares);
             self.u_flows = u;
             self.fill_u(total);
             u = std::mem::take(&mut self.u_flows);
@@ -1071,7 +1110,7 @@ impl FlowNet {
                     if new > st.umax {
                         st.umax = new;
                     }
-                    if old == self.links[l as usize].lmax {
+                    if old == self.links[l as usize].lmax && st.u_at_max != u32::MAX {
                         st.u_at_max += 1;
                     }
                 }
@@ -1812,6 +1851,51 @@ mod tests {
             }
         }
         assert!(spilled > 500, "only {spilled} flows with links on the heap");
+    }
+
+    /// A link that the incremental solve meets only as a link of its U flows, not saturated
+    /// before the change nor dirty, is no fixed flow's bottleneck: its largest rate, unknown after
+    /// a re-rating, is not searched for (no scan of its list), and the rates are max-min.
+    #[test]
+    fn unsaturated_links_of_u_flows_are_not_scanned_for_their_largest_rate() {
+        let mut inc = FlowNet::new();
+        let mut full = FlowNet::new();
+        full.sharing = Sharing::MaxMinFull;
+        let mut own = vec![];
+        for net in [&mut inc, &mut full] {
+            // 100 flows, each over its own 1 GB/s link and a shared 1 PB/s link: too many for the
+            // incremental solve (a quarter of the flows, at least 64), so a whole-component one,
+            // which leaves the links' largest rates unknown
+            let wide = net.add_link(1e15);
+            own = (0..100).map(|_| net.add_link(1e9)).collect::<Vec<_>>();
+            for &o in &own {
+                net.start(0, &[o, wide], 1e9, 0);
+            }
+            let _ = run(net, 0);
+        }
+        assert_eq!((inc.component_solves, inc.incremental_solves), (1, 0));
+        assert_eq!(inc.links[0].nmax, 0, "the wide link's largest rate is known after the start");
+        for (k, &o) in own.iter().enumerate().take(10) {
+            let t = 10 + k as Time;
+            let scanned = inc.max_scanned;
+            let solves = inc.incremental_solves;
+            // a second flow on one own link: that link is dirty, the wide one is in R only as a
+            // link of the flow already there (which joins U and halves its rate)
+            inc.start(t, &[o], 1e9, 0);
+            full.start(t, &[o], 1e9, 0);
+            let got = run(&mut inc, t);
+            let want = run(&mut full, t);
+            assert_eq!(inc.incremental_solves, solves + 1, "change {k}: incremental");
+            assert_eq!(got, want, "change {k}: rates and finish times");
+            assert!(
+                inc.max_scanned - scanned < 100,
+                "change {k}: the wide link's 100 flows were scanned ({} flows read)",
+                inc.max_scanned - scanned
+            );
+        }
+        for f in 0..inc.flows.len() as FlowId {
+            assert_eq!(inc.rate_bytes_per_s(f), full.rate_bytes_per_s(f), "flow {f}");
+        }
     }
 
     /// A change whose components hold at most `SMALL_COMPONENT` flows is settled by the
