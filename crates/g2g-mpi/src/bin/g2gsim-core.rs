@@ -3,6 +3,7 @@
 use g2g_mpi::{simulate, Mode, SimOptions};
 use g2g_net::MachineConfig;
 use g2g_trace::ParquetTrace;
+use std::io::Write;
 
 // mimalloc: the replay allocates and frees many small objects (messages, plans, request lists)
 #[global_allocator]
@@ -78,10 +79,10 @@ fn main() {
     opt.per_rank = tr_nranks_small(&tr);
     match simulate(&mut tr, cfg, opt, rows, None) {
         Ok(rep) => {
-            if json {
-                println!("{}", rep.to_json());
+            let out = if json {
+                rep.to_json()
             } else {
-                println!(
+                format!(
                     "total {:.6} s  comm {:.6} s  events {}  {:.0} events/s  {:.0} ops/s  wall {:.3} s",
                     rep.total_time_s,
                     rep.comm_time_s,
@@ -89,7 +90,13 @@ fn main() {
                     rep.engine.events_per_s,
                     rep.engine.ops_per_s,
                     rep.engine.wall_s
-                );
+                )
+            };
+            // a closed pipe (`| head`) or a full disk: say so and fail, no panic
+            let mut stdout = std::io::stdout().lock();
+            if let Err(e) = writeln!(stdout, "{out}").and_then(|_| stdout.flush()) {
+                eprintln!("g2gsim-core: writing the report to standard output: {e}");
+                std::process::exit(1);
             }
         }
         Err(e) => {

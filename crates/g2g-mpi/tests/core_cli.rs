@@ -1,0 +1,51 @@
+//! The benchmark command line `g2gsim-core`: a report it cannot write (standard output closed,
+//! as under `| head`) is an error message and a non-zero status, not a panic.
+use std::io::Read;
+use std::process::{Command, Stdio};
+
+use g2g_trace::writer::{NativeWriter, Row};
+
+fn tiny_trace(path: &std::path::Path) {
+    let mut w = NativeWriter::create(path).unwrap();
+    for rank in 0..2u32 {
+        let mut row = Row::new("Compute");
+        row.dur_ns = 1_000;
+        w.push(rank, 0, &row);
+    }
+    w.end_window().unwrap();
+    let meta = [("g2gsim.format_version".to_string(), "1".to_string()), ("g2gsim.nranks".to_string(), "2".to_string())];
+    w.finish(&meta).unwrap();
+}
+
+#[test]
+fn a_closed_standard_output_is_an_error_not_a_panic() {
+    let dir = std::env::temp_dir().join(format!("g2g-core-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = dir.join("two.g2g.parquet");
+    tiny_trace(&trace);
+    let machine = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../python/g2gsim/presets/lassen.toml");
+    let core = env!("CARGO_BIN_EXE_g2gsim-core");
+
+    // first, with standard output open: the report comes
+    let ok = Command::new(core).arg(&trace).arg(&machine).arg("--json").output().unwrap();
+    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+    assert!(String::from_utf8_lossy(&ok.stdout).contains("\"total_time_s\""));
+
+    // then with the reading end of its standard output closed before it writes
+    let mut child = Command::new(core)
+        .arg(&trace)
+        .arg(&machine)
+        .arg("--json")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let mut err = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    let status = child.wait().unwrap();
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(err.contains("writing the report to standard output"), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}
