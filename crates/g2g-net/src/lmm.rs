@@ -707,6 +707,13 @@ impl FlowNet {
         self.tick
     }
 
+    /// Is link `l` saturated as committed (its `load`, before the solve under way)?  Only such a
+    /// link can be a fixed flow's bottleneck.
+    #[inline]
+    fn saturated_before(&self, l: usize) -> bool {
+        from_fx(self.links[l].load) >= self.links[l].cap * (1.0 - 1e-9)
+    }
+
     /// Largest rate of link `l`'s flows as committed (before the solve under way), by a scan if
     /// not known.
     #[inline]
@@ -716,11 +723,6 @@ impl FlowNet {
             return lk.lmax;
         }
         let (mut max, mut n) = (0.0f64, 0u32);
-        #[cfg(test)]
-        {
-            self.max_scanned += lk.flows.len() as u64;
-        }
-        let lk = &self.links[l as usize];
         let (flows, hot) = (&lk.flows[..], &self.hot[..]);
         for (k, &g) in flows.iter().enumerate() {
             prefetch_hot(flows, hot, k);
@@ -735,6 +737,10 @@ impl FlowNet {
         let lk = &mut self.links[l as usize];
         lk.lmax = max;
         lk.nmax = n;
+        #[cfg(test)]
+        {
+            self.max_scanned += self.links[l as usize].flows.len() as u64;
+        }
         max
     }
 
@@ -1085,14 +1091,11 @@ impl FlowNet {
                 // link or one saturated before the change.  On another (a PCIe or a fat-tree
                 // link of a U flow, mostly) it is found only if a check needs it, by `fmax`'s
                 // one scan, and its U flows at that rate are not counted (`u32::MAX`)
-                let u_at_max = if i < ndirty || from_fx(self.links[li].load) >= self.links[li].cap * (1.0 - 1e-9) {
+                if i < ndirty || self.saturated_before(li) {
                     self.lmax(l);
-                    0
-                } else if self.links[li].nmax > 0 || self.links[li].flows.is_empty() {
-                    0
-                } else {
-                    u32::MAX
-                };
+                }
+                let lk = &self.links[li];
+                let u_at_max = if lk.nmax > 0 || lk.flows.is_empty() { 0 } else { u32::MAX };
                 self.link_stat[li] =
                     LinkStat { tick, sum: fixed, umax: 0.0, fmax: f64::NAN, u_at_max, pull: f64::INFINITY };
             }
@@ -1161,7 +1164,7 @@ impl FlowNet {
                 let l = rl[li];
                 let st = self.link_stat[l as usize];
                 let cap = self.links[l as usize].cap;
-                if li >= ndirty && from_fx(self.links[l as usize].load) < cap * (1.0 - 1e-9) {
+                if li >= ndirty && !self.saturated_before(l as usize) {
                     continue; // not saturated before the change: no fixed flow's bottleneck
                 }
                 // a fixed flow it was the bottleneck of had the link's largest rate (`lmax`, as
@@ -1266,7 +1269,7 @@ impl FlowNet {
                     continue;
                 }
                 self.link_stat[l].tick = seen;
-                if from_fx(self.links[l].load) < self.links[l].cap * (1.0 - 1e-9) {
+                if !self.saturated_before(l) {
                     continue;
                 }
                 let top = match which {
