@@ -888,6 +888,11 @@ impl FlowNet {
                     if self.lw[l as usize].n == 0 {
                         break; // every flow of the link is rated: the rest of its list was before
                     }
+                    if k + 2 * AHEAD < nf {
+                        // the mark of a flow twice as far on, which the test below reads
+                        let g = self.links[l as usize].flows[k + 2 * AHEAD] as usize;
+                        prefetch(self.cmark.as_ptr().wrapping_add(g));
+                    }
                     if k + AHEAD < nf {
                         // a flow to rate a few places on: its record (both lines) and its rate
                         let g = self.links[l as usize].flows[k + AHEAD] as usize;
@@ -1384,6 +1389,11 @@ impl FlowNet {
             self.comp_links.push(l);
             let nf = self.links[l as usize].flows.len();
             for i in 0..nf {
+                if i + 2 * AHEAD < nf {
+                    // the mark of a flow twice as far on, which the test below reads
+                    let g = self.links[l as usize].flows[i + 2 * AHEAD] as usize;
+                    prefetch(self.cmark.as_ptr().wrapping_add(g));
+                }
                 if i + AHEAD < nf {
                     // a flow not yet found a few places on: its record's links
                     let g = self.links[l as usize].flows[i + AHEAD] as usize;
