@@ -294,15 +294,16 @@ const AHEAD: usize = 12;
 /// in a table of 16 MiB per 1 M flows, and does little else per flow
 const HOT_AHEAD: usize = 16;
 
-/// How many U flows ahead the incremental solve's linking of U prefetches a flow's links
+/// How many U flows ahead the incremental solve's walks over U prefetch a flow's links
+/// (`FlowNet::prefetch_ahead`)
 const LINK_AHEAD: usize = 2;
 
-/// Prefetches the `Hot` entry of the flow `HOT_AHEAD` places after place `k` in a link's list
-/// `flows` (a hint: changes nothing the solve computes).
+/// Prefetches the entry of `table` of the flow at place `at` of `ids` (a link's list, U), if
+/// there is one (a hint: changes nothing the solve computes).
 #[inline(always)]
-fn prefetch_hot(flows: &[FlowId], hot: &[Hot], k: usize) {
-    if let Some(&g) = flows.get(k + HOT_AHEAD) {
-        prefetch(hot.as_ptr().wrapping_add(g as usize));
+fn prefetch_entry<T>(ids: &[FlowId], table: &[T], at: usize) {
+    if let Some(&g) = ids.get(at) {
+        prefetch(table.as_ptr().wrapping_add(g as usize));
     }
 }
 
@@ -716,6 +717,20 @@ impl FlowNet {
         self.tick
     }
 
+    /// Walking the flows `u` at place `i`: prefetches the record of the flow `2 * LINK_AHEAD`
+    /// places on, and the records and `per_link` entries of the links of the one `LINK_AHEAD`
+    /// places on (whose record was prefetched before).  A hint: changes nothing.
+    #[inline(always)]
+    fn prefetch_ahead<T>(&self, u: &[FlowId], i: usize, per_link: &[T]) {
+        prefetch_entry(u, &self.flows, i + 2 * LINK_AHEAD);
+        if let Some(&g) = u.get(i + LINK_AHEAD) {
+            for &l in self.flows[g as usize].links.iter() {
+                prefetch(self.links.as_ptr().wrapping_add(l as usize));
+                prefetch(per_link.as_ptr().wrapping_add(l as usize));
+            }
+        }
+    }
+
     /// Is link `l` saturated as committed (its `load`, before the solve under way)?  Only such a
     /// link can be a fixed flow's bottleneck.
     #[inline]
@@ -734,7 +749,7 @@ impl FlowNet {
         let (mut max, mut n) = (0.0f64, 0u32);
         let (flows, hot) = (&lk.flows[..], &self.hot[..]);
         for (k, &g) in flows.iter().enumerate() {
-            prefetch_hot(flows, hot, k);
+            prefetch_entry(flows, hot, k + HOT_AHEAD);
             let r = hot[g as usize].rate;
             if r > max {
                 max = r;
@@ -776,7 +791,7 @@ impl FlowNet {
         }
         let (flows, hot) = (&self.links[l as usize].flows[..], &self.hot[..]);
         for (k, &g) in flows.iter().enumerate() {
-            prefetch_hot(flows, hot, k);
+            prefetch_entry(flows, hot, k + HOT_AHEAD);
             let fl = &hot[g as usize];
             if fl.mark != mark && fl.rate > max {
                 max = fl.rate;
@@ -888,11 +903,8 @@ impl FlowNet {
                     if self.lw[l as usize].n == 0 {
                         break; // every flow of the link is rated: the rest of its list was before
                     }
-                    if k + 2 * AHEAD < nf {
-                        // the mark of a flow twice as far on, which the test below reads
-                        let g = self.links[l as usize].flows[k + 2 * AHEAD] as usize;
-                        prefetch(self.cmark.as_ptr().wrapping_add(g));
-                    }
+                    // the mark of a flow twice as far on, which the test below reads
+                    prefetch_entry(&self.links[l as usize].flows, &self.cmark, k + 2 * AHEAD);
                     if k + AHEAD < nf {
                         // a flow to rate a few places on: its record (both lines) and its rate
                         let g = self.links[l as usize].flows[k + AHEAD] as usize;
@@ -1079,17 +1091,7 @@ impl FlowNet {
             // fixed flows take there (`lw.fixed`: `load` less U's rates, exact in fixed point,
             // so the same whatever the order), and they count among the link's U flows
             for i in linked..u.len() {
-                if let Some(&g) = u.get(i + 2 * LINK_AHEAD) {
-                    // the record (its links) of a flow twice as far on
-                    prefetch(self.flows.as_ptr().wrapping_add(g as usize));
-                }
-                if let Some(&g) = u.get(i + LINK_AHEAD) {
-                    // the links of a U flow a few places on: their records and working values
-                    for &l in self.flows[g as usize].links.iter() {
-                        prefetch(self.links.as_ptr().wrapping_add(l as usize));
-                        prefetch(self.lw.as_ptr().wrapping_add(l as usize));
-                    }
-                }
+                self.prefetch_ahead(&u, i, &self.lw);
                 let f = u[i];
                 let r = fx(self.hot[f as usize].rate);
                 for j in 0..self.flows[f as usize].links.len() {
@@ -1175,7 +1177,7 @@ impl FlowNet {
                 let top = self.link_stat[l as usize].pull * (1.0 + 1e-9);
                 let (flows, hot) = (&self.links[l as usize].flows[..], &mut self.hot[..]);
                 for (k, &g) in flows.iter().enumerate() {
-                    prefetch_hot(flows, hot, k);
+                    prefetch_entry(flows, hot, k + HOT_AHEAD);
                     let fl = &mut hot[g as usize];
                     if fl.mark != mark && fl.rate > top {
                         fl.mark = mark;
@@ -1289,16 +1291,7 @@ impl FlowNet {
             if u.len() > limit {
                 break;
             }
-            if let Some(&g) = u[..end].get(i + 2 * LINK_AHEAD) {
-                prefetch(self.flows.as_ptr().wrapping_add(g as usize));
-            }
-            if let Some(&g) = u[..end].get(i + LINK_AHEAD) {
-                // as in the linking of U: the links of a flow a few places on
-                for &l in self.flows[g as usize].links.iter() {
-                    prefetch(self.links.as_ptr().wrapping_add(l as usize));
-                    prefetch(self.link_stat.as_ptr().wrapping_add(l as usize));
-                }
-            }
+            self.prefetch_ahead(&u[..end], i, &self.link_stat);
             let f = u[i];
             for j in 0..self.flows[f as usize].links.len() {
                 let l = self.flows[f as usize].links[j] as usize;
@@ -1316,7 +1309,7 @@ impl FlowNet {
                 };
                 let (flows, hot) = (&self.links[l].flows[..], &mut self.hot[..]);
                 for (k, &g) in flows.iter().enumerate() {
-                    prefetch_hot(flows, hot, k);
+                    prefetch_entry(flows, hot, k + HOT_AHEAD);
                     let fl = &mut hot[g as usize];
                     if fl.mark != mark && fl.rate >= top {
                         fl.mark = mark;
@@ -1389,11 +1382,8 @@ impl FlowNet {
             self.comp_links.push(l);
             let nf = self.links[l as usize].flows.len();
             for i in 0..nf {
-                if i + 2 * AHEAD < nf {
-                    // the mark of a flow twice as far on, which the test below reads
-                    let g = self.links[l as usize].flows[i + 2 * AHEAD] as usize;
-                    prefetch(self.cmark.as_ptr().wrapping_add(g));
-                }
+                // the mark of a flow twice as far on, which the test below reads
+                prefetch_entry(&self.links[l as usize].flows, &self.cmark, i + 2 * AHEAD);
                 if i + AHEAD < nf {
                     // a flow not yet found a few places on: its record's links
                     let g = self.links[l as usize].flows[i + AHEAD] as usize;
