@@ -79,8 +79,10 @@ deps-test: deps | $(STAMP)
 	@[ -f $(STAMP)/deps-test ] || { $(PIP) install -q $(PY_PKGS_TEST) && touch $(STAMP)/deps-test; }
 
 # the compiled core, installed editable: python/g2gsim/_core*.so
+# (the environment's bin first on PATH: pip runs the build backend's `maturin` by name, and on a
+# fresh machine it is only in the environment)
 build: deps
-	$(PIP) install -q --no-build-isolation -e .
+	bin=$$(dirname "$$($(PY) -c 'import sys; print(sys.executable)')"); PATH="$$bin:$$PATH" $(PIP) install -q --no-build-isolation -e .
 
 tracer: deps-test
 	@if [ -f tracer/Makefile ]; then $(MAKE) -C tracer; fi
