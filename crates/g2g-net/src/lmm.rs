@@ -27,10 +27,29 @@
 //! the flows bottlenecked on their saturated links (at the link's largest rate) join U with them,
 //! a round before the check would find them (`pull_from_saturated`: a cascade over the saturated
 //! NICs of a halo exchange took 5-7 rounds, each re-filling and re-checking all of U).  A change
-//! whose components hold few flows (`SMALL_COMPONENT`, found by a bounded search) is solved over
-//! the whole components at once: cheaper than the incremental solve's set-up for a handful of
-//! flows.  Neither changes a rate: any U gives the max-min rates once the check holds, and both
-//! solves are exact.
+//! whose components hold few flows (`SMALL_COMPONENT`) is solved over the whole components at
+//! once: cheaper than the incremental solve's set-up for a handful of flows.  The walk that
+//! gathers them stops as soon as they are larger, and the components it found are then solved
+//! from its lists (one walk, not a search and then the solve's own).  Neither changes a rate: any
+//! U gives the max-min rates once the check holds, and both solves are exact.
+//!
+//! *Slack links.*  No flow moves faster than its slowest link, `m_f` (the smallest capacity on
+//! its path).  Each link keeps `P = sum of m_f over its flows` (`Pot`, in integer units with every
+//! term rounded up, so it is exact under starts and ends and never below the true sum), and is
+//! *slack* while `P <= (1 - 1e-6) cap`: then its load, the sum of rates at most `m_f`, stays below
+//! its capacity whatever the rates, so it is nobody's bottleneck.  Nor does it ever fix a level of
+//! progressive filling: at a level `s`, its unrated flows get at least `s` and at most `m_f`, so
+//! a share `(cap - rated) / n <= s (1 + 1e-9)` would give `cap <= (1 + 1e-9) P`, which slack
+//! rules out.  Leaving such links out of the filling's live links and of the incremental solve's
+//! R therefore changes no level, no frozen set and no rate (bit for bit: the smallest share over
+//! the other links is the same number), only the work: on a GPU halo over a fat-tree, the GPUs'
+//! PCIe and NVLink links and the fat-tree links that carry a few flows are slack (58 % of the
+//! links the whole-component solve visited, 1,024 ranks).  Their load and largest rate are still
+//! kept exactly (every re-rating updates them).  A link where a flow ended is kept in R even if
+//! it is slack now: the flows it was the bottleneck of must be checked (it is no longer
+//! saturated, so they join U).  Components are still walked through slack links (splitting them
+//! there was tried: no faster on the cases measured, and it would couple the filling's 1e-9
+//! tolerance differently).
 //!
 //! What the scans read of a flow -- its rate and the solves' marks -- is in a dense table of its
 //! own (`Hot`, 16 bytes a flow), not in the flow's record: links of thousands of flows are scanned
@@ -197,6 +216,43 @@ struct LinkStat {
     /// the smallest staged rate of a U flow without a bottleneck on this saturated link
     /// (infinite if none): the fixed flows faster than it join U
     pull: f64,
+}
+
+/// A bound on a link's load that no rates can pass (`FlowNet::pot`): the sum over its flows of
+/// each flow's smallest link capacity (no flow moves faster than its slowest link), in units of
+/// 2^-20 byte per ns, each flow's term rounded up.  A link whose bound is below its capacity
+/// (`thr`: 1 - 1e-6 of it, rounded down) is *slack*: it can never be saturated, never be a
+/// flow's bottleneck, and never fix a level of progressive filling, whatever the rates (the
+/// proof is in the module docs), so the solves leave it out.
+#[derive(Clone, Copy, Debug, Default)]
+struct Pot {
+    sum: u64,
+    /// `sum` at most this: slack (0: never, a link of 2^12 bytes per ns or more)
+    thr: u64,
+}
+
+/// Scale of `Pot` (2^20 per byte per ns)
+const POT_SCALE: f64 = 1_048_576.0;
+
+impl Pot {
+    fn thr_of(cap: f64) -> u64 {
+        // only links below 2^12 bytes per ns (4 TB/s) can be slack: a flow on one has a term
+        // below 2^32, and a link fewer than 2^32 flows, so their sum never wraps
+        if cap < 4096.0 {
+            (cap * (1.0 - 1e-6) * POT_SCALE).floor().max(0.0) as u64
+        } else {
+            0
+        }
+    }
+    /// A flow's term: its smallest link capacity `m`, rounded up (a flow whose links are all
+    /// faster than 2^20 bytes per ns only crosses links that are never slack: any term does)
+    fn term(m: f64) -> u64 {
+        if m < POT_SCALE {
+            (m * POT_SCALE).ceil() as u64
+        } else {
+            1 << 40
+        }
+    }
 }
 
 /// What a scan of a link's flows reads of each flow, in a dense table of its own (`FlowNet::hot`,
@@ -366,6 +422,8 @@ const SLOTS: usize = 12;
 #[derive(Default)]
 pub struct FlowNet {
     links: Vec<Link>,
+    /// per link, the bound that tells a slack link (`Pot`)
+    pot: Vec<Pot>,
     flows: Vec<Flow>,
     /// per flow: its rate and the solves' marks (`Hot`)
     hot: Vec<Hot>,
@@ -392,6 +450,8 @@ pub struct FlowNet {
     // scratch
     comp_links: Vec<LinkId>,
     comp_flows: Vec<FlowId>,
+    /// where each component gathered by `gather_small` begins in `comp_links` and `comp_flows`
+    comp_starts: Vec<(u32, u32)>,
     stack: Vec<LinkId>,
     /// per link: the solves' working values (`LinkWork`), one record so that a solve's visit of
     /// a link reads one cache line, not six tables
@@ -466,6 +526,7 @@ impl FlowNet {
             nmax: 0,
         });
         self.lw.push(LinkWork::default());
+        self.pot.push(Pot { sum: 0, thr: Pot::thr_of(bw_bytes_per_s * 1e-9) });
         self.link_stat.push(LinkStat::default());
         self.last_share.push(f64::INFINITY);
 
@@ -483,6 +544,37 @@ impl FlowNet {
     /// Multiplies one link's capacity (what-ifs such as NIC bandwidth scaling).
     pub fn scale_link(&mut self, l: LinkId, factor: f64) {
         self.links[l as usize].cap *= factor;
+        self.pot[l as usize].thr = Pot::thr_of(self.links[l as usize].cap);
+        if self.active_flows > 0 {
+            // the live flows' terms may have changed: every bound again
+            for p in self.pot.iter_mut() {
+                p.sum = 0;
+            }
+            for f in 0..self.flows.len() {
+                let t = self.pot_term(&self.flows[f].links);
+                for &l in self.flows[f].links.iter() {
+                    let p = &mut self.pot[l as usize];
+                    p.sum = p.sum.wrapping_add(t);
+                }
+            }
+        }
+    }
+
+    /// A flow's term in its links' `Pot` (its smallest link capacity, rounded up)
+    #[inline]
+    fn pot_term(&self, links: &[LinkId]) -> u64 {
+        let mut m = f64::INFINITY;
+        for &l in links {
+            m = m.min(self.links[l as usize].cap);
+        }
+        Pot::term(m)
+    }
+
+    /// Can link `l` never be saturated with the flows it has (`Pot`)?
+    #[inline(always)]
+    fn slack(&self, l: usize) -> bool {
+        let p = self.pot[l];
+        p.sum <= p.thr
     }
 
     /// Starts a flow of `bytes` over `links` at `now`.  Call `resolve(now, ..)` before time moves on.
@@ -523,7 +615,10 @@ impl FlowNet {
             self.slot.resize(id as usize + 1, [0; SLOTS]);
             self.cmark.resize(id as usize + 1, 0);
         }
+        let term = self.pot_term(links);
         for (j, &l) in links.iter().enumerate() {
+            let p = &mut self.pot[l as usize];
+            p.sum = p.sum.wrapping_add(term);
             let lk = &mut self.links[l as usize];
             if j < SLOTS {
                 self.slot[id as usize][j] = lk.flows.len() as u32;
@@ -552,7 +647,10 @@ impl FlowNet {
         let token = f.token;
         let rate = self.hot[id as usize].rate;
         let links = std::mem::take(&mut f.links);
+        let term = self.pot_term(&links);
         for (j, &l) in links.iter().enumerate() {
+            let p = &mut self.pot[l as usize];
+            p.sum = p.sum.wrapping_sub(term);
             let lk = &mut self.links[l as usize];
             let v = &mut lk.flows;
             // its place in the link's list, as `start` or a later removal left it (a search
@@ -634,7 +732,25 @@ impl FlowNet {
             self.started.clear();
             return;
         }
-        if self.sharing == Sharing::MaxMin && !self.small_components() {
+        if self.sharing == Sharing::MaxMin {
+            if self.gather_small(self.epoch.wrapping_add(1)) {
+                // small components: solved whole, from what the gathering found (no second walk)
+                self.component_solves += 1;
+                let starts = std::mem::take(&mut self.comp_starts);
+                for k in 0..starts.len() {
+                    let (l0, f0) = (starts[k].0 as usize, starts[k].1 as usize);
+                    let (l1, f1) = match starts.get(k + 1) {
+                        Some(&(l1, f1)) => (l1 as usize, f1 as usize),
+                        None => (self.comp_links.len(), self.comp_flows.len()),
+                    };
+                    self.fill_component(l0..l1, f0..f1, now, out);
+                }
+                self.comp_starts = starts;
+                self.dirty.clear();
+                self.started.clear();
+                self.epoch = self.epoch.wrapping_add(1);
+                return;
+            }
             if self.resolve_incremental(now, out) {
                 return;
             }
@@ -650,62 +766,6 @@ impl FlowNet {
         }
         self.started.clear();
         self.epoch = self.epoch.wrapping_add(1);
-    }
-
-    /// Do the components of the dirty links hold `SMALL_COMPONENT` flows or fewer in all?  Then
-    /// the whole-component solve settles them at less cost than the incremental one, whose
-    /// set-up (U, R, the filling's heap, the check) costs more than re-rating a handful of flows
-    /// (the pairwise exchanges of a recursive-doubling Allreduce: most components hold 2 to 15
-    /// flows).
-    /// A search that finds more stops there: a large component (a halo on a fat-tree: thousands
-    /// of flows) goes to the incremental solve.  Marks only with fresh ticks (`LinkStat::tick`,
-    /// `Hot::seen`), which no solve reads as its own.
-    fn small_components(&mut self) -> bool {
-        // a dirty link of more flows answers at once (a halo's NIC and fat-tree links: the
-        // search would cost a few us in every one of their solves)
-        if self.dirty.iter().any(|&l| self.links[l as usize].flows.len() > SMALL_COMPONENT) {
-            return false;
-        }
-        let tick = self.next_tick();
-        let mut found = 0usize;
-        let mut stack = std::mem::take(&mut self.stack);
-        stack.clear();
-        for i in 0..self.dirty.len() {
-            let l = self.dirty[i];
-            if self.link_stat[l as usize].tick != tick {
-                self.link_stat[l as usize].tick = tick;
-                stack.push(l);
-            }
-        }
-        let small = 'search: {
-            while let Some(l) = stack.pop() {
-                for k in 0..self.links[l as usize].flows.len() {
-                    let f = self.links[l as usize].flows[k];
-                    let h = &mut self.hot[f as usize];
-                    if h.seen == tick {
-                        continue;
-                    }
-                    h.seen = tick;
-                    found += 1;
-                    if found > SMALL_COMPONENT {
-                        break 'search false;
-                    }
-                    for &l2 in &self.flows[f as usize].links {
-                        let st = &mut self.link_stat[l2 as usize];
-                        if st.tick != tick {
-                            if self.links[l2 as usize].flows.len() > SMALL_COMPONENT {
-                                break 'search false;
-                            }
-                            st.tick = tick;
-                            stack.push(l2);
-                        }
-                    }
-                }
-            }
-            true
-        };
-        self.stack = stack;
-        small
     }
 
     #[inline]
@@ -832,6 +892,9 @@ impl FlowNet {
     /// (`has_bottleneck`'s test of one link)
     #[inline(always)]
     fn is_bottleneck(&mut self, l: LinkId, r: f64, mark: u32, tick: u32) -> bool {
+        if self.slack(l as usize) {
+            return false;
+        }
         let cap = self.links[l as usize].cap;
         let st = &mut self.link_stat[l as usize];
         if st.tick != tick {
@@ -926,6 +989,9 @@ impl FlowNet {
                     froze = true;
                     for j in 0..self.flows[f as usize].links.len() {
                         let l2 = self.flows[f as usize].links[j] as usize;
+                        if self.slack(l2) {
+                            continue;
+                        }
                         self.lw[l2].rem = (self.lw[l2].rem - share).max(0.0);
                         self.lw[l2].n -= 1;
                         self.lw[l2].fixed += sfx;
@@ -955,6 +1021,9 @@ impl FlowNet {
         ulist.resize(total as usize, 0);
         for &f in &self.u_flows {
             for &l in &self.flows[f as usize].links {
+                if self.slack(l as usize) {
+                    continue;
+                }
                 let p = &mut self.lw[l as usize].pos;
                 ulist[*p as usize] = f;
                 *p += 1;
@@ -1012,6 +1081,9 @@ impl FlowNet {
                     // committed rate was the link's largest)
                     for j in 0..self.flows[f as usize].links.len() {
                         let l2 = self.flows[f as usize].links[j] as usize;
+                        if self.slack(l2) {
+                            continue;
+                        }
                         self.lw[l2].rem = (self.lw[l2].rem - share).max(0.0);
                         self.lw[l2].n -= 1;
                         let st = &mut self.link_stat[l2];
@@ -1096,6 +1168,9 @@ impl FlowNet {
                 let r = fx(self.hot[f as usize].rate);
                 for j in 0..self.flows[f as usize].links.len() {
                     let l = self.flows[f as usize].links[j] as usize;
+                    if self.slack(l) {
+                        continue; // never binds: not in R (a dirty one is, without U's rates)
+                    }
                     if self.links[l].mark != mark {
                         self.links[l].mark = mark;
                         rl.push(l as LinkId);
@@ -1160,7 +1235,7 @@ impl FlowNet {
                 // scanned once, below, for the flows faster than its slowest failing U flow)
                 for j in 0..self.flows[f as usize].links.len() {
                     let l = self.flows[f as usize].links[j] as usize;
-                    if self.link_stat[l].sum < self.links[l].cap * (1.0 - 1e-9) {
+                    if self.slack(l) || self.link_stat[l].sum < self.links[l].cap * (1.0 - 1e-9) {
                         continue;
                     }
                     let st = &mut self.link_stat[l];
@@ -1295,8 +1370,8 @@ impl FlowNet {
             let f = u[i];
             for j in 0..self.flows[f as usize].links.len() {
                 let l = self.flows[f as usize].links[j] as usize;
-                if self.link_stat[l].tick == seen {
-                    continue;
+                if self.slack(l) || self.link_stat[l].tick == seen {
+                    continue; // (a slack link is not saturated)
                 }
                 self.link_stat[l].tick = seen;
                 if !self.saturated_before(l) {
@@ -1375,6 +1450,15 @@ impl FlowNet {
         let mark = self.epoch.wrapping_add(1);
         self.comp_links.clear();
         self.comp_flows.clear();
+        self.gather_component(seed, mark, usize::MAX);
+        self.fill_component(0..self.comp_links.len(), 0..self.comp_flows.len(), now, out);
+    }
+
+    /// Appends the links and flows of `seed`'s component (not yet marked `mark`) to `comp_links`
+    /// and `comp_flows`, marking them `mark` (links' `mark`, flows' `cmark`), by a depth-first
+    /// walk from `seed`.  Stops and returns false as soon as `comp_flows` holds more than `limit`
+    /// flows or a link of more than `limit` flows is reached (the walk is then incomplete).
+    fn gather_component(&mut self, seed: LinkId, mark: u32, limit: usize) -> bool {
         self.stack.clear();
         self.stack.push(seed);
         self.links[seed as usize].mark = mark;
@@ -1397,38 +1481,110 @@ impl FlowNet {
                 }
                 self.cmark[f as usize] = mark;
                 self.comp_flows.push(f);
+                if self.comp_flows.len() > limit {
+                    return false;
+                }
                 for j in 0..self.flows[f as usize].links.len() {
                     let l2 = self.flows[f as usize].links[j];
                     if self.links[l2 as usize].mark != mark {
+                        if self.links[l2 as usize].flows.len() > limit {
+                            return false;
+                        }
                         self.links[l2 as usize].mark = mark;
                         self.stack.push(l2);
                     }
                 }
             }
         }
-        if self.comp_flows.is_empty() {
+        true
+    }
+
+    /// Gathers the components of the dirty links while they hold at most `SMALL_COMPONENT`
+    /// flows in all and no link of more (in the order the whole-component loop of `resolve_any`
+    /// solves them: the dirty list from its end, each seed not yet reached).  True: the
+    /// components are in `comp_links` / `comp_flows`, where each begins in `comp_starts`.
+    /// False: a component is larger; the links it marked are unmarked again (the incremental
+    /// solve reads links' marks), the flows' `cmark` is read by no other solve.
+    fn gather_small(&mut self, mark: u32) -> bool {
+        self.comp_links.clear();
+        self.comp_flows.clear();
+        self.comp_starts.clear();
+        // a dirty link of more flows answers at once (a halo's NIC and fat-tree links)
+        if self.dirty.iter().any(|&l| self.links[l as usize].flows.len() > SMALL_COMPONENT) {
+            return false;
+        }
+        for i in (0..self.dirty.len()).rev() {
+            let seed = self.dirty[i];
+            if self.links[seed as usize].mark == mark {
+                continue;
+            }
+            self.comp_starts.push((self.comp_links.len() as u32, self.comp_flows.len() as u32));
+            if !self.gather_component(seed, mark, SMALL_COMPONENT) {
+                let old = mark.wrapping_sub(1);
+                for k in 0..self.comp_links.len() {
+                    let l = self.comp_links[k];
+                    self.links[l as usize].mark = old;
+                }
+                for &l in &self.stack {
+                    self.links[l as usize].mark = old;
+                }
+                return false;
+            }
+        }
+        true
+    }
+
+    /// The whole-component solve of the component gathered at `comp_links[links]` and
+    /// `comp_flows[flows]`: progressive filling of all its flows.
+    fn fill_component(
+        &mut self,
+        links: std::ops::Range<usize>,
+        flows: std::ops::Range<usize>,
+        now: Time,
+        out: &mut Vec<Reschedule>,
+    ) {
+        let mark = self.epoch.wrapping_add(1);
+        let comp_links = std::mem::take(&mut self.comp_links);
+        let comp_flows = std::mem::take(&mut self.comp_flows);
+        self.fill_gathered(&comp_links[links], &comp_flows[flows], mark, now, out);
+        self.comp_links = comp_links;
+        self.comp_flows = comp_flows;
+    }
+
+    fn fill_gathered(
+        &mut self,
+        comp_links: &[LinkId],
+        comp_flows: &[FlowId],
+        mark: u32,
+        now: Time,
+        out: &mut Vec<Reschedule>,
+    ) {
+        if comp_flows.is_empty() {
             return;
         }
         self.solves += 1;
         // progressive filling: raise every unfrozen flow's rate together; at each step freeze the
         // flows of every link whose fair share is the smallest (within 1e-9): symmetric loads freeze
         // many links per scan, so a solve is (distinct bottleneck levels) x (links of the component).
-        for &l in &self.comp_links {
+        // slack links never fix a level: the filling leaves them out
+        let mut live = std::mem::take(&mut self.live);
+        live.clear();
+        for &l in comp_links {
+            if self.slack(l as usize) {
+                continue;
+            }
+            live.push(l);
             self.lw[l as usize].rem = self.links[l as usize].cap;
             self.lw[l as usize].n = self.links[l as usize].flows.len() as u32;
             self.lw[l as usize].fixed = 0;
         }
         let unfixed_mark = mark;
         let fixed_mark = mark.wrapping_add(0x8000_0000);
-        // links that still carry unfrozen flows
-        let mut live = std::mem::take(&mut self.live);
-        live.clear();
-        live.extend_from_slice(&self.comp_links);
         // each flow as it is rated: its bytes moved at the old rate up to `now`, then its new
         // rate, in the visit where the filling reads its links (its record is in the cache then;
         // the filling itself reads no flow's rate or bytes)
         let mut rated = 0usize;
-        self.progressive_fill(&mut live, self.comp_flows.len(), unfixed_mark, fixed_mark, |f, fl, h, r| {
+        self.progressive_fill(&mut live, comp_flows.len(), unfixed_mark, fixed_mark, |f, fl, h, r| {
             rated += 1;
             h.mark = mark; // so the component is not revisited in this resolve
             let dt = (now - fl.last) as f64;
@@ -1443,10 +1599,10 @@ impl FlowNet {
             }
         });
         self.live = live;
-        if rated != self.comp_flows.len() {
+        if rated != comp_flows.len() {
             // flows left unrated keep their rate: their bytes too are brought up to `now` (a
             // second update of a rated flow at the same `now` changes nothing)
-            for &f in &self.comp_flows {
+            for &f in comp_flows {
                 let fl = &mut self.flows[f as usize];
                 let dt = (now - fl.last) as f64;
                 fl.remaining = (fl.remaining - self.hot[f as usize].rate * dt).max(0.0);
@@ -1456,9 +1612,9 @@ impl FlowNet {
         // the component's links: their load at the new rates.  Every flow rated (the usual
         // case): each flow's rate is the level it was rated at, which the filling added to its
         // links' `lw.fixed`; otherwise a sum over each link's flows
-        let all_rated = rated == self.comp_flows.len();
-        for &l in &self.comp_links {
-            let load = if all_rated {
+        let all_rated = rated == comp_flows.len();
+        for &l in comp_links {
+            let load = if all_rated && !self.slack(l as usize) {
                 self.lw[l as usize].fixed
             } else {
                 let mut load = 0i128;
@@ -1635,6 +1791,25 @@ mod tests {
         }
     }
 
+    /// Checks every link's slack bound (`Pot`) against one computed afresh from its flows, and on
+    /// every slack link that its load (kept exactly, in fixed point, though no solve sums it) is
+    /// the sum of its flows' rates and below its capacity.  Returns how many links were slack
+    /// with flows on them.
+    fn check_pots(net: &FlowNet, seed: u64) -> usize {
+        let mut slack = 0;
+        for l in 0..net.links.len() {
+            let want: u64 = net.links[l].flows.iter().map(|&f| net.pot_term(&net.flows[f as usize].links)).sum();
+            assert_eq!(net.pot[l].sum, want, "seed {seed}: link {l}'s bound drifted");
+            if net.slack(l) && !net.links[l].flows.is_empty() {
+                slack += 1;
+                let load: i128 = net.links[l].flows.iter().map(|&f| fx(net.hot[f as usize].rate)).sum();
+                assert_eq!(net.links[l].load, load, "seed {seed}: slack link {l}'s load is not its flows' sum");
+                assert!(from_fx(load) < net.links[l].cap * (1.0 - 1e-9), "seed {seed}: slack link {l} is saturated");
+            }
+        }
+        slack
+    }
+
     struct Xs(u64);
     impl Xs {
         fn next(&mut self) -> u64 {
@@ -1668,6 +1843,7 @@ mod tests {
     #[test]
     fn incremental_max_min_equals_full_solve() {
         let mut total_incremental = 0;
+        let mut slack = 0;
         for seed in 1..=90u64 {
             let mut rng = Xs(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
             // seeds above 60: few links, many flows each (spine-like links carrying hundreds)
@@ -1717,12 +1893,15 @@ mod tests {
                 for &(a, b) in &live {
                     assert_eq!(fin_a[&a], fin_b[&b], "seed {seed}: finish times differ");
                 }
+                slack += check_pots(&inc, seed) + check_pots(&full, seed);
             }
             assert_eq!(full.incremental_solves, 0);
             total_incremental += inc.incremental_solves;
         }
         // the incremental solve really ran (it is not the fallback every time)
         assert!(total_incremental > 1000, "only {total_incremental} incremental solves");
+        // and slack links were left out of the solves many times
+        assert!(slack > 10_000, "only {slack} slack links with flows seen");
     }
 
     /// As `incremental_max_min_equals_full_solve`, but flows end when their bytes have moved (at
@@ -1734,6 +1913,7 @@ mod tests {
         let mut total_incremental = 0;
         let mut witness_hits = 0;
         let mut simultaneous = 0;
+        let mut slack = 0;
         for seed in 1..=40u64 {
             let mut rng = Xs(seed.wrapping_mul(0xd134_2543_de82_ef95) | 1);
             let (nnic, nleaf, nspine) =
@@ -1809,6 +1989,7 @@ mod tests {
                     }
                 }
                 resolve_both_and_compare(&mut inc, &mut full, now, &live, &mut fin_a, &mut fin_b, seed);
+                slack += check_pots(&inc, seed) + check_pots(&full, seed);
                 // no link is over its capacity
                 for (l, &cap) in caps.iter().enumerate() {
                     let sum: f64 = inc.links[l].flows.iter().map(|&f| inc.hot[f as usize].rate).sum();
@@ -1828,6 +2009,67 @@ mod tests {
         assert!(total_incremental > 1000, "only {total_incremental} incremental solves");
         assert!(witness_hits > 1000, "only {witness_hits} checks answered by the witness");
         assert!(simultaneous > 100, "only {simultaneous} instants with simultaneous finishes");
+        assert!(slack > 100, "only {slack} slack links with flows seen");
+    }
+
+    /// A link shared by many slow flows and two fast ones binds the fast ones; when one of them
+    /// ends the link turns slack (its bound, 2 + 6 B/ns, is below its 10 B/ns) and leaves the
+    /// solves, but the other fast flow, whose bottleneck it was, must still speed up to its own
+    /// link's 6 B/ns.  Both solves: the incremental one (22 flows: past `SMALL_COMPONENT`) and the
+    /// whole-component one.
+    #[test]
+    fn a_link_that_turns_slack_frees_the_flows_it_bound() {
+        for sharing in [Sharing::MaxMin, Sharing::MaxMinFull] {
+            let mut n = FlowNet::new();
+            n.sharing = sharing;
+            let l = n.add_link(10e9);
+            let (pa, pb) = (n.add_link(6e9), n.add_link(6e9));
+            for i in 0..20 {
+                let p = n.add_link(0.1e9);
+                n.start(0, &[p, l], 1e6, 10 + i);
+            }
+            let a = n.start(0, &[pa, l], 6000.0, 0);
+            let b = n.start(0, &[pb, l], 6000.0, 1);
+            run(&mut n, 0);
+            assert!(!n.slack(l as usize), "20 x 0.1 + 6 + 6 B/ns is over 10");
+            assert!((n.rate_bytes_per_s(a) - 4e9).abs() < 1.0, "{:?}: a at {}", sharing, n.rate_bytes_per_s(a));
+            let before = n.incremental_solves;
+            n.finish(b);
+            assert!(n.slack(l as usize), "20 x 0.1 + 6 B/ns is below 10");
+            let r = run(&mut n, 100);
+            assert!((n.rate_bytes_per_s(a) - 6e9).abs() < 1.0, "{:?}: a at {}", sharing, n.rate_bytes_per_s(a));
+            // 6000 - 100 ns x 4 B/ns = 5600 B left at 6 B/ns: 933.3 ns more
+            let fa = r.iter().find(|x| x.flow == a).expect("a re-rated");
+            assert_eq!(fa.finish, 100 + 934);
+            if sharing == Sharing::MaxMin {
+                assert_eq!(n.incremental_solves, before + 1, "the incremental solve settled it");
+            }
+            assert_eq!(check_pots(&n, 0), 1);
+        }
+    }
+
+    /// Scaling a link's capacity while flows are live moves the slack bounds with it: a link
+    /// slack at 10 B/ns (two flows of at most 2 B/ns each) binds once it is cut to 1 B/ns, and
+    /// the solve then shares it.
+    #[test]
+    fn scaling_a_link_with_live_flows_moves_its_slack_bound() {
+        let mut n = FlowNet::new();
+        let l = n.add_link(10e9);
+        let (pa, pb) = (n.add_link(2e9), n.add_link(2e9));
+        let a = n.start(0, &[pa, l], 1e6, 0);
+        let b = n.start(0, &[pb, l], 1e6, 1);
+        run(&mut n, 0);
+        assert!(n.slack(l as usize));
+        assert!((n.rate_bytes_per_s(a) - 2e9).abs() < 1.0);
+        n.scale_link(l, 0.1);
+        assert!(!n.slack(l as usize));
+        // (what-ifs scale links before any flow starts; here the caller asks for a new solve)
+        n.dirty.push(l);
+        run(&mut n, 10);
+        assert!((n.rate_bytes_per_s(a) - 0.5e9).abs() < 1.0);
+        assert!((n.rate_bytes_per_s(b) - 0.5e9).abs() < 1.0);
+        // each flow's own 2 B/ns link is slack now (a term of 1 B/ns), the shared one is not
+        assert_eq!(check_pots(&n, 0), 2);
     }
 
     /// Long paths (up to 16 links: inline up to 12, on the heap past that; places in the link
