@@ -27,8 +27,9 @@
 //! the flows bottlenecked on their saturated links (at the link's largest rate) join U with them,
 //! a round before the check would find them (`pull_from_saturated`: a cascade over the saturated
 //! NICs of a halo exchange took 5-7 rounds, each re-filling and re-checking all of U).  A change
-//! whose components hold few flows (`SMALL_COMPONENT`) is solved over the whole components at
-//! once: cheaper than the incremental solve's set-up for a handful of flows.  The walk that
+//! whose components hold few flows (`SMALL_COMPONENT`; up to `MID_COMPONENT` while the last
+//! change tried at that size found them so, as an Allreduce's rounds do) is solved over the whole
+//! components at once: cheaper than the incremental solve's set-up for a few tens of flows.  The walk that
 //! gathers them stops as soon as they are larger, and the components it found are then solved
 //! from its lists (one walk, not a search and then the solve's own).  Neither changes a rate: any
 //! U gives the max-min rates once the check holds, and both solves are exact.
@@ -416,6 +417,16 @@ const PULL_AHEAD_MAX_FLOWS: usize = 256;
 /// the whole-component solve (`FlowNet::small_components`)
 const SMALL_COMPONENT: usize = 16;
 
+/// Exact max-min: ... and those of this many or fewer while the last attempt at this size found
+/// them so
+/// (an Allreduce's inter-node rounds: components of 20-60 flows, settled whole at less cost than
+/// incrementally; a halo's components hold thousands, and its attempts stop at `SMALL_COMPONENT`)
+const MID_COMPONENT: usize = 64;
+
+/// After a change whose components were larger than `MID_COMPONENT`, that size is tried again
+/// every this many changes (the rest stop at `SMALL_COMPONENT`)
+const MID_PROBE_EVERY: u32 = 64;
+
 /// Places in its links' flow lists kept per flow: for the first `SLOTS` links of its path.
 const SLOTS: usize = 12;
 
@@ -452,6 +463,10 @@ pub struct FlowNet {
     comp_flows: Vec<FlowId>,
     /// where each component gathered by `gather_small` begins in `comp_links` and `comp_flows`
     comp_starts: Vec<(u32, u32)>,
+    /// `gather_small`: did the last attempt at `MID_COMPONENT` find the components that small,
+    /// and in how many changes is that size tried again if not
+    mid_ok: bool,
+    mid_probe: u32,
     stack: Vec<LinkId>,
     /// per link: the solves' working values (`LinkWork`), one record so that a solve's visit of
     /// a link reads one cache line, not six tables
@@ -1499,9 +1514,10 @@ impl FlowNet {
         true
     }
 
-    /// Gathers the components of the dirty links while they hold at most `SMALL_COMPONENT`
-    /// flows in all and no link of more (in the order the whole-component loop of `resolve_any`
-    /// solves them: the dirty list from its end, each seed not yet reached).  True: the
+    /// Gathers the components of the dirty links while they hold at most `MID_COMPONENT` flows
+    /// in all and no link of more (`SMALL_COMPONENT` after an attempt found them larger, but for
+    /// one attempt in `MID_PROBE_EVERY`), in the order the whole-component loop of `resolve_any`
+    /// solves them: the dirty list from its end, each seed not yet reached.  True: the
     /// components are in `comp_links` / `comp_flows`, where each begins in `comp_starts`.
     /// False: a component is larger; the links it marked are unmarked again (the incremental
     /// solve reads links' marks), the flows' `cmark` is read by no other solve.
@@ -1509,8 +1525,23 @@ impl FlowNet {
         self.comp_links.clear();
         self.comp_flows.clear();
         self.comp_starts.clear();
+        let mid = self.mid_ok || self.mid_probe == 0;
+        let ok = self.gather_within(mark, if mid { MID_COMPONENT } else { SMALL_COMPONENT });
+        if mid {
+            self.mid_ok = ok;
+            if !ok {
+                self.mid_probe = MID_PROBE_EVERY;
+            }
+        } else {
+            self.mid_probe -= 1;
+        }
+        ok
+    }
+
+    /// `gather_small`'s walk, for components of at most `limit` flows in all.
+    fn gather_within(&mut self, mark: u32, limit: usize) -> bool {
         // a dirty link of more flows answers at once (a halo's NIC and fat-tree links)
-        if self.dirty.iter().any(|&l| self.links[l as usize].flows.len() > SMALL_COMPONENT) {
+        if self.dirty.iter().any(|&l| self.links[l as usize].flows.len() > limit) {
             return false;
         }
         for i in (0..self.dirty.len()).rev() {
@@ -1519,7 +1550,7 @@ impl FlowNet {
                 continue;
             }
             self.comp_starts.push((self.comp_links.len() as u32, self.comp_flows.len() as u32));
-            if !self.gather_component(seed, mark, SMALL_COMPONENT) {
+            if !self.gather_component(seed, mark, limit) {
                 let old = mark.wrapping_sub(1);
                 for k in 0..self.comp_links.len() {
                     let l = self.comp_links[k];
@@ -2013,9 +2044,9 @@ mod tests {
     }
 
     /// A link shared by many slow flows and two fast ones binds the fast ones; when one of them
-    /// ends the link turns slack (its bound, 2 + 6 B/ns, is below its 10 B/ns) and leaves the
+    /// ends the link turns slack (its bound, 3.5 + 6 B/ns, is below its 10 B/ns) and leaves the
     /// solves, but the other fast flow, whose bottleneck it was, must still speed up to its own
-    /// link's 6 B/ns.  Both solves: the incremental one (22 flows: past `SMALL_COMPONENT`) and the
+    /// link's 6 B/ns.  Both solves: the incremental one (72 flows: past `MID_COMPONENT`) and the
     /// whole-component one.
     #[test]
     fn a_link_that_turns_slack_frees_the_flows_it_bound() {
@@ -2024,23 +2055,23 @@ mod tests {
             n.sharing = sharing;
             let l = n.add_link(10e9);
             let (pa, pb) = (n.add_link(6e9), n.add_link(6e9));
-            for i in 0..20 {
-                let p = n.add_link(0.1e9);
+            for i in 0..70 {
+                let p = n.add_link(0.05e9);
                 n.start(0, &[p, l], 1e6, 10 + i);
             }
             let a = n.start(0, &[pa, l], 6000.0, 0);
             let b = n.start(0, &[pb, l], 6000.0, 1);
             run(&mut n, 0);
-            assert!(!n.slack(l as usize), "20 x 0.1 + 6 + 6 B/ns is over 10");
-            assert!((n.rate_bytes_per_s(a) - 4e9).abs() < 1.0, "{:?}: a at {}", sharing, n.rate_bytes_per_s(a));
+            assert!(!n.slack(l as usize), "70 x 0.05 + 6 + 6 B/ns is over 10");
+            assert!((n.rate_bytes_per_s(a) - 3.25e9).abs() < 1.0, "{:?}: a at {}", sharing, n.rate_bytes_per_s(a));
             let before = n.incremental_solves;
             n.finish(b);
-            assert!(n.slack(l as usize), "20 x 0.1 + 6 B/ns is below 10");
+            assert!(n.slack(l as usize), "70 x 0.05 + 6 B/ns is below 10");
             let r = run(&mut n, 100);
             assert!((n.rate_bytes_per_s(a) - 6e9).abs() < 1.0, "{:?}: a at {}", sharing, n.rate_bytes_per_s(a));
-            // 6000 - 100 ns x 4 B/ns = 5600 B left at 6 B/ns: 933.3 ns more
+            // 6000 - 100 ns x 3.25 B/ns = 5675 B left at 6 B/ns: 945.8 ns more
             let fa = r.iter().find(|x| x.flow == a).expect("a re-rated");
-            assert_eq!(fa.finish, 100 + 934);
+            assert_eq!(fa.finish, 100 + 946);
             if sharing == Sharing::MaxMin {
                 assert_eq!(n.incremental_solves, before + 1, "the incremental solve settled it");
             }
@@ -2176,8 +2207,10 @@ mod tests {
     }
 
     /// A change whose components hold at most `SMALL_COMPONENT` flows is settled by the
-    /// whole-component solve, one in a larger component by the incremental solve; the rates are
-    /// max-min either way.
+    /// whole-component solve; one of at most `MID_COMPONENT` too, while the last attempt at that
+    /// size found its components so small; a larger one by the incremental solve, after which
+    /// mid-sized ones go incremental too until that size is tried again (`MID_PROBE_EVERY`).
+    /// The rates are max-min either way.
     #[test]
     fn small_components_take_the_whole_solve_and_large_ones_the_incremental() {
         let mut net = FlowNet::new();
@@ -2188,29 +2221,51 @@ mod tests {
         let _ = run(&mut net, 0);
         assert_eq!((net.component_solves, net.incremental_solves), (1, 0));
         assert!((net.rate_bytes_per_s(x) - 4e9).abs() < 1.0);
-        // a large one: SMALL_COMPONENT + 1 flows, each over its own 1 GB/s link and a shared
-        // link of far more capacity (never saturated)
-        let big = net.add_link(1e15);
-        for _ in 0..=SMALL_COMPONENT {
-            let own = net.add_link(1e9);
-            net.start(1, &[own, big], 1e6, 0);
-        }
+        // components of `n` flows, each over its own 1 GB/s link and a shared link of far more
+        // capacity (never saturated; not slack either: faster than `Pot` tracks)
+        let component = |net: &mut FlowNet, n: usize, t: Time| {
+            let shared = net.add_link(1e15);
+            for _ in 0..n {
+                let own = net.add_link(1e9);
+                net.start(t, &[own, shared], 1e6, 0);
+            }
+            shared
+        };
+        let mid = component(&mut net, SMALL_COMPONENT + 1, 1);
         let _ = run(&mut net, 1);
-        let (whole, inc) = (net.component_solves, net.incremental_solves);
-        let own = net.add_link(1e9);
-        let y = net.start(2, &[own, big], 1e6, 0);
+        assert_eq!((net.component_solves, net.incremental_solves), (2, 0), "mid-sized: whole");
+        // a large component, started at once (U past its limit: the whole solve after all)
+        let big = component(&mut net, MID_COMPONENT + 1, 2);
         let _ = run(&mut net, 2);
-        assert_eq!(
-            (net.component_solves, net.incremental_solves),
-            (whole, inc + 1),
-            "a change in a component of {} flows",
-            SMALL_COMPONENT + 2
-        );
-        assert!((net.rate_bytes_per_s(y) - 1e9).abs() < 1.0);
-        // the small component again: the whole solve
-        net.start(3, &[c], 1e6, 0);
+        assert_eq!((net.component_solves, net.incremental_solves), (3, 0));
+        // mid-sized changes (a flow of the mid-sized component ends, another starts: it stays at
+        // 18 flows) now go incremental, but for a probe at the mid size
+        let own = net.add_link(1e9);
+        let mut prev = net.start(3, &[own, mid], 1e6, 0);
         let _ = run(&mut net, 3);
-        assert_eq!((net.component_solves, net.incremental_solves), (whole + 1, inc + 1));
+        assert_eq!((net.component_solves, net.incremental_solves), (3, 1));
+        for k in 1..MID_PROBE_EVERY {
+            net.finish(prev);
+            prev = net.start(3 + k as Time, &[own, mid], 1e6, 0);
+            let _ = run(&mut net, 3 + k as Time);
+            assert_eq!((net.component_solves, net.incremental_solves), (3, 1 + k as u64));
+            assert!((net.rate_bytes_per_s(prev) - 1e9).abs() < 1.0);
+        }
+        let t = 3 + MID_PROBE_EVERY as Time;
+        net.finish(prev);
+        net.start(t, &[own, mid], 1e6, 0);
+        let _ = run(&mut net, t);
+        let inc = MID_PROBE_EVERY as u64;
+        assert_eq!((net.component_solves, net.incremental_solves), (4, inc), "the probe: whole");
+        // a change in the large component: incremental; in the small one: whole
+        let own = net.add_link(1e9);
+        let y = net.start(t + 1, &[own, big], 1e6, 0);
+        let _ = run(&mut net, t + 1);
+        assert_eq!((net.component_solves, net.incremental_solves), (4, inc + 1), "large: incremental");
+        assert!((net.rate_bytes_per_s(y) - 1e9).abs() < 1.0);
+        net.start(t + 2, &[c], 1e6, 0);
+        let _ = run(&mut net, t + 2);
+        assert_eq!((net.component_solves, net.incremental_solves), (5, inc + 1));
         assert!((net.rate_bytes_per_s(x) - 2e9).abs() < 1.0);
     }
 
