@@ -37,11 +37,11 @@
 //! *Slack links.*  No flow moves faster than its slowest link, `m_f` (the smallest capacity on
 //! its path).  Each link keeps `P = sum of m_f over its flows` (`Pot`, in integer units with every
 //! term rounded up, so it is exact under starts and ends and never below the true sum), and is
-//! *slack* while `P <= (1 - 1e-6) cap`: then its load, the sum of rates at most `m_f`, stays below
-//! its capacity whatever the rates, so it is nobody's bottleneck.  Nor does it ever fix a level of
-//! progressive filling: at a level `s`, its unrated flows get at least `s` and at most `m_f`, so
-//! a share `(cap - rated) / n <= s (1 + 1e-9)` would give `cap <= (1 + 1e-9) P`, which slack
-//! rules out.  Leaving such links out of the filling's live links and of the incremental solve's
+//! *slack* while `P < (1 - 1e-6) cap` (so never a link of no capacity): then its load, the sum
+//! of rates at most `m_f`, stays below its capacity whatever the rates, so it is nobody's
+//! bottleneck.  Nor does it ever fix a level of progressive filling: at a level `s`, its
+//! unrated flows get at least `s` and at most `m_f`, so a share `(cap - rated) / n <=
+//! s (1 + 1e-9)` would give `cap <= (1 + 1e-9) P`, which slack rules out.  Leaving such links out of the filling's live links and of the incremental solve's
 //! R therefore changes no level, no frozen set and no rate (bit for bit: the smallest share over
 //! the other links is the same number), only the work: on a GPU halo over a fat-tree, the GPUs'
 //! PCIe and NVLink links and the fat-tree links that carry a few flows are slack (58 % of the
@@ -228,7 +228,8 @@ struct LinkStat {
 #[derive(Clone, Copy, Debug, Default)]
 struct Pot {
     sum: u64,
-    /// `sum` at most this: slack (0: never, a link of 2^12 bytes per ns or more)
+    /// `sum` below this: slack (0: never; a link of 2^12 bytes per ns or more, or of less than
+    /// about 2^-20)
     thr: u64,
 }
 
@@ -602,11 +603,12 @@ impl FlowNet {
         Pot::term(m)
     }
 
-    /// Can link `l` never be saturated with the flows it has (`Pot`)?
+    /// Can link `l` never be saturated with the flows it has (`Pot`)?  (Strictly below `thr`: a
+    /// link of no capacity, or one below the bound's unit, has `thr` 0 and is never slack.)
     #[inline(always)]
     fn slack(&self, l: usize) -> bool {
         let p = self.pot[l];
-        p.sum <= p.thr
+        p.sum < p.thr
     }
 
     /// Starts a flow of `bytes` over `links` at `now`.  Call `resolve(now, ..)` before time moves on.
@@ -2093,6 +2095,24 @@ mod tests {
                 assert_eq!(n.incremental_solves, before + 1, "the incremental solve settled it");
             }
             assert_eq!(check_pots(&n, 0), 1);
+        }
+    }
+
+    /// A link of no capacity (or one too narrow for the bound's units) is never slack: its flows
+    /// stand still in both solves, and the solve keeps them there.
+    #[test]
+    fn a_link_of_no_capacity_is_never_slack() {
+        for sharing in [Sharing::MaxMin, Sharing::MaxMinFull] {
+            let mut n = FlowNet::new();
+            n.sharing = sharing;
+            let (z, tiny, o) = (n.add_link(0.0), n.add_link(1e-3), n.add_link(10e9));
+            let a = n.start(0, &[o, z], 1e6, 0);
+            let b = n.start(0, &[tiny, o], 1e6, 1);
+            run(&mut n, 0);
+            assert!(!n.slack(z as usize) && !n.slack(tiny as usize));
+            assert_eq!(n.rate_bytes_per_s(a), 0.0, "{sharing:?}");
+            assert!((n.rate_bytes_per_s(b) - 1e-3).abs() < 1e-9, "{sharing:?}");
+            assert!(n.slack(o as usize), "o: two flows of at most 1e-12 B/ns each");
         }
     }
 
