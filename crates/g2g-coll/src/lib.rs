@@ -28,8 +28,8 @@
 //! | Allreduce | recursive_doubling, rabenseifner, ring, reduce_bcast |
 //! | Gather(v), Scatter(v) | linear, binomial (v: counts needed at every rank) |
 //! | Allgather(v) | recursive_doubling (2^k ranks), bruck, ring, linear |
-//! | Alltoall | bruck, linear, pairwise |
-//! | Alltoallv | pairwise, linear |
+//! | Alltoall | bruck, scattered, linear, pairwise |
+//! | Alltoallv | pairwise, linear, scattered |
 //! | Reduce_scatter(_block) | recursive_halving, ring, pairwise, reduce_scatterv |
 //! | Scan, Exscan | recursive_doubling, linear |
 
@@ -173,6 +173,12 @@ pub enum Algo {
     Bruck,
     /// Alltoall(v), Reduce_scatter(_block).
     Pairwise,
+    /// Alltoall(v): MPICH's "scattered" medium-message algorithm.  The exchanges with the peers at
+    /// offsets 0..p (the rank itself at 0, which sends nothing) go in blocks of `block` offsets:
+    /// each block's receives and sends are posted at once and all waited for before the next
+    /// (`MPIR_CVAR_ALLTOALL_THROTTLE`).  `block` 0: from [`Thresholds`] in `select`
+    /// (`alltoall_throttle_procs`), everything at once in `schedule` (as `Linear`).
+    Scattered { block: u64 },
     /// Reduce_scatter(_block): recursive halving (any communicator size).
     RecursiveHalving,
     /// Reduce_scatter(_block): binomial reduce to rank 0 + linear scatterv (Open MPI "nonoverlapping").
@@ -196,6 +202,7 @@ impl Algo {
             Algo::ReduceBcast => "reduce_bcast",
             Algo::Bruck => "bruck",
             Algo::Pairwise => "pairwise",
+            Algo::Scattered { .. } => "scattered",
             Algo::RecursiveHalving => "recursive_halving",
             Algo::ReduceScatterv => "reduce_scatterv",
         }
@@ -205,6 +212,7 @@ impl Algo {
     /// Case-insensitive; `-` and ` ` may stand for `_`.  The pipelined algorithms take an optional
     /// segment size after a colon: `pipeline:64k`, `pipelined_binomial:8192` (suffixes k, m, g are
     /// binary); without one the segment is 0 (`select` fills in the threshold's segment size).
+    /// `scattered` takes its block (peers at once) the same way: `scattered:16`.
     /// A few aliases from the MPI libraries are accepted: `chain` (pipeline), `basic_linear`
     /// (linear), `scatter_ring_allgather` (scatter_allgather), `nonoverlapping` (reduce_bcast for
     /// Allreduce, reduce_scatterv for Reduce_scatter(_block)), `bruck` for Barrier (dissemination).
@@ -219,11 +227,20 @@ impl Algo {
             _ => None,
         }
     }
+
+    /// The number after the name's colon: the pipelined algorithms' segment size, the scattered
+    /// algorithm's block (None for the others).
+    pub fn param(self) -> Option<u64> {
+        match self {
+            Algo::Scattered { block } => Some(block),
+            a => a.segment(),
+        }
+    }
 }
 
 impl std::fmt::Display for Algo {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.segment() {
+        match self.param() {
             Some(s) if s > 0 => write!(f, "{}:{}", self.name(), s),
             _ => f.write_str(self.name()),
         }
@@ -243,8 +260,8 @@ pub fn algorithms_for(kind: CollKind) -> &'static [&'static str] {
             &["linear", "binomial", "linear_sequential"]
         }
         CollKind::Allgather | CollKind::Allgatherv => &["recursive_doubling", "bruck", "ring", "linear"],
-        CollKind::Alltoall => &["bruck", "linear", "pairwise"],
-        CollKind::Alltoallv => &["pairwise", "linear"],
+        CollKind::Alltoall => &["bruck", "scattered", "linear", "pairwise"],
+        CollKind::Alltoallv => &["pairwise", "linear", "scattered"],
         CollKind::ReduceScatter | CollKind::ReduceScatterBlock => {
             &["recursive_halving", "ring", "pairwise", "reduce_scatterv"]
         }
@@ -292,6 +309,9 @@ pub(crate) fn parse_algo(kind: CollKind, name: &str) -> Result<Algo, CollError> 
     }
     let segment = match seg {
         None => 0,
+        Some(s) if base == "scattered" => s.trim().parse::<u64>().map_err(|_| {
+            CollError(format!("bad block '{s}' in '{}' (expected a number of peers like 32)", name.trim()))
+        })?,
         Some(s) => parse_size(s).ok_or_else(|| {
             CollError(format!("bad segment size '{s}' in '{}' (expected bytes like 65536, 64k, 1m)", name.trim()))
         })?,
@@ -311,10 +331,11 @@ pub(crate) fn parse_algo(kind: CollKind, name: &str) -> Result<Algo, CollError> 
         "reduce_bcast" => Algo::ReduceBcast,
         "bruck" => Algo::Bruck,
         "pairwise" => Algo::Pairwise,
+        "scattered" => Algo::Scattered { block: segment },
         "recursive_halving" => Algo::RecursiveHalving,
         _ => Algo::ReduceScatterv,
     };
-    if seg.is_some() && algo.segment().is_none() {
+    if seg.is_some() && algo.param().is_none() {
         return Err(CollError(format!("algorithm '{}' takes no segment size ('{}')", algo.name(), name.trim())));
     }
     Ok(algo)

@@ -104,9 +104,14 @@ thresholds! {
     alltoall_small_bytes = 256;
     /// Minimum communicator for Bruck alltoall (MPICH, 8 ranks).
     alltoall_bruck_min_procs = 8;
-    /// Alltoall blocks up to this post everything at once (linear, MPICH's medium-message size,
-    /// 32 KiB); larger ones use pairwise exchange.
+    /// Alltoall blocks up to this use MPICH's medium-message algorithm, scattered (MPICH's
+    /// medium-message size, 32 KiB); larger ones use pairwise exchange.
     alltoall_medium_bytes = 32768;
+    /// The scattered Alltoall's block: it exchanges with this many peers at a time (counting
+    /// itself in the first block) and waits for them all before the next block (MPICH's
+    /// `MPIR_CVAR_ALLTOALL_THROTTLE`, 32).  0 posts everything at once: the rules then choose
+    /// linear (Open MPI's basic linear algorithm does the same).
+    alltoall_throttle_procs = 32;
     /// Gather blocks (bytes per rank) above this use linear (Open MPI tuned's 6000-byte intermediate
     /// block size, where it switches to its linear-with-synchronisation gather).
     gather_linear_block_bytes = 6000;
@@ -284,7 +289,8 @@ pub fn select_for(args: &CollArgs, th: &Thresholds, ov: &AlgoOverrides) -> Algo 
 ///   on powers of two below
 ///   `allgather_long_bytes`; bruck below `allgather_small_bytes`; else ring.
 /// * Alltoall (on the block, bytes / p): bruck up to `alltoall_small_bytes` on at least
-///   `alltoall_bruck_min_procs` ranks; linear up to `alltoall_medium_bytes`; else pairwise.
+///   `alltoall_bruck_min_procs` ranks; scattered (blocks of `alltoall_throttle_procs` peers) up to
+///   `alltoall_medium_bytes`; else pairwise (MPICH).
 ///   Alltoallv: pairwise (Open MPI tuned).
 /// * Reduce_scatter(_block) (on the total): recursive_halving up to `reduce_scatter_small_bytes`,
 ///   up to `reduce_scatter_large_bytes` on powers of two, or while total <= (p - 8) ×
@@ -373,7 +379,7 @@ pub fn select(kind: CollKind, size: u32, bytes: u64, th: &Thresholds, ov: &AlgoO
             if block <= th.alltoall_small_bytes && p >= th.alltoall_bruck_min_procs {
                 Algo::Bruck
             } else if block <= th.alltoall_medium_bytes {
-                Algo::Linear
+                scattered(th)
             } else {
                 Algo::Pairwise
             }
@@ -395,9 +401,18 @@ pub fn select(kind: CollKind, size: u32, bytes: u64, th: &Thresholds, ov: &AlgoO
 fn with_segment(kind: CollKind, a: Algo, th: &Thresholds) -> Algo {
     let seg = if kind == CollKind::Reduce { th.reduce_segment_bytes } else { th.bcast_segment_bytes };
     match a {
+        Algo::Scattered { block: 0 } => scattered(th),
         Algo::PipelinedChain { segment: 0 } => Algo::PipelinedChain { segment: seg },
         Algo::PipelinedBinomial { segment: 0 } => Algo::PipelinedBinomial { segment: seg },
         a => a,
+    }
+}
+
+/// The scattered Alltoall with the thresholds' block; linear (everything at once) for a block of 0.
+fn scattered(th: &Thresholds) -> Algo {
+    match th.alltoall_throttle_procs {
+        0 => Algo::Linear,
+        block => Algo::Scattered { block },
     }
 }
 

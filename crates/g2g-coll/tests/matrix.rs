@@ -14,7 +14,11 @@ fn algos(kind: CollKind) -> Vec<Algo> {
     let mut out = Vec::new();
     for name in algorithms_for(kind) {
         let a = Algo::from_name(kind, name).unwrap();
-        if a.segment().is_some() {
+        if let Algo::Scattered { .. } = a {
+            for block in [1, 2, 3, 5] {
+                out.push(Algo::from_name(kind, &format!("{name}:{block}")).unwrap());
+            }
+        } else if a.segment().is_some() {
             out.push(Algo::from_name(kind, &format!("{name}:1000")).unwrap());
             out.push(Algo::from_name(kind, &format!("{name}:64")).unwrap());
         }
@@ -198,6 +202,12 @@ fn check_case(kind: CollKind, algo: Algo, p: u32, root: u32, n: u64) -> usize {
                         assert_eq!(x.recvd, n * (pp - 1), "{what}");
                         if algo == Algo::Pairwise {
                             assert_eq!(x.rounds, p as usize - 1, "{what}");
+                        }
+                        if let Algo::Scattered { block } = algo {
+                            // one round per block of offsets 0..p (none for a block of the rank alone)
+                            let b = if block == 0 || block >= pp { pp } else { block };
+                            let want = if b == pp { 1 } else { pp.div_ceil(b) - u64::from(b == 1) };
+                            assert_eq!(x.rounds as u64, want, "{what}");
                         }
                     }
                 }

@@ -199,6 +199,23 @@ fn linear_alltoall_one_round() {
     assert_eq!(s[0].recvs.len(), 4);
 }
 
+/// Scattered alltoall (MPICH's medium algorithm), p = 8, blocks of 3 offsets counted from the rank
+/// itself: offsets 1-2, 3-5, 6-7, one round each; rank 2 sends to 2 + k, receives from 2 - k.
+#[test]
+fn scattered_alltoall_blocks() {
+    let s = sched(CollKind::Alltoall, Algo::Scattered { block: 3 }, 8, 0, 10, 2);
+    assert_eq!(sends(&s), vec![vec![(3, 10), (4, 10)], vec![(5, 10), (6, 10), (7, 10)], vec![(0, 10), (1, 10)]]);
+    assert_eq!(recvs(&s), vec![vec![(1, 10), (0, 10)], vec![(7, 10), (6, 10), (5, 10)], vec![(4, 10), (3, 10)]]);
+    // a block of 0, or of at least p, is linear: one round, the same messages in the same order
+    let linear = sched(CollKind::Alltoall, Algo::Linear, 8, 0, 10, 2);
+    assert_eq!(linear.len(), 1);
+    for block in [0, 8, 100] {
+        assert_eq!(sched(CollKind::Alltoall, Algo::Scattered { block }, 8, 0, 10, 2), linear, "block {block}");
+    }
+    // a block of 1 has one peer per round (the first block holds only the rank itself: no round)
+    assert_eq!(sched(CollKind::Alltoall, Algo::Scattered { block: 1 }, 8, 0, 10, 2).len(), 7);
+}
+
 /// Binomial gather, p = 8, 10 bytes each: subtree-aggregated messages.
 #[test]
 fn binomial_gather_p8() {

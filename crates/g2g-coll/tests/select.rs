@@ -115,9 +115,11 @@ fn alltoall_rules() {
     use CollKind::{Alltoall, Alltoallv};
     // bytes is the whole send buffer; the rules are on one block, bytes / p
     assert_eq!(sel(Alltoall, 8, 8 * 256), Algo::Bruck);
-    assert_eq!(sel(Alltoall, 8, 8 * 257), Algo::Linear);
-    assert_eq!(sel(Alltoall, 7, 7 * 256), Algo::Linear);
-    assert_eq!(sel(Alltoall, 64, 64 * 32768), Algo::Linear);
+    // medium blocks: MPICH's scattered, 32 peers at a time (MPIR_CVAR_ALLTOALL_THROTTLE)
+    let scattered = Algo::Scattered { block: 32 };
+    assert_eq!(sel(Alltoall, 8, 8 * 257), scattered);
+    assert_eq!(sel(Alltoall, 7, 7 * 256), scattered);
+    assert_eq!(sel(Alltoall, 64, 64 * 32768), scattered);
     assert_eq!(sel(Alltoall, 64, 64 * 32769), Algo::Pairwise);
     assert_eq!(sel(Alltoallv, 64, 1), Algo::Pairwise);
 }
@@ -164,6 +166,21 @@ fn override_segments_come_from_thresholds() {
     assert_eq!(select(CollKind::Reduce, 8, 1, &th, &ov), Algo::PipelinedBinomial { segment: 2048 });
     let ov = AlgoOverrides::parse("bcast=pipeline:1m").unwrap();
     assert_eq!(select(CollKind::Bcast, 8, 1, &th, &ov), Algo::PipelinedChain { segment: 1 << 20 });
+    // the scattered Alltoall's block likewise: the threshold's, unless the name gives one
+    let th = Thresholds { alltoall_throttle_procs: 8, ..Thresholds::default() };
+    let ov = AlgoOverrides::parse("alltoall=scattered").unwrap();
+    assert_eq!(select(CollKind::Alltoall, 64, 1, &th, &ov), Algo::Scattered { block: 8 });
+    let ov = AlgoOverrides::parse("alltoall=scattered:4").unwrap();
+    assert_eq!(select(CollKind::Alltoall, 64, 1, &th, &ov), Algo::Scattered { block: 4 });
+    assert_eq!(ov.to_string(), "alltoall=scattered:4");
+    // a threshold of 0: everything at once (linear), chosen by the rules or asked for
+    let th = Thresholds { alltoall_throttle_procs: 0, ..Thresholds::default() };
+    assert_eq!(select(CollKind::Alltoall, 64, 64 * 4096, &th, &AlgoOverrides::default()), Algo::Linear);
+    let ov = AlgoOverrides::parse("alltoall=scattered").unwrap();
+    assert_eq!(select(CollKind::Alltoall, 64, 1, &th, &ov), Algo::Linear);
+    let e = AlgoOverrides::parse("alltoall=scattered:4k").unwrap_err().0;
+    assert!(e.contains("bad block") && e.contains("number of peers"), "{e}");
+    assert!(AlgoOverrides::parse("allreduce=ring:4").is_err());
 }
 
 #[test]

@@ -248,6 +248,18 @@ fn explain(st: &State, rep: &mut Report) {
         Mode::HostCopy => "mode hostcopy: device buffers are staged through host memory by the application (a D2H copy before the send, an H2D copy after the receive; added where the trace has none)".to_string(),
         Mode::GpuDirect => "mode gpudirect: device and staged buffers move GPU to GPU (P2P within a node, RDMA or pipelined across nodes); recognised staging copies are removed".to_string(),
     });
+    if !st.colls.chosen.is_empty() {
+        let each: Vec<String> = st
+            .colls
+            .chosen
+            .iter()
+            .map(|((kind, algo), n)| format!("{kind} {algo} ({n} call{})", if *n == 1 { "" } else { "s" }))
+            .collect();
+        rep.assumptions.push(format!(
+            "collective algorithms (by message and communicator size, MPICH's and Open MPI's default rules, or as set by --coll-algo and [collectives]): {}",
+            each.join(", ")
+        ));
+    }
     if b.sync_calls > 0 {
         rep.assumptions.push(format!(
             "synchronisation: {} Barrier and zero-byte calls take the host path in every mode",

@@ -87,6 +87,10 @@ fn blocks_with_bit(p: u64, d: u64) -> u64 {
 /// * bruck (MPICH short on >= 8 ranks, Open MPI tiny; Alltoall only): ceil(log2 p) steps; the step
 ///   of distance d sends every block whose (rotated) index has bit d set to r + d and receives as
 ///   many from r - d.
+/// * scattered (MPICH medium): the peers at offsets k = 1..p-1 (send to r + k, receive from
+///   r - k; MPICH's own order is the mirror image, k -> -k) in blocks of `block` offsets counted
+///   from 0, the rank itself (so the first block holds one peer fewer); one round per block.  A
+///   block of 0 or of at least p is one round: linear.
 /// * linear: all sends and receives posted at once.
 pub(crate) fn alltoall(algo: Algo, c: &Ctx, args: &CollArgs) -> Vec<Round> {
     let (p, r) = (c.p, c.r);
@@ -116,13 +120,29 @@ pub(crate) fn alltoall(algo: Algo, c: &Ctx, args: &CollArgs) -> Vec<Round> {
             }
             rounds
         }
-        Algo::Linear => {
-            let others = (1..p).map(|i| ((r + i) % p, sub_mod(r, i, p)));
-            vec![Round {
-                sends: others.clone().map(|(to, _)| step(to as u32, sends.get(to))).collect(),
-                recvs: others.map(|(_, from)| step(from as u32, recvs.get(from))).collect(),
-                reduce_bytes: 0,
-            }]
+        Algo::Linear | Algo::Scattered { .. } => {
+            let block = match algo {
+                Algo::Scattered { block } if block > 0 && block < p => block,
+                _ => p,
+            };
+            let round = |offsets: std::ops::Range<u64>| {
+                let others = offsets.map(|i| ((r + i) % p, sub_mod(r, i, p)));
+                Round {
+                    sends: others.clone().map(|(to, _)| step(to as u32, sends.get(to))).collect(),
+                    recvs: others.map(|(_, from)| step(from as u32, recvs.get(from))).collect(),
+                    reduce_bytes: 0,
+                }
+            };
+            if block == p {
+                return vec![round(1..p)]; // linear: one round (empty on one rank)
+            }
+            // a block holding only the rank itself (block 1, offset 0) has no round
+            (0..p)
+                .step_by(block as usize)
+                .map(|first| first.max(1)..(first + block).min(p))
+                .filter(|offsets| !offsets.is_empty())
+                .map(round)
+                .collect()
         }
         // Pairwise (and the default).
         _ => (1..p)

@@ -79,11 +79,14 @@ pub(crate) struct Colls {
     free: Vec<CollId>,
     pub th: Thresholds,
     pub ov: AlgoOverrides,
+    /// calls per (collective, algorithm as chosen), counted once per call (at the communicator's
+    /// rank 0): the report's assumption
+    pub chosen: std::collections::BTreeMap<(&'static str, String), u64>,
 }
 
 impl Colls {
     pub fn new(th: Thresholds, ov: AlgoOverrides) -> Colls {
-        Colls { runs: Vec::new(), free: Vec::new(), th, ov }
+        Colls { runs: Vec::new(), free: Vec::new(), th, ov, chosen: Default::default() }
     }
 
     pub fn add(&mut self, cr: CollRun) -> CollId {

@@ -71,6 +71,9 @@ impl State<'_> {
         // chosen from quantities every rank of the call agrees on, so all pick the same
         let algo = g2g_coll::select_for(&args, &self.colls.th, &self.colls.ov);
         let rounds = g2g_coll::schedule(algo, &args).map_err(|e| self.terr(r, format!("{}: {e}", kind.name())))?;
+        if me == 0 {
+            *self.colls.chosen.entry((kind.name(), algo.to_string())).or_insert(0) += 1;
+        }
         let inst = {
             let c = self.ranks[r as usize].coll_seq.entry(op.comm).or_insert(0);
             let v = *c;
