@@ -168,6 +168,22 @@ def test_every_result_records_its_assumptions(jacobi, tmp_path):
     assert "used by default" not in p.stdout.splitlines()[0]
 
 
+def test_the_collective_algorithms_that_ran_are_named(tmp_path):
+    """MPICH's medium Alltoall exchanges with 32 peers at a time: the result says so, the user can
+    ask for everything at once instead, and the CLI prints the line as written."""
+    trace = tmp_path / "a2a.g2g.parquet"
+    generate("alltoall", 64, iterations=1, block_bytes=4096).write(trace)
+    line = "collective algorithms (by message and communicator size, MPICH's and Open MPI's default rules, "
+    r = g2gsim.simulate(trace, "lassen", mode="gpudirect")
+    algos = [a for a in r["assumptions"] if a.startswith(line)]
+    assert len(algos) == 1 and algos[0].endswith("Alltoall scattered:32 (1 call)"), r["assumptions"]
+    lin = g2gsim.simulate(trace, "lassen", mode="gpudirect", coll_algos="alltoall=linear")
+    assert any(a.endswith("Alltoall linear (1 call)") for a in lin["assumptions"])
+    assert lin["comm_time_s"] != r["comm_time_s"]
+    p = cli("simulate", trace, "--machine", "lassen", "--no-progress")
+    assert "or as set by --coll-algo and [collectives]): Alltoall scattered:32 (1 call)" in p.stdout
+
+
 # ----------------------------------------------------------------------------- synchronisation is not data
 def _barrier_trace(path, mem, n=4, reps=5):
     b = TraceBuilder(n, source="test")

@@ -218,11 +218,13 @@ def machine_defaulted(param: str = "machine") -> bool:
 
 def print_assumptions(rep: dict, out: Console | None = None):
     """The first lines of every result: notices (options that changed nothing), then assumptions."""
+    from rich.markup import escape
     out = out or console
+    # the texts name options and machine-file tables ("[collectives]"): printed as written
     for n in rep.get("notices", []):
-        out.print(f"[bold yellow]notice:[/] {n}", highlight=False)
+        out.print(f"[bold yellow]notice:[/] {escape(n)}", highlight=False)
     for a in rep.get("assumptions", []):
-        out.print(f"[dim]assumed:[/] {a}", highlight=False)
+        out.print(f"[dim]assumed:[/] {escape(a)}", highlight=False)
 
 
 def _parse_ranks(spec: str | None):

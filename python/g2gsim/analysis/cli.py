@@ -122,15 +122,17 @@ def _defaulted(param: str) -> bool:
 
 def _print_head(res: dict):
     """The first lines of a result: what it assumed (machine first) and options that changed nothing."""
+    from rich.markup import escape
     mi = res.get("machine_info")
+    # the texts name options and machine-file tables ("[collectives]"): printed as written
     if mi:
-        console.print(f"[bold]{mi['sentence']}[/]", highlight=False)
+        console.print(f"[bold]{escape(mi['sentence'])}[/]", highlight=False)
     for a in res.get("assumptions", []):
         if mi and a == mi["sentence"]:
             continue
-        console.print(f"[dim]assumed:[/] {a}", highlight=False)
+        console.print(f"[dim]assumed:[/] {escape(a)}", highlight=False)
     for n in res.get("notices", []):
-        console.print(f"[bold yellow]notice:[/] {n}", highlight=False)
+        console.print(f"[bold yellow]notice:[/] {escape(n)}", highlight=False)
 
 
 def print_sensitivity(res: dict):
