@@ -1841,8 +1841,9 @@ mod tests {
         }
     }
 
-    /// Checks every link's slack bound (`Pot`) against one computed afresh from its flows, and on
-    /// every slack link that its load (kept exactly, in fixed point, though no solve sums it) is
+    /// Checks every link's slack bound (`Pot`) against one computed afresh from its flows, its
+    /// largest rate and count where known (`nmax > 0`) against its flows' rates, and on every
+    /// slack link that its load (kept exactly, in fixed point, though no solve sums it) is
     /// the sum of its flows' rates and below its capacity.  Returns how many links were slack
     /// with flows on them.
     fn check_pots(net: &FlowNet, seed: u64) -> usize {
@@ -1850,6 +1851,14 @@ mod tests {
         for l in 0..net.links.len() {
             let want: u64 = net.links[l].flows.iter().map(|&f| net.pot_term(&net.flows[f as usize].links)).sum();
             assert_eq!(net.pot[l].sum, want, "seed {seed}: link {l}'s bound drifted");
+            let lk = &net.links[l];
+            if lk.nmax > 0 && !lk.flows.is_empty() {
+                // a known largest rate is the largest of the link's flows, with its count
+                let rates = lk.flows.iter().map(|&f| net.hot[f as usize].rate);
+                let max = rates.clone().fold(0.0f64, f64::max);
+                let n = rates.filter(|&r| r == max).count() as u32;
+                assert_eq!((lk.lmax, lk.nmax), (max, n), "seed {seed}: link {l}'s largest rate is stale");
+            }
             if net.slack(l) && !net.links[l].flows.is_empty() {
                 slack += 1;
                 let load: i128 = net.links[l].flows.iter().map(|&f| fx(net.hot[f as usize].rate)).sum();
