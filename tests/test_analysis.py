@@ -416,8 +416,115 @@ def test_compare_timeline_plumbing(traces, tmp_path, monkeypatch):
     for col in res["columns"]:
         total = sum(d["time_s"][col] for d in res["by_class"].values())
         assert total == pytest.approx(res["summary"][col]["comm_s"], rel=1e-4)
-    # without --timeline the temporary timelines are removed after use
+    # without --timeline no timeline is written: the exact per-call times come from the core's
+    # call-times files (temporary, removed after use)
     seen.clear()
+    res = compare(traces["lulesh"], "lassen", class_gains=False)
+    assert res["attribution"] == "timeline" and seen == []
+    # a core without call times: the timelines again, temporary
+    monkeypatch.setattr(cmp_mod, "core_supports_call_times", lambda: False)
     res = compare(traces["lulesh"], "lassen", class_gains=False)
     assert res["attribution"] == "timeline" and len(seen) == 3
     assert not any(Path(p).exists() for p in seen)
+
+
+def test_call_times_give_the_timelines_attribution(traces, tmp_path):
+    """The core's call-times file and its timeline give every row the same time (to float
+    rounding), without a JSON timeline to parse; a damaged file falls back to the estimate, said."""
+    td = load_trace(traces["callsites"])
+    tl, ct = tmp_path / "tl.json", tmp_path / "run.calls"
+    rep = g2gsim.simulate(td.path, "lassen", mode="hostcopy", timeline=str(tl), call_times=str(ct))
+    by_tl = Attributor(td).attribute(rep, tl)
+    by_ct = Attributor(td).attribute(rep, call_times=ct)
+    assert by_tl.method == by_ct.method == "timeline", (by_tl.notes, by_ct.notes)
+    a, b = by_tl.rows["time_s"].to_numpy(), by_ct.rows["time_s"].to_numpy()
+    assert (a > 0).sum() > len(a) // 2
+    np.testing.assert_allclose(b, a, rtol=1e-12, atol=0)
+    assert by_ct.by_class() == pytest.approx(by_tl.by_class(), rel=1e-12)
+    # a file cut short, and one of another run's rank count: the estimate, with a note saying why
+    raw = ct.read_bytes()
+    (tmp_path / "short.calls").write_bytes(raw[:-8])
+    att = Attributor(td).attribute(rep, call_times=tmp_path / "short.calls")
+    assert att.method == "estimate" and any("half-written" in n for n in att.notes), att.notes
+    w = np.frombuffer(raw, dtype="<u8").copy()
+    w[2] += 1
+    (tmp_path / "other.calls").write_bytes(w.tobytes())
+    att = Attributor(td).attribute(rep, call_times=tmp_path / "other.calls")
+    assert att.method == "estimate" and any("not a call-times file" in n for n in att.notes), att.notes
+
+
+def test_profile_per_call_times_do_not_depend_on_the_timeline_flag(traces, tmp_path):
+    """`profile` gives the same table with and without --timeline (exact per-call times both ways)."""
+    from g2gsim.cli import main
+    args = ["profile", str(traces["callsites"]), "--machine", "lassen", "--no-progress"]
+    plain = CliRunner().invoke(main, args + ["-o", str(tmp_path / "a.txt")])
+    with_tl = CliRunner().invoke(main, args + ["--timeline", str(tmp_path / "t.json"), "-o", str(tmp_path / "b.txt")])
+    assert plain.exit_code == 0 and with_tl.exit_code == 0, plain.output + with_tl.output
+    assert "per-call times: timeline" in plain.output
+    assert (tmp_path / "a.txt").read_text() == (tmp_path / "b.txt").read_text()
+
+
+def _without_engine(res: dict) -> str:
+    """A comparison as JSON, less each report's engine block (wall times and rates of the host)."""
+    res = json.loads(json.dumps(res, default=str))
+    for rep in res["reports"].values():
+        rep.pop("engine", None)
+    return json.dumps(res, sort_keys=True)
+
+
+def test_compare_gives_one_answer_whatever_the_jobs(traces):
+    """Columns, size-class and sensitivity runs side by side: the same comparison as one by one."""
+    one = compare(traces["lulesh"], "lassen", mixed=True, jobs=1)
+    three = compare(traces["lulesh"], "lassen", mixed=True, jobs=3)
+    assert three["sensitivity"]["parameters"] and three["class_gains"]
+    assert _without_engine(one) == _without_engine(three)
+    with pytest.raises(ValueError, match="jobs"):
+        compare(traces["lulesh"], "lassen", jobs=0)
+
+
+def test_parallel_runs_keep_order_and_stop_on_a_failure():
+    """pmap: results in input order; a failure is raised and stops the others at their next
+    progress call; several failures: the first in input order among those that failed."""
+    import threading
+    import time
+
+    from g2gsim.analysis._parallel import Cancelled, pmap
+
+    def slow_square(x, stop):
+        time.sleep(0.01 * (5 - x))  # finish out of order
+        return x * x
+
+    assert pmap(slow_square, range(5), 3) == [0, 1, 4, 9, 16]
+    stopped = threading.Event()
+
+    def fail_or_wait(x, stop):
+        if x == 0:
+            raise RuntimeError("bad input 0")
+        for _ in range(500):  # a simulation calling its progress
+            try:
+                stop(0, 1)
+            except Cancelled:
+                stopped.set()
+                raise
+            time.sleep(0.01)
+        return x
+
+    with pytest.raises(RuntimeError, match="bad input 0"):
+        pmap(fail_or_wait, [1, 0], 2)
+    assert stopped.is_set(), "the other run was not stopped"
+
+    def two_fail(x, stop):
+        time.sleep(0.05 if x == 1 else 0.0)
+        raise RuntimeError(f"bad {x}")
+
+    with pytest.raises(RuntimeError, match="bad"):
+        pmap(two_fail, [1, 2], 2)
+
+
+def test_whatif_gives_one_answer_whatever_the_jobs(traces):
+    """The GPUs-per-node what-if side by side: the same rows (a mapping that does not fit stays an
+    error row in its place)."""
+    kw = dict(gpus_per_node=(1, 2, 4), modes=("hostcopy", "gpudirect"))
+    one, three = whatif(traces["clustered"], "lassen", jobs=1, **kw), whatif(traces["clustered"], "lassen", jobs=3, **kw)
+    assert [(r["gpus_per_node"], r["mode"]) for r in three["rows"]] == [(g, m) for g in (1, 2, 4) for m in kw["modes"]]
+    assert json.dumps(three, sort_keys=True, default=str) == json.dumps(one, sort_keys=True, default=str)

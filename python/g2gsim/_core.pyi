@@ -10,7 +10,8 @@ class DeadlockError(RuntimeError): ...
 def simulate(trace_path: str, machine_toml: str, machine_file: str, options: dict[str, Any] | None = None,
              progress: Callable[[int, int], None] | None = None) -> str:
     """The JSON report; raises TraceError, MachineError, DeadlockError, ValueError (options) or
-    KeyboardInterrupt."""
+    KeyboardInterrupt, or what ``progress`` raised (it is called every 65,536 events, with Python's
+    lock taken; the simulation itself runs without it, so other threads run meanwhile)."""
 def machine_check(machine_toml: str, machine_file: str, nodes: int = 2) -> str:
     """JSON summary of the parsed and built machine."""
 def machine_validate(machine_toml: str, machine_file: str) -> list[str]:

@@ -263,7 +263,10 @@ def simulate(trace: str | Path, machine: str | Path | machines.MachineSpec = "la
     options: gpus_per_node, mapping ("linear", "round-robin" or a list of node indices), coll_algos
     ("allreduce=ring,..."), gpudirect_min_bytes, gpudirect_collectives_only, network_scale, per_rank,
     timeline (a Perfetto JSON file; ``.json.gz`` is gzip-compressed), timeline_ranks (list of ranks),
-    timeline_window_ns ((start, end) in simulated ns), timeline_max_events.
+    timeline_window_ns ((start, end) in simulated ns), timeline_max_events, call_times (a path: every
+    call's simulated duration, the analysis' exact per-call times; format in analysis/attribution.py).
+    progress(done_ops, total_ops) is called every 65,536 events (the simulation holds no Python lock
+    meanwhile: other threads run); an exception it raises stops the run and is raised here.
     ``assume_buffers`` and ``staged_as_device`` are the old names of ``buffers`` (mapped, with a notice).
     ``cache=False``: import OTF2 / DUMPI afresh (no import cache).
     """

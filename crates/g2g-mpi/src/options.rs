@@ -73,6 +73,9 @@ pub struct SimOptions {
     pub timeline_ranks: Option<Vec<u32>>,
     /// the timeline keeps only events overlapping [start, end) of simulated ns (None: all)
     pub timeline_window_ns: Option<(u64, u64)>,
+    /// write every call's simulated duration here (`call_times`: per rank, in trace order; the
+    /// per-call split of the analysis, without writing and parsing a timeline)
+    pub call_times: Option<String>,
     /// end-of-trace warnings (unreceived messages, never-waited requests) are errors
     pub strict: bool,
 }
@@ -96,6 +99,7 @@ impl Default for SimOptions {
             timeline_max_events: 2_000_000,
             timeline_ranks: None,
             timeline_window_ns: None,
+            call_times: None,
             strict: false,
         }
     }

@@ -143,6 +143,7 @@ pub fn simulate(
         op_pool: Vec::new(),
         stats: Stats::new(total_ops_hint),
         tl,
+        call_ns: opt.call_times.as_ref().map(|_| vec![Vec::new(); nranks as usize]),
         checks: Default::default(),
     };
     st.run(progress)?;
@@ -159,6 +160,9 @@ pub fn simulate(
     }
     if let Some(tl) = st.tl.take() {
         tl.finish().map_err(|e| SimError::Options(format!("timeline: {e}")))?;
+    }
+    if let (Some(p), Some(c)) = (&opt.call_times, &st.call_ns) {
+        crate::timeline::write_call_times(p, c).map_err(|e| SimError::Options(format!("call_times {p}: {e}")))?;
     }
     Ok(report(&st, &opt, trace_name, machine_name, wall.elapsed().as_secs_f64()))
 }

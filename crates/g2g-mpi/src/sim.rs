@@ -326,6 +326,9 @@ impl State<'_> {
         if let Some(tl) = self.tl.as_mut() {
             tl.op(r, &op, seq, start, now);
         }
+        if let Some(c) = self.call_ns.as_mut() {
+            c[r as usize].push(dt); // at place `seq`: every call of the rank ends here, in order
+        }
         let bytes = op.bytes.max(op.recv_bytes());
         self.stats.op(op.kind, dt, bytes);
         let mut op = op;

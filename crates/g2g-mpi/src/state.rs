@@ -157,6 +157,8 @@ pub(crate) struct State<'a> {
     pub op_pool: Vec<Box<Op>>,
     pub stats: Stats,
     pub tl: Option<Timeline>,
+    /// per rank, each finished call's duration in ns, in trace order (`SimOptions::call_times`)
+    pub call_ns: Option<Vec<Vec<u64>>>,
     /// bounds, collective agreement, end-of-trace warnings (`checks.rs`)
     pub checks: crate::model::checks::Checks,
 }

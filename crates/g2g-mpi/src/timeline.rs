@@ -198,3 +198,29 @@ impl Timeline {
         self.w.flush()
     }
 }
+
+/// The first word of a call-times file (`write_call_times`): "G2GCALLS" in ASCII, little-endian
+pub const CALL_TIMES_MAGIC: u64 = u64::from_le_bytes(*b"G2GCALLS");
+/// The format's version (the second word)
+pub const CALL_TIMES_VERSION: u64 = 1;
+
+/// Writes each call's simulated duration (the per-call split of the analysis, exact, without a
+/// timeline to write and parse).  Little-endian u64 words: the magic, the version, the number of
+/// ranks n, then n counts (calls finished per rank), then each rank's durations in ns, rank by
+/// rank, in trace order (a rank's k-th duration is its call at event number k).
+pub fn write_call_times(path: &str, per_rank: &[Vec<u64>]) -> std::io::Result<()> {
+    let mut w = BufWriter::new(File::create(path)?);
+    let word = |w: &mut BufWriter<File>, v: u64| w.write_all(&v.to_le_bytes());
+    word(&mut w, CALL_TIMES_MAGIC)?;
+    word(&mut w, CALL_TIMES_VERSION)?;
+    word(&mut w, per_rank.len() as u64)?;
+    for d in per_rank {
+        word(&mut w, d.len() as u64)?;
+    }
+    for d in per_rank {
+        for &ns in d {
+            word(&mut w, ns)?;
+        }
+    }
+    w.flush()
+}

@@ -247,3 +247,46 @@ fn timeline_flow_arrows_pair_each_message() {
     assert_eq!(s, f, "every arrow ends with its own id");
     assert_ne!(s[0], s[1]);
 }
+
+/// The call-times file (`SimOptions::call_times`) holds every call's duration, rank by rank in
+/// trace order: the same numbers as the timeline's call slices (to its ns), and a rank's calls
+/// add up to its end time.
+#[test]
+fn call_times_are_the_timelines_call_durations() {
+    let dir = std::env::temp_dir().join(format!("g2g-calls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (tl, ct) = (dir.join("t.json"), dir.join("t.calls"));
+    let r0 =
+        vec![compute(700), dev(isend(1, 0, 100_000, 1)), dev(isend(1, 1, 50_000, 2)), waitall(&[1, 2]), compute(0)];
+    let r1 = vec![dev(irecv(0, 1, 50_000, 1)), dev(irecv(0, 0, 100_000, 2)), compute(300), waitall(&[1, 2])];
+    let opt = SimOptions {
+        timeline: Some(tl.display().to_string()),
+        call_times: Some(ct.display().to_string()),
+        mode: Mode::HostCopy,
+        ..Default::default()
+    };
+    let rep = run(vec![r0, r1], SIMPLE, opt).unwrap();
+    let bytes = std::fs::read(&ct).unwrap();
+    let w: Vec<u64> = bytes.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect();
+    assert_eq!(bytes.len() % 8, 0);
+    assert_eq!(&w[..3], &[u64::from_le_bytes(*b"G2GCALLS"), 1, 2]);
+    let (n0, n1) = (w[3] as usize, w[4] as usize);
+    assert_eq!((n0, n1), (5, 4), "every call of each rank");
+    assert_eq!(w.len(), 5 + n0 + n1);
+    let per_rank = [&w[5..5 + n0], &w[5 + n0..]];
+    for (r, d) in per_rank.iter().enumerate() {
+        assert_eq!(d.iter().sum::<u64>(), end_ns(&rep, r), "rank {r}: its calls add up to its end");
+    }
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&tl).unwrap()).unwrap();
+    let mut seen = 0;
+    for e in v["traceEvents"].as_array().unwrap() {
+        if e["ph"] == "X" && e["args"]["event"].is_u64() {
+            let (r, k) = (e["tid"].as_u64().unwrap() as usize, e["args"]["event"].as_u64().unwrap() as usize);
+            let dur_ns = (e["dur"].as_f64().unwrap() * 1000.0).round() as u64;
+            assert_eq!(per_rank[r][k], dur_ns, "rank {r} call {k}");
+            seen += 1;
+        }
+    }
+    assert_eq!(seen, n0 + n1 - 1, "the timeline leaves out only the empty compute");
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -89,6 +89,7 @@ fn opts_from(d: Option<&Bound<'_, PyDict>>) -> PyResult<SimOptions> {
             "network_scale" => o.network_scale = v.extract().map_err(bad)?,
             "per_rank" => o.per_rank = v.extract().map_err(bad)?,
             "timeline" => o.timeline = v.extract().map_err(bad)?,
+            "call_times" => o.call_times = v.extract().map_err(bad)?,
             "no_overlap" => o.no_overlap = v.extract().map_err(bad)?,
             "sharing" => {
                 let s: String = v.extract().map_err(bad)?;
@@ -135,20 +136,26 @@ fn simulate(
     let mut tr = ParquetTrace::open(trace_path).map_err(|e| TraceError::new_err(e.to_string()))?;
     let rows = tr.total_rows;
     let mut failure: Option<PyErr> = None;
-    let mut cb = |done: u64, total: u64| -> bool {
-        if let Err(e) = py.check_signals() {
-            failure = Some(e);
-            return false;
-        }
-        if let Some(p) = &progress {
-            if let Err(e) = p.call1(py, (done, total)) {
-                failure = Some(e);
-                return false;
-            }
-        }
-        true
-    };
-    let res = run_sim(&mut tr, cfg, opt, rows, Some(&mut cb));
+    // the run holds no GIL (other Python threads run meanwhile: `compare` simulates its columns
+    // and re-simulations side by side); the progress call takes it, every 65,536 events
+    let res = py.allow_threads(|| {
+        let mut cb = |done: u64, total: u64| -> bool {
+            Python::with_gil(|py| {
+                if let Err(e) = py.check_signals() {
+                    failure = Some(e);
+                    return false;
+                }
+                if let Some(p) = &progress {
+                    if let Err(e) = p.call1(py, (done, total)) {
+                        failure = Some(e);
+                        return false;
+                    }
+                }
+                true
+            })
+        };
+        run_sim(&mut tr, cfg, opt, rows, Some(&mut cb))
+    });
     if let Some(e) = failure {
         return Err(e);
     }

@@ -3,9 +3,14 @@
 The core reports exact totals per operation name (``per_op``) and per rank (``per_rank``), but not per
 call. Two ways to get the time of each call:
 
-* **timeline** (exact): simulate with ``timeline=PATH``; the core writes one trace event per MPI call,
-  compute and copy with the rank (``tid``) and the trace's ``seq`` (``args.event``); we join those
-  durations to the trace rows.
+* **timeline** (exact; the name of the method since it first came from the timeline): simulate with
+  ``call_times=PATH``; the core writes every call's duration, rank by rank in trace order (a binary
+  file of little-endian u64: ``G2GCALLS``, version 1, the number of ranks, each rank's count, then the
+  durations in ns), and we join them to the trace rows by (rank, ``seq``).  A core built before
+  ``call_times`` existed is read through its Perfetto timeline instead (``timeline=PATH``: one trace
+  event per call with the rank as ``tid`` and ``seq`` as ``args.event``): the same numbers, to the
+  ns, at the cost of writing and parsing JSON (as long as the simulation itself on a 1,024-rank
+  halo).
 * **estimate**: each row gets a weight (Compute: its duration; MPI calls and copies:
   ``LAT + bytes / BW``), and the weights are scaled so that every (rank, operation) cell matches the
   core's exact marginals (iterative proportional fitting to ``per_rank`` comm/compute and ``per_op``).
@@ -31,6 +36,8 @@ LAT_S = 2e-6          # estimate: fixed cost of a call
 BW_BYTES_PER_S = 10e9  # estimate: bytes per second
 
 UNKNOWN_SITE = "(unknown call site)"
+
+CALL_TIMES_MAGIC = int.from_bytes(b"G2GCALLS", "little")  # the first word of a call-times file
 
 
 @dataclass
@@ -142,12 +149,18 @@ class Attributor:
         return m[["rank", "seq", "op", "callsite", "cls", "cat", "size", "w"]]
 
     # ------------------------------------------------------------------------------------------
-    def attribute(self, report: dict, timeline: str | Path | None = None) -> Attribution:
-        """Per-row and per-part times for one simulation ``report`` (timeline: exact; else estimate)."""
+    def attribute(self, report: dict, timeline: str | Path | None = None,
+                  call_times: str | Path | None = None) -> Attribution:
+        """Per-row and per-part times for one simulation ``report``: exact from the core's call-times
+        file (``call_times``) or its timeline, else estimated."""
         notes: list[str] = []
         times = None
         method = "estimate"
-        if timeline is not None and Path(timeline).exists():
+        if call_times is not None:
+            times = self._times_from_call_times(Path(call_times), report, notes)
+            if times is not None:
+                method = "timeline"
+        if times is None and timeline is not None and Path(timeline).exists():
             times = self._times_from_timeline(Path(timeline), report, notes)
             if times is not None:
                 method = "timeline"
@@ -165,6 +178,42 @@ class Attributor:
         with np.errstate(invalid="ignore", divide="ignore"):
             parts["time_s"] = np.where(rw > 0, rt * parts["w"].to_numpy() / rw, 0.0)
         return Attribution(method=method, nranks=self.nranks, rows=rows, parts=parts, notes=notes)
+
+    def _times_from_call_times(self, path: Path, report: dict, notes: list[str]) -> np.ndarray | None:
+        """Each row's time from the core's call-times file (module docs), or None with a note."""
+        try:
+            w = np.fromfile(path, dtype="<u8")
+        except OSError as err:
+            notes.append(f"call times {path} unreadable ({err}); using the estimate")
+            return None
+        n = self.nranks
+        if len(w) < 3 or w[0] != CALL_TIMES_MAGIC or w[1] != 1 or w[2] != n or len(w) < 3 + n:
+            notes.append(f"call times {path}: not a call-times file of {n} ranks; using the estimate")
+            return None
+        counts = w[3:3 + n].astype(np.int64)
+        durs = w[3 + n:]
+        if counts.sum() != len(durs):
+            notes.append(f"call times {path}: {len(durs)} durations for {int(counts.sum())} calls "
+                         "(a half-written file?); using the estimate")
+            return None
+        start = np.concatenate(([0], np.cumsum(counts)[:-1]))
+        rank = self.base["rank"].to_numpy(np.int64)
+        seq = self.base["seq"].to_numpy(np.int64)
+        ok = (rank >= 0) & (rank < n)
+        ok[ok] &= (seq[ok] >= 0) & (seq[ok] < counts[rank[ok]])
+        times = np.zeros(len(rank))
+        times[ok] = durs[start[rank[ok]] + seq[ok]].astype(np.float64) * 1e-9
+        return self._covers_mpi_time(times, report, notes, "call times")
+
+    def _covers_mpi_time(self, times: np.ndarray, report: dict, notes: list[str], what: str) -> np.ndarray | None:
+        """``times`` if their MPI calls add up to the core's MPI total (within 1 %), else None with a note."""
+        mpi_total = sum(v["total_s"] for k, v in report["per_op"].items() if category(k) in ("p2p", "collective", "wait"))
+        cats = self.base["cat"].to_numpy()
+        got = float(times[np.isin(cats, ["p2p", "collective", "wait"])].sum())
+        if mpi_total > 0 and abs(got - mpi_total) > 0.01 * mpi_total + 1e-9:
+            notes.append(f"{what} cover {got / mpi_total:.0%} of the MPI time (truncated?); using the estimate")
+            return None
+        return times
 
     def _times_from_timeline(self, path: Path, report: dict, notes: list[str]) -> np.ndarray | None:
         try:
@@ -189,13 +238,7 @@ class Attributor:
         idx = pd.MultiIndex.from_arrays([self.base["rank"], self.base["seq"]])
         times = s.reindex(idx, fill_value=0.0).to_numpy()
         # the timeline stops after timeline_max_events: check it covered the run
-        mpi_total = sum(v["total_s"] for k, v in report["per_op"].items() if category(k) in ("p2p", "collective", "wait"))
-        cats = self.base["cat"].to_numpy()
-        got = float(times[np.isin(cats, ["p2p", "collective", "wait"])].sum())
-        if mpi_total > 0 and abs(got - mpi_total) > 0.01 * mpi_total + 1e-9:
-            notes.append(f"timeline covers {got / mpi_total:.0%} of the MPI time (truncated?); using the estimate")
-            return None
-        return times
+        return self._covers_mpi_time(times, report, notes, "the timeline's calls")
 
     def _times_estimated(self, report: dict) -> np.ndarray:
         base = self.base
@@ -282,4 +325,31 @@ def core_supports_timeline() -> bool:
 
 
 _TL_SUPPORT: bool | None = None
+
+
+def core_supports_call_times() -> bool:
+    """Whether the compiled core accepts the ``call_times`` option (builds before it do not)."""
+    global _CT_SUPPORT
+    if _CT_SUPPORT is None:
+        import tempfile
+
+        from .. import _core, machines
+        from ..trace import TraceBuilder
+        with tempfile.TemporaryDirectory() as d:
+            b = TraceBuilder(1)
+            b.add(0, "Compute", dur_ns=1)
+            p = Path(d) / "probe.g2g.parquet"
+            b.build().write(p)
+            text, label = machines.resolve("lassen")
+            try:
+                _core.simulate(str(p), text, label, {"call_times": str(Path(d) / "probe.calls")}, None)
+                _CT_SUPPORT = (Path(d) / "probe.calls").exists()
+            except ValueError as e:
+                if "call_times" not in str(e):
+                    raise
+                _CT_SUPPORT = False
+    return _CT_SUPPORT
+
+
+_CT_SUPPORT: bool | None = None
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import tempfile
 from pathlib import Path
 
 import click
@@ -314,9 +315,12 @@ def register(group: click.Group) -> None:
                   help="write Perfetto timelines: NAME-<column>.json for each column")
     @click.option("--profile", "profile_out", type=click.Path(dir_okay=False), default=None,
                   help="write the profile tables (HostCopy and GPUDirect: time per category and operation, per process) as text")
+    @click.option("-j", "--jobs", type=click.IntRange(1), default=None,
+                  help="simulations run side by side (default: the processors available, at most 8); "
+                       "the answer is the same for any number")
     def compare(trace, machine, mapping, coll_algos, network_scale, assume_buffers, buffers, window, no_progress,
                 gpus_per_node, mixed, gpudirect_min_bytes, gpudirect_collectives_only, staged, no_sensitivity,
-                attribution, no_class_gains, whatif_gpn, json_out, report, timeline, profile_out):
+                attribution, no_class_gains, whatif_gpn, json_out, report, timeline, profile_out, jobs):
         """HostCopy vs GPUDirect on TRACE: communication speedup, run-time change, split by operation,
         message size and call site, p2p vs collective share, POP metrics, profiles."""
         from .compare import compare as do_compare
@@ -329,7 +333,7 @@ def register(group: click.Group) -> None:
                                  attribution=attribution, timeline=timeline,
                                  staged_as_device=staged or None, assume_buffers=assume_buffers,
                                  buffers=buffers, window=window, sensitivity=not no_sensitivity,
-                                 machine_default=_defaulted("machine"),
+                                 machine_default=_defaulted("machine"), jobs=jobs,
                                  progress=st, gpus_per_node=gpus_per_node, mapping=_mapping(mapping),
                                  coll_algos=coll_algos, network_scale=network_scale)
                 w = None
@@ -337,7 +341,7 @@ def register(group: click.Group) -> None:
                     from .whatif import whatif
                     w = whatif(trace, machine, _gpn_list(None, None, whatif_gpn), mapping=_mapping(mapping),
                                network_scale=network_scale, assume_buffers=assume_buffers, progress=st,
-                               coll_algos=coll_algos, buffers=res["buffers"], window=window)
+                               coll_algos=coll_algos, buffers=res["buffers"], window=window, jobs=jobs)
         except _errors() as e:
             _fail(str(e))
         print_compare(res)
@@ -367,8 +371,11 @@ def register(group: click.Group) -> None:
     @click.option("--report", type=click.Path(dir_okay=False), default=None, help="self-contained HTML report")
     @click.option("--plot", type=click.Path(dir_okay=False), default=None,
                   help="plot computation + communication per GPUs-per-node configuration (PNG)")
+    @click.option("-j", "--jobs", type=click.IntRange(1), default=None,
+                  help="simulations run side by side (default: the processors available, at most 8); "
+                       "the answer is the same for any number")
     def whatif(trace, machine, mapping, coll_algos, network_scale, assume_buffers, buffers, window, no_progress, gpn,
-               scale_nic_with_gpus, modes, json_out, report, plot):
+               scale_nic_with_gpus, modes, json_out, report, plot, jobs):
         """Communication time of TRACE per GPUs-per-node configuration, HostCopy and GPUDirect."""
         from .whatif import whatif as do_whatif
         _needs_plot(report=report, plot=plot)
@@ -380,7 +387,7 @@ def register(group: click.Group) -> None:
             with _Status(not no_progress, "simulating") as st:
                 w = do_whatif(trace, machine, gpn, scale_nic_with_gpus=scale_nic_with_gpus, mapping=_mapping(mapping),
                               modes=ms, network_scale=network_scale, assume_buffers=assume_buffers, progress=st,
-                              coll_algos=coll_algos, buffers=buffers, window=window,
+                              coll_algos=coll_algos, buffers=buffers, window=window, jobs=jobs,
                               machine_default=_defaulted("machine"))
         except _errors() as e:
             _fail(str(e))
@@ -448,8 +455,9 @@ def register(group: click.Group) -> None:
         Instances_per_Process, ms) and POP efficiencies of one simulated run of TRACE."""
         from ..sim import simulate
         from ._common import load_trace
-        from .attribution import Attributor, core_supports_timeline
+        from .attribution import Attributor, core_supports_call_times, core_supports_timeline
         from .metrics import pop_metrics, profile_tables, profile_text
+        calls_dir = tempfile.TemporaryDirectory(prefix="g2gsim-profile-")
         try:
             td = load_trace(trace)
             opts = dict(gpus_per_node=gpus_per_node, mapping=_mapping(mapping), coll_algos=coll_algos,
@@ -460,10 +468,16 @@ def register(group: click.Group) -> None:
                 timeline = None
             if timeline:
                 opts.update(timeline=timeline, timeline_max_events=max(2_000_000, 20 * len(td.df) + 100_000))
+            # exact per-call times whether or not a timeline is asked for (the same table either way)
+            calls = Path(calls_dir.name) / "calls" if core_supports_call_times() else None
+            if calls is not None:
+                opts["call_times"] = str(calls)
             rep = simulate(td.path, machine, mode=mode, **opts)
-            att = Attributor(td).attribute(rep, timeline)
+            att = Attributor(td).attribute(rep, timeline, call_times=calls)
         except _errors() as e:
             _fail(str(e))
+        finally:
+            calls_dir.cleanup()
         _print_head(rep)
         tabs = profile_tables(rep, att)
         print_profile(tabs, f"{Path(trace).name} ({mode}, per-call times: {att.method})")

@@ -28,12 +28,15 @@ from ._common import (
     size_class,
     size_label,
 )
-from .attribution import UNKNOWN_SITE, Attributor, core_supports_timeline
+from ._parallel import check_jobs, pmap
+from .attribution import UNKNOWN_SITE, Attributor, core_supports_call_times, core_supports_timeline
 from .metrics import pop_metrics, profile_tables, summary
 
 BASE, TARGET = "hostcopy", "gpudirect"
 MAX_CALLSITES = 30
-TIMELINE_AUTO_MAX_ROWS = 200_000  # the timeline JSON is parsed in Python: keep it small
+# a core without call times gives exact per-call times only through its timeline, parsed in Python:
+# "auto" takes that way only for traces this small (with call times, always)
+TIMELINE_AUTO_MAX_ROWS = 200_000
 
 
 @dataclass
@@ -85,21 +88,26 @@ def compare(trace: str | Path, machine: str | Path = "lassen", *, mixed: bool = 
             class_gains: bool = True, attribution: str = "auto", timeline: str | Path | None = None,
             buffers: str | None = None, window: str = "traced", sensitivity: bool = True,
             machine_default: bool = False, staged_as_device: bool | str | None = None,
-            assume_buffers: str | None = None,
+            assume_buffers: str | None = None, jobs: int | None = None,
             progress: Callable[[str], None] | None = None, **sim_kw: Any) -> dict:
     """Simulates ``trace`` as traced, under HostCopy and GPUDirect (plus mixed what-if columns) and
     returns the comparison as a JSON-serialisable dict (see docs/analysis.md for every field).
+
+    jobs: simulations run side by side (default: the processors this process may use, at most 8;
+    1: one after the other).  The answer is the same whatever the number: each run is the same
+    deterministic simulation, and the results are put together in one order.
 
     buffers / window: as g2gsim.simulate (docs/semantics.md); every column uses the same.
     sensitivity: re-simulate HostCopy and GPUDirect at the low and high end of every range the
     machine file gives (``[uncertainty."table.key"]``) and say whether the verdict holds.
     sim_kw are simulate()'s options (gpus_per_node, mapping, coll_algos, network_scale, ...).
-    attribution: "timeline" (exact per-call times; needs a core with timeline support), "estimate"
-    or "auto" (timeline when the core supports it and the trace has at most 200k rows).
+    attribution: "timeline" (exact per-call times from the core), "estimate" or "auto" (exact; with a
+    core built before per-call times, through its timeline and only for traces of at most 200k rows).
     timeline: a path; each column's Perfetto timeline is written next to it as NAME-<column>.json.
     ``staged_as_device`` / ``assume_buffers``: the old names of ``buffers`` (mapped, with a notice;
     "auto" is what ``buffers="traced"`` now does in every run).
     """
+    jobs = check_jobs(jobs)
     notes: list[str] = []
     sad = None if staged_as_device is None or staged_as_device == "auto" else bool(staged_as_device)
     legacy, lnotes = legacy_buffers(assume_buffers, sad)
@@ -117,8 +125,11 @@ def compare(trace: str | Path, machine: str | Path = "lassen", *, mixed: bool = 
         sim_kw.pop(k, None)
     sim_kw.update(buffers=buffers, window=window)
 
-    tl_support = core_supports_timeline() if (attribution != "estimate" or timeline) else False
-    use_tl = attribution == "timeline" or (attribution == "auto" and len(td.df) <= TIMELINE_AUTO_MAX_ROWS)
+    ct_support = core_supports_call_times() if attribution != "estimate" else False
+    tl_support = core_supports_timeline() if ((attribution != "estimate" and not ct_support) or timeline) else False
+    use_ct = ct_support and attribution != "estimate"
+    use_tl = not use_ct and (attribution == "timeline"
+                             or (attribution == "auto" and len(td.df) <= TIMELINE_AUTO_MAX_ROWS))
     if (use_tl or timeline) and not tl_support:
         if attribution == "timeline" or timeline:
             notes.append("the compiled core does not accept the timeline option (built before it was "
@@ -130,33 +141,43 @@ def compare(trace: str | Path, machine: str | Path = "lassen", *, mixed: bool = 
     reports: dict[str, dict] = {}
     atts = {}
     timelines: dict[str, str] = {}
+
+    def run_column(c: Column, stop: Callable[[int, int], None]) -> tuple[dict, Any]:
+        opts = dict(sim_kw, **c.options)
+        tl_path = None
+        if tl_support and (use_tl or timeline):
+            if timeline:
+                t = Path(timeline)
+                tl_path = t.with_name(f"{t.stem}-{slug(c.name)}{t.suffix or '.json'}")
+            else:
+                tl_path = Path(tmp.name) / f"{slug(c.name)}.json"
+            opts["timeline"] = str(tl_path)
+            opts["timeline_max_events"] = max(2_000_000, 20 * len(td.df) + 100_000)
+        ct_path = Path(tmp.name) / f"{slug(c.name)}.calls" if use_ct else None
+        if ct_path is not None:
+            opts["call_times"] = str(ct_path)
+        rep = simulate(native, machine, mode=c.mode, machine_default=machine_default, progress=stop, **opts)
+        att = att_engine.attribute(rep, tl_path if use_tl else None, call_times=ct_path)
+        if tl_path is not None and not timeline:
+            tl_path.unlink(missing_ok=True)
+        if ct_path is not None:
+            ct_path.unlink(missing_ok=True)
+        return rep, att
+
     try:
-        for c in cols:
-            opts = dict(sim_kw, **c.options)
-            tl_path = None
-            if tl_support and (use_tl or timeline):
-                if timeline:
-                    t = Path(timeline)
-                    tl_path = t.with_name(f"{t.stem}-{slug(c.name)}{t.suffix or '.json'}")
-                else:
-                    tl_path = Path(tmp.name) / f"{slug(c.name)}.json"
-                opts["timeline"] = str(tl_path)
-                opts["timeline_max_events"] = max(2_000_000, 20 * len(td.df) + 100_000)
-                if timeline:
-                    timelines[c.name] = str(tl_path)
-            if progress:
-                progress(c.name)
-            rep = simulate(native, machine, mode=c.mode, machine_default=machine_default, **opts)
+        done = pmap(run_column, cols, jobs, progress, label=lambda c: c.name)
+        for c, (rep, att) in zip(cols, done):
             reports[c.name] = rep
-            atts[c.name] = att_engine.attribute(rep, tl_path if use_tl else None)
-            if tl_path is not None and not timeline:
-                tl_path.unlink(missing_ok=True)
-            for n in atts[c.name].notes:
+            atts[c.name] = att
+            if timeline and tl_support:
+                t = Path(timeline)
+                timelines[c.name] = str(t.with_name(f"{t.stem}-{slug(c.name)}{t.suffix or '.json'}"))
+            for n in att.notes:
                 if n not in notes:
                     notes.append(n)
         method = atts[BASE].method
-        gains = _class_gains(native, machine, sim_kw, att_engine, reports, progress) if class_gains else None
-        sens = _sensitivity(native, machine, sim_kw, reports, progress) if sensitivity else None
+        gains = _class_gains(native, machine, sim_kw, att_engine, reports, progress, jobs) if class_gains else None
+        sens = _sensitivity(native, machine, sim_kw, reports, progress, jobs) if sensitivity else None
     finally:
         tmp.cleanup()
     res = _assemble(td, machine, cols, reports, atts, method, gains, notes, timelines, sim_kw)
@@ -173,23 +194,28 @@ def compare(trace: str | Path, machine: str | Path = "lassen", *, mixed: bool = 
     return res
 
 
-def _sensitivity(native, machine, sim_kw, reports, progress) -> dict:
+def _sensitivity(native, machine, sim_kw, reports, progress, jobs=1) -> dict:
     """HostCopy and GPUDirect at the low and high end of each range the machine file gives."""
     info = reports[BASE].get("machine_info") or machine_info(machine)
     base_change = ratio(summary(reports[TARGET])["runtime_s"], summary(reports[BASE])["runtime_s"]) - 1
     rows = []
     opts = {k: v for k, v in sim_kw.items() if k not in ("timeline", "timeline_max_events")}
     opts["per_rank"] = False
-    for rg in info.get("ranges", []):
+    ranges = info.get("ranges", [])
+    runs = [(rg, end, mode) for rg in ranges for end in ("low", "high") for mode in (BASE, TARGET)]
+
+    def run(r, stop):
+        rg, end, mode = r
+        rep = simulate(native, machine, mode=mode, machine_set={rg["key"]: rg[end]}, progress=stop, **opts)
+        return summary(rep)["runtime_s"]
+
+    times = dict(zip(((rg["key"], end, mode) for rg, end, mode in runs),
+                     pmap(run, runs, jobs, progress, label=lambda r: f"sensitivity: {r[0]['key']} = {r[0][r[1]]} ({r[2]})")))
+    for rg in ranges:
         row = {"key": rg["key"], "low": rg["low"], "high": rg["high"], "source": rg["source"],
                "value": info["key_parameters"].get(rg["key"], "default")}
         for end in ("low", "high"):
-            if progress:
-                progress(f"sensitivity: {rg['key']} = {rg[end]}")
-            rt = {}
-            for mode in (BASE, TARGET):
-                rep = simulate(native, machine, mode=mode, machine_set={rg["key"]: rg[end]}, **opts)
-                rt[mode] = summary(rep)["runtime_s"]
+            rt = {mode: times[(rg["key"], end, mode)] for mode in (BASE, TARGET)}
             ch = ratio(rt[TARGET], rt[BASE]) - 1
             row[f"change_{end}"] = ch
             row[f"verdict_{end}"] = _verdict(-ch)
@@ -235,19 +261,21 @@ def _apply_sensitivity(res: dict) -> None:
                                    f"(run-time change {lo:+.1%} to {hi:+.1%})")
 
 
-def _class_gains(native, machine, sim_kw, att_engine, reports, progress) -> dict:
+def _class_gains(native, machine, sim_kw, att_engine, reports, progress, jobs=1) -> dict:
     """GPUDirect saving per size class by simulation: messages of at least a threshold go GPU-direct
     (gpudirect_min_bytes); the saving of a class is the drop in communication time when the threshold
     moves from its upper to its lower bound. Classes are taken largest first."""
     present = [c for c in SIZE_LABELS if c in att_engine.class_messages]
     lower = {lab: (0 if i == 0 else SIZE_EDGES[i - 1] + 1) for i, lab in enumerate(SIZE_LABELS)}
     opts = dict(sim_kw)
-    comm = {}
+    comm: dict[int, float] = {}
     thresholds = [1 << 62] + [lower[c] for c in reversed(present) if lower[c] > 0]
-    for t in thresholds:
-        if progress:
-            progress(f"gpudirect >= {size_label(t) if t < 1 << 62 else 'none'}")
-        comm[t] = summary(simulate(native, machine, mode=TARGET, gpudirect_min_bytes=t, **opts))["comm_s"]
+
+    def run(t, stop):
+        return summary(simulate(native, machine, mode=TARGET, gpudirect_min_bytes=t, progress=stop, **opts))["comm_s"]
+
+    comm.update(zip(thresholds, pmap(run, thresholds, jobs, progress,
+                                     label=lambda t: f"gpudirect >= {size_label(t) if t < 1 << 62 else 'none'}")))
     comm[0] = summary(reports[TARGET])["comm_s"]
     out: dict[str, dict] = {}
     prev = comm[1 << 62]

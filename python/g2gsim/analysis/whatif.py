@@ -8,6 +8,7 @@ from typing import Any
 
 from .. import machines
 from ..sim import SimulationError, simulate
+from ._parallel import check_jobs, pmap
 from .metrics import summary
 
 
@@ -19,12 +20,13 @@ def whatif(trace: str | Path, machine: str | Path = "lassen", gpus_per_node: Seq
            scale_nic_with_gpus: bool = False, mapping: str | list[int] | None = None,
            modes: Sequence[str] = ("hostcopy", "gpudirect"), network_scale: float = 1.0,
            assume_buffers: str | None = None, progress: Callable[[str], None] | None = None,
-           **sim_kw: Any) -> dict:
+           jobs: int | None = None, **sim_kw: Any) -> dict:
     """Simulates ``trace`` for each GPUs-per-node value and mode; returns {"rows": [...], ...}.
 
     With scale_nic_with_gpus the network bandwidth is multiplied by gpn / (the machine's GPUs per node),
     i.e. the NIC grows linearly with the GPUs it serves (paper Fig. 7); network_scale multiplies on top.
     A mapping that does not fit a configuration gives a row with an ``error``.
+    jobs: simulations side by side, as in ``compare`` (the same answer for any number).
     """
     from ..sim import as_native
     path = as_native(trace)
@@ -36,26 +38,27 @@ def whatif(trace: str | Path, machine: str | Path = "lassen", gpus_per_node: Seq
     rows = []
     assumptions: dict[str, None] = {}
     minfo = None
-    for gpn in gpus_per_node:
-        gpn = int(gpn)
+    runs = [(int(gpn), mode) for gpn in gpus_per_node for mode in modes]
+
+    def run(r: tuple[int, str], stop: Callable[[int, int], None]) -> tuple[dict[str, Any], dict | None]:
+        gpn, mode = r
         scale = network_scale * (gpn / base_gpn if scale_nic_with_gpus else 1.0)
-        for mode in modes:
-            opts = dict(sim_kw)
-            if progress:
-                progress(f"{gpn} GPUs/node, {mode}")
-            row: dict[str, Any] = {"gpus_per_node": gpn, "mode": mode, "network_scale": scale}
-            try:
-                rep = simulate(path, machine, mode=mode, gpus_per_node=gpn, mapping=mapping,
-                               network_scale=scale, **opts)
-            except (ValueError, SimulationError) as e:
-                row["error"] = str(e)
-                rows.append(row)
-                continue
+        row: dict[str, Any] = {"gpus_per_node": gpn, "mode": mode, "network_scale": scale}
+        try:
+            rep = simulate(path, machine, mode=mode, gpus_per_node=gpn, mapping=mapping,
+                           network_scale=scale, progress=stop, **sim_kw)
+        except (ValueError, SimulationError) as e:
+            row["error"] = str(e)
+            return row, None
+        return row, rep
+
+    for row, rep in pmap(run, runs, check_jobs(jobs), progress, label=lambda r: f"{r[0]} GPUs/node, {r[1]}"):
+        if rep is not None:
             row.update(nodes=int(rep["nodes"]), **summary(rep))
             row["notices"] = rep.get("notices", [])
             minfo = minfo or rep.get("machine_info")
             assumptions.update(dict.fromkeys(rep.get("assumptions", [])))
-            rows.append(row)
+        rows.append(row)
     for mode in modes:
         ok = [r for r in rows if r["mode"] == mode and "error" not in r]
         if ok:

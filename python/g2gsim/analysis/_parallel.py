@@ -1,0 +1,91 @@
+"""Independent simulations side by side (``compare``'s columns, size-class and sensitivity runs).
+
+The core releases the GIL while it simulates, so threads run simulations in parallel; each one is
+the same deterministic run as alone, and the results come back in the order of the inputs, so
+the answer does not depend on the number of jobs.  An interrupt (Ctrl-C) stops the running ones at
+their next progress call (every 65,536 events) and is raised; so does a failure, which is raised
+(of several, the first in input order among those that ran to their failure).
+"""
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Iterable
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+MAX_DEFAULT_JOBS = 8
+
+
+def default_jobs() -> int:
+    """The processors this process may use (at most ``MAX_DEFAULT_JOBS``)."""
+    try:
+        n = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        n = os.cpu_count() or 1
+    return max(1, min(n, MAX_DEFAULT_JOBS))
+
+
+def check_jobs(jobs: int | None) -> int:
+    """``jobs`` as given (a positive number), or the default when None."""
+    if jobs is None:
+        return default_jobs()
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"jobs must be a whole number of at least 1, not {jobs!r}")
+    return jobs
+
+
+class Cancelled(Exception):
+    """A simulation stopped because another one failed or the run was interrupted."""
+
+
+def pmap(fn: Callable[[T, Callable[[int, int], None]], R], items: Iterable[T], jobs: int,
+         progress: Callable[[str], None] | None = None, label: Callable[[T], str] = str) -> list[R]:
+    """``[fn(item, stop) for item in items]``, up to ``jobs`` at a time.  ``fn`` passes ``stop`` to
+    ``simulate`` as its ``progress`` (it raises ``Cancelled`` once the others are to stop)."""
+    items = list(items)
+    cancel = threading.Event()
+
+    def stop(done: int, total: int) -> None:
+        if cancel.is_set():
+            raise Cancelled("stopped")
+
+    if jobs <= 1 or len(items) <= 1:
+        out = []
+        for it in items:
+            if progress:
+                progress(label(it))
+            out.append(fn(it, stop))
+        return out
+    if progress:
+        progress(", ".join(label(it) for it in items) + f" ({min(jobs, len(items))} at a time)")
+    ex = ThreadPoolExecutor(max_workers=min(jobs, len(items)), thread_name_prefix="g2gsim-sim")
+    try:
+        futs = [ex.submit(fn, it, stop) for it in items]
+        _, pending = wait(futs, return_when=FIRST_EXCEPTION)
+        if pending:  # one failed: the others stop at their next progress call
+            cancel.set()
+            wait(pending)
+    except BaseException:
+        cancel.set()
+        raise
+    finally:
+        ex.shutdown(wait=True, cancel_futures=True)
+    for f in futs:  # the first failure in input order (runs stopped for it are not failures)
+        e = f.exception()
+        if e is not None and not isinstance(e, Cancelled):
+            raise e
+    for f in futs:
+        e = f.exception()
+        if e is not None:
+            raise e
+    return [f.result() for f in futs]
+
+
+def run_all(calls: list[tuple[str, Callable[[Callable[[int, int], None]], Any]]], jobs: int,
+            progress: Callable[[str], None] | None = None) -> list[Any]:
+    """Runs ``(label, fn(stop))`` pairs as ``pmap`` does; the results in order."""
+    return pmap(lambda c, stop: c[1](stop), calls, jobs, progress, label=lambda c: c[0])
