@@ -300,10 +300,10 @@ def _ipf(m: np.ndarray, row_target: np.ndarray | None, col_target: np.ndarray, i
     return x
 
 
-def core_supports_timeline() -> bool:
-    """Whether the compiled core accepts the ``timeline`` option (older builds do not)."""
-    global _TL_SUPPORT
-    if _TL_SUPPORT is None:
+def _core_writes(option: str) -> bool:
+    """Whether the compiled core accepts the file-writing ``option`` and writes the file (older
+    builds reject options they do not know): one probe run of a one-call trace, once per option."""
+    if option not in _CORE_WRITES:
         import tempfile
 
         from .. import _core, machines
@@ -314,42 +314,26 @@ def core_supports_timeline() -> bool:
             p = Path(d) / "probe.g2g.parquet"
             b.build().write(p)
             text, label = machines.resolve("lassen")
+            out = Path(d) / "probe.out"
             try:
-                _core.simulate(str(p), text, label, {"timeline": str(Path(d) / "tl.json")}, None)
-                _TL_SUPPORT = (Path(d) / "tl.json").exists()
+                _core.simulate(str(p), text, label, {option: str(out)}, None)
+                _CORE_WRITES[option] = out.exists()
             except ValueError as e:
-                if "timeline" not in str(e):
+                if option not in str(e):
                     raise
-                _TL_SUPPORT = False
-    return _TL_SUPPORT
+                _CORE_WRITES[option] = False
+    return _CORE_WRITES[option]
 
 
-_TL_SUPPORT: bool | None = None
+_CORE_WRITES: dict[str, bool] = {}
+
+
+def core_supports_timeline() -> bool:
+    """Whether the compiled core accepts the ``timeline`` option (older builds do not)."""
+    return _core_writes("timeline")
 
 
 def core_supports_call_times() -> bool:
     """Whether the compiled core accepts the ``call_times`` option (builds before it do not)."""
-    global _CT_SUPPORT
-    if _CT_SUPPORT is None:
-        import tempfile
-
-        from .. import _core, machines
-        from ..trace import TraceBuilder
-        with tempfile.TemporaryDirectory() as d:
-            b = TraceBuilder(1)
-            b.add(0, "Compute", dur_ns=1)
-            p = Path(d) / "probe.g2g.parquet"
-            b.build().write(p)
-            text, label = machines.resolve("lassen")
-            try:
-                _core.simulate(str(p), text, label, {"call_times": str(Path(d) / "probe.calls")}, None)
-                _CT_SUPPORT = (Path(d) / "probe.calls").exists()
-            except ValueError as e:
-                if "call_times" not in str(e):
-                    raise
-                _CT_SUPPORT = False
-    return _CT_SUPPORT
-
-
-_CT_SUPPORT: bool | None = None
+    return _core_writes("call_times")
 
