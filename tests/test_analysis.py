@@ -528,3 +528,14 @@ def test_whatif_gives_one_answer_whatever_the_jobs(traces):
     one, three = whatif(traces["clustered"], "lassen", jobs=1, **kw), whatif(traces["clustered"], "lassen", jobs=3, **kw)
     assert [(r["gpus_per_node"], r["mode"]) for r in three["rows"]] == [(g, m) for g in (1, 2, 4) for m in kw["modes"]]
     assert json.dumps(three, sort_keys=True, default=str) == json.dumps(one, sort_keys=True, default=str)
+
+
+def test_map_gives_one_answer_whatever_the_jobs(traces):
+    """The three mappings simulated side by side: the same rows and choice as one by one (less the
+    optimiser's own wall time)."""
+    one = map_trace(traces["clustered"], "lassen", gpus_per_node=4, jobs=1)
+    three = map_trace(traces["clustered"], "lassen", gpus_per_node=4, jobs=3)
+    for m in (one, three):
+        m.pop("optimiser_s")
+    assert [r["mapping"] for r in three["rows"]] == ["linear", "round-robin", "optimised"]
+    assert json.dumps(three, sort_keys=True, default=str) == json.dumps(one, sort_keys=True, default=str)

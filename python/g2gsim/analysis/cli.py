@@ -420,8 +420,11 @@ def register(group: click.Group) -> None:
     @click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None)
     @click.option("--report", type=click.Path(dir_okay=False), default=None, help="self-contained HTML report")
     @click.option("--no-progress", is_flag=True)
+    @click.option("-j", "--jobs", type=click.IntRange(1), default=None,
+                  help="simulations run side by side (default: the processors available, at most 8); "
+                       "the answer is the same for any number")
     def map_(trace, machine, output, gpus_per_node, mode, no_collectives, coll_algos, network_scale, assume_buffers,
-             buffers, json_out, report, no_progress):
+             buffers, json_out, report, no_progress, jobs):
         """Optimise the rank-to-node mapping of TRACE: place heavily communicating ranks on one node,
         write the mapping, compare simulated communication time with linear and round-robin."""
         from .mapping import map_trace, write_mapping
@@ -429,7 +432,7 @@ def register(group: click.Group) -> None:
             with _Status(not no_progress, "mapping") as st:
                 m = map_trace(trace, machine, gpus_per_node=gpus_per_node, mode=mode, collectives=not no_collectives,
                               assume_buffers=assume_buffers, progress=st, coll_algos=coll_algos,
-                              network_scale=network_scale, buffers=buffers)
+                              network_scale=network_scale, buffers=buffers, jobs=jobs)
         except _errors() as e:
             _fail(str(e))
         print_mapping(m)

@@ -162,11 +162,14 @@ def read_mapping(path: str | Path) -> list[int]:
 
 
 def map_trace(trace, machine="lassen", *, gpus_per_node: int | None = None, mode: str = "as-traced",
-              collectives: bool = True, assume_buffers: str | None = None, progress=None, **sim_kw) -> dict:
+              collectives: bool = True, assume_buffers: str | None = None, progress=None, jobs: int | None = None,
+              **sim_kw) -> dict:
     """Builds the traffic matrix of ``trace``, optimises the mapping and simulates linear, round-robin
-    and the optimised mapping; returns {"mapping": [...], "best": name, "rows": [...], ...}."""
+    and the optimised mapping (side by side: ``jobs`` as in ``compare``, the same answer for any
+    number); returns {"mapping": [...], "best": name, "rows": [...], ...}."""
     from ..sim import simulate
     from ._common import load_trace
+    from ._parallel import check_jobs, pmap
     from .metrics import summary
     from .whatif import preset_gpus_per_node
 
@@ -184,10 +187,11 @@ def map_trace(trace, machine="lassen", *, gpus_per_node: int | None = None, mode
     rows: list[dict[str, Any]] = []
     sim_kw = {k: v for k, v in sim_kw.items() if v is not None}
     sim_kw.pop("mapping", None)
-    for name, m in cands.items():
-        if progress:
-            progress(name)
-        rep = simulate(td.path, machine, mode=mode, gpus_per_node=gpn, mapping=[int(x) for x in m], **sim_kw)
+    def run(name: str, stop) -> dict:
+        return simulate(td.path, machine, mode=mode, gpus_per_node=gpn, mapping=[int(x) for x in cands[name]],
+                        progress=stop, **sim_kw)
+
+    for (name, m), rep in zip(cands.items(), pmap(run, list(cands), check_jobs(jobs), progress)):
         s = summary(rep)
         inter = inter_node_bytes(W, m)
         rows.append({"mapping": name, "inter_node_bytes": inter, "inter_node_share": inter / total if total else 0.0,
