@@ -513,6 +513,19 @@ def test_parallel_runs_keep_order_and_stop_on_a_failure():
         pmap(fail_or_wait, [1, 0], 2)
     assert stopped.is_set(), "the other run was not stopped"
 
+    started = []
+
+    def fail_first(x, stop):
+        started.append(x)
+        if x == 0:
+            raise RuntimeError("bad input 0")
+        time.sleep(0.2)
+        return x
+
+    with pytest.raises(RuntimeError, match="bad input 0"):
+        pmap(fail_first, range(6), 2)
+    assert len(started) < 6, "runs queued behind the failure were started"
+
     def two_fail(x, stop):
         time.sleep(0.05 if x == 1 else 0.0)
         raise RuntimeError(f"bad {x}")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Iterable
-from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -60,25 +60,33 @@ def pmap(fn: Callable[[T, Callable[[int, int], None]], R], items: Iterable[T], j
                 progress(label(it))
             out.append(fn(it, stop))
         return out
+    k = min(jobs, len(items))
     if progress:
-        progress(", ".join(label(it) for it in items) + f" ({min(jobs, len(items))} at a time)")
-    ex = ThreadPoolExecutor(max_workers=min(jobs, len(items)), thread_name_prefix="g2gsim-sim")
+        progress(f"{len(items)} simulations, {k} at a time")
+    ex = ThreadPoolExecutor(max_workers=k, thread_name_prefix="g2gsim-sim")
     try:
         futs = [ex.submit(fn, it, stop) for it in items]
-        _, pending = wait(futs, return_when=FIRST_EXCEPTION)
-        if pending:  # one failed: the others stop at their next progress call
-            cancel.set()
-            wait(pending)
+        for n, f in enumerate(as_completed(futs), 1):
+            if f.cancelled():
+                continue
+            if f.exception() is not None:
+                # the runs not started are dropped, the running ones stop at their next progress call
+                cancel.set()
+                for g in futs:
+                    g.cancel()
+            elif progress:
+                progress(f"{n} of {len(items)} simulations done, {k} at a time")
     except BaseException:
         cancel.set()
         raise
     finally:
         ex.shutdown(wait=True, cancel_futures=True)
-    for f in futs:  # the first failure in input order (runs stopped for it are not failures)
+    ran = [f for f in futs if not f.cancelled()]
+    for f in ran:  # the first failure in input order (runs stopped for it are not failures)
         e = f.exception()
         if e is not None and not isinstance(e, Cancelled):
             raise e
-    for f in futs:
+    for f in ran:
         e = f.exception()
         if e is not None:
             raise e

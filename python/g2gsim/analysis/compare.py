@@ -1,6 +1,7 @@
 """HostCopy vs GPUDirect (and mixed what-ifs) on one trace: ``g2gsim compare``."""
 from __future__ import annotations
 
+import functools
 import math
 import re
 import tempfile
@@ -28,7 +29,7 @@ from ._common import (
     size_class,
     size_label,
 )
-from ._parallel import check_jobs, pmap
+from ._parallel import check_jobs, run_all
 from .attribution import UNKNOWN_SITE, Attributor, core_supports_call_times, core_supports_timeline
 from .metrics import pop_metrics, profile_tables, summary
 
@@ -164,8 +165,16 @@ def compare(trace: str | Path, machine: str | Path = "lassen", *, mixed: bool = 
             ct_path.unlink(missing_ok=True)
         return rep, att
 
+    # every simulation is known before any runs (the sensitivity ranges come from the machine file):
+    # one pool for all of them, so that no phase waits for the slowest run of the one before
+    calls: list[tuple[str, Callable[[Callable[[int, int], None]], Any]]] = [
+        (c.name, functools.partial(run_column, c)) for c in cols]
+    gain_calls, gains_table = _class_gains_plan(native, machine, sim_kw, att_engine) if class_gains else ([], None)
+    sens_calls, sens_table = (_sensitivity_plan(native, machine, sim_kw, machine_info(machine, explicit=not machine_default))
+                              if sensitivity else ([], None))
     try:
-        done = pmap(run_column, cols, jobs, progress, label=lambda c: c.name)
+        results = run_all(calls + gain_calls + sens_calls, jobs, progress)
+        done = results[:len(cols)]
         for c, (rep, att) in zip(cols, done):
             reports[c.name] = rep
             atts[c.name] = att
@@ -176,8 +185,9 @@ def compare(trace: str | Path, machine: str | Path = "lassen", *, mixed: bool = 
                 if n not in notes:
                     notes.append(n)
         method = atts[BASE].method
-        gains = _class_gains(native, machine, sim_kw, att_engine, reports, progress, jobs) if class_gains else None
-        sens = _sensitivity(native, machine, sim_kw, reports, progress, jobs) if sensitivity else None
+        rest = results[len(cols):]
+        gains = gains_table(rest[:len(gain_calls)], reports) if gains_table else None
+        sens = sens_table(rest[len(gain_calls):], reports) if sens_table else None
     finally:
         tmp.cleanup()
     res = _assemble(td, machine, cols, reports, atts, method, gains, notes, timelines, sim_kw)
@@ -194,38 +204,42 @@ def compare(trace: str | Path, machine: str | Path = "lassen", *, mixed: bool = 
     return res
 
 
-def _sensitivity(native, machine, sim_kw, reports, progress, jobs=1) -> dict:
-    """HostCopy and GPUDirect at the low and high end of each range the machine file gives."""
-    info = reports[BASE].get("machine_info") or machine_info(machine)
-    base_change = ratio(summary(reports[TARGET])["runtime_s"], summary(reports[BASE])["runtime_s"]) - 1
-    rows = []
+def _sensitivity_plan(native, machine, sim_kw, info: dict):
+    """HostCopy and GPUDirect at the low and high end of each range the machine file gives: the runs
+    (label, run(stop)), and the table from their results (with the columns' reports)."""
     opts = {k: v for k, v in sim_kw.items() if k not in ("timeline", "timeline_max_events")}
     opts["per_rank"] = False
     ranges = info.get("ranges", [])
     runs = [(rg, end, mode) for rg in ranges for end in ("low", "high") for mode in (BASE, TARGET)]
 
-    def run(r, stop):
-        rg, end, mode = r
+    def run(rg: dict, end: str, mode: str, stop: Callable[[int, int], None]) -> float:
         rep = simulate(native, machine, mode=mode, machine_set={rg["key"]: rg[end]}, progress=stop, **opts)
         return summary(rep)["runtime_s"]
 
-    times = dict(zip(((rg["key"], end, mode) for rg, end, mode in runs),
-                     pmap(run, runs, jobs, progress, label=lambda r: f"sensitivity: {r[0]['key']} = {r[0][r[1]]} ({r[2]})")))
-    for rg in ranges:
-        row = {"key": rg["key"], "low": rg["low"], "high": rg["high"], "source": rg["source"],
-               "value": info["key_parameters"].get(rg["key"], "default")}
-        for end in ("low", "high"):
-            rt = {mode: times[(rg["key"], end, mode)] for mode in (BASE, TARGET)}
-            ch = ratio(rt[TARGET], rt[BASE]) - 1
-            row[f"change_{end}"] = ch
-            row[f"verdict_{end}"] = _verdict(-ch)
-            row[f"hostcopy_s_{end}"], row[f"gpudirect_s_{end}"] = rt[BASE], rt[TARGET]
-        row["spread"] = abs(row["change_high"] - row["change_low"])
-        rows.append(row)
-    rows.sort(key=lambda r: -r["spread"])
-    return {"parameters": rows, "base_change": base_change,
-            "note": None if rows else f"{info['name']} gives no ranges for its uncertain parameters: "
-                                      "the verdict's sensitivity is not known ([uncertainty] in docs/machine-files.md)"}
+    calls = [(f"sensitivity: {rg['key']} = {rg[end]} ({mode})", functools.partial(run, rg, end, mode))
+             for rg, end, mode in runs]
+
+    def table(results: list[float], reports: dict) -> dict:
+        times = {(rg["key"], end, mode): t for (rg, end, mode), t in zip(runs, results)}
+        base_change = ratio(summary(reports[TARGET])["runtime_s"], summary(reports[BASE])["runtime_s"]) - 1
+        rows = []
+        for rg in ranges:
+            row = {"key": rg["key"], "low": rg["low"], "high": rg["high"], "source": rg["source"],
+                   "value": info["key_parameters"].get(rg["key"], "default")}
+            for end in ("low", "high"):
+                rt = {mode: times[(rg["key"], end, mode)] for mode in (BASE, TARGET)}
+                ch = ratio(rt[TARGET], rt[BASE]) - 1
+                row[f"change_{end}"] = ch
+                row[f"verdict_{end}"] = _verdict(-ch)
+                row[f"hostcopy_s_{end}"], row[f"gpudirect_s_{end}"] = rt[BASE], rt[TARGET]
+            row["spread"] = abs(row["change_high"] - row["change_low"])
+            rows.append(row)
+        rows.sort(key=lambda r: -r["spread"])
+        return {"parameters": rows, "base_change": base_change,
+                "note": None if rows else f"{info['name']} gives no ranges for its uncertain parameters: "
+                                          "the verdict's sensitivity is not known ([uncertainty] in docs/machine-files.md)"}
+
+    return calls, table
 
 
 def _apply_sensitivity(res: dict) -> None:
@@ -261,36 +275,41 @@ def _apply_sensitivity(res: dict) -> None:
                                    f"(run-time change {lo:+.1%} to {hi:+.1%})")
 
 
-def _class_gains(native, machine, sim_kw, att_engine, reports, progress, jobs=1) -> dict:
+def _class_gains_plan(native, machine, sim_kw, att_engine):
     """GPUDirect saving per size class by simulation: messages of at least a threshold go GPU-direct
     (gpudirect_min_bytes); the saving of a class is the drop in communication time when the threshold
-    moves from its upper to its lower bound. Classes are taken largest first."""
+    moves from its upper to its lower bound. Classes are taken largest first.  The runs (label,
+    run(stop)), and the table from their results (with the columns' reports)."""
     present = [c for c in SIZE_LABELS if c in att_engine.class_messages]
     lower = {lab: (0 if i == 0 else SIZE_EDGES[i - 1] + 1) for i, lab in enumerate(SIZE_LABELS)}
     opts = dict(sim_kw)
-    comm: dict[int, float] = {}
     thresholds = [1 << 62] + [lower[c] for c in reversed(present) if lower[c] > 0]
 
-    def run(t, stop):
+    def run(t: int, stop: Callable[[int, int], None]) -> float:
         return summary(simulate(native, machine, mode=TARGET, gpudirect_min_bytes=t, progress=stop, **opts))["comm_s"]
 
-    comm.update(zip(thresholds, pmap(run, thresholds, jobs, progress,
-                                     label=lambda t: f"gpudirect >= {size_label(t) if t < 1 << 62 else 'none'}")))
-    comm[0] = summary(reports[TARGET])["comm_s"]
-    out: dict[str, dict] = {}
-    prev = comm[1 << 62]
-    for c in reversed(present):
-        t = lower[c]
-        cur = comm[t]
-        out[c] = {"threshold_bytes": t, "comm_s_after": cur, "saving_s": prev - cur}
-        prev = cur
-    rest = prev - comm[0]
-    if abs(rest) > 1e-12:
-        out["smaller messages and collectives"] = {"threshold_bytes": 0, "comm_s_after": comm[0], "saving_s": rest}
-    base = comm[1 << 62]
-    for v in out.values():
-        v["saving_share"] = ratio(v["saving_s"], base - comm[0]) if base != comm[0] else float("nan")
-    return {"all_staged_comm_s": base, "classes": out}
+    calls = [(f"gpudirect >= {size_label(t) if t < 1 << 62 else 'none'}", functools.partial(run, t))
+             for t in thresholds]
+
+    def table(results: list[float], reports: dict) -> dict:
+        comm = dict(zip(thresholds, results))
+        comm[0] = summary(reports[TARGET])["comm_s"]
+        out: dict[str, dict] = {}
+        prev = comm[1 << 62]
+        for c in reversed(present):
+            t = lower[c]
+            cur = comm[t]
+            out[c] = {"threshold_bytes": t, "comm_s_after": cur, "saving_s": prev - cur}
+            prev = cur
+        rest = prev - comm[0]
+        if abs(rest) > 1e-12:
+            out["smaller messages and collectives"] = {"threshold_bytes": 0, "comm_s_after": comm[0], "saving_s": rest}
+        base = comm[1 << 62]
+        for v in out.values():
+            v["saving_share"] = ratio(v["saving_s"], base - comm[0]) if base != comm[0] else float("nan")
+        return {"all_staged_comm_s": base, "classes": out}
+
+    return calls, table
 
 
 def _verdict(runtime_gain: float) -> str:
