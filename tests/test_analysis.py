@@ -552,3 +552,23 @@ def test_map_gives_one_answer_whatever_the_jobs(traces):
         m.pop("optimiser_s")
     assert [r["mapping"] for r in three["rows"]] == ["linear", "round-robin", "optimised"]
     assert json.dumps(three, sort_keys=True, default=str) == json.dumps(one, sort_keys=True, default=str)
+
+
+def test_default_jobs_fit_the_memory(monkeypatch):
+    """The default number of simulations side by side: the processors, at most 8, and no more than
+    the available memory holds (64 MiB + 32 KiB a rank each); a number given is used as given."""
+    from g2gsim.analysis import _parallel as par
+    monkeypatch.setattr(par.os, "sched_getaffinity", lambda pid: set(range(16)), raising=False)
+    monkeypatch.setattr(par, "_mem_available", lambda: 4 << 30)
+    assert par.check_jobs(None) == 8
+    assert par.check_jobs(None, 1024) == 8                  # 96 MiB each: 42 fit
+    assert par.check_jobs(None, 65_536) == 1                # 2.06 GiB each: one fits in 4 GiB
+    assert par.check_jobs(None, 32_768) == 3                # 1.06 GiB each
+    assert par.check_jobs(4, 65_536) == 4
+    monkeypatch.setattr(par, "_mem_available", lambda: None)
+    assert par.check_jobs(None, 1 << 20) == 8               # memory not known: the processors
+    monkeypatch.setattr(par, "_mem_available", lambda: 1 << 20)
+    assert par.check_jobs(None, 1 << 20) == 1               # never fewer than one
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="jobs"):
+            par.check_jobs(bad)

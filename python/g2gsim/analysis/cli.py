@@ -316,7 +316,7 @@ def register(group: click.Group) -> None:
     @click.option("--profile", "profile_out", type=click.Path(dir_okay=False), default=None,
                   help="write the profile tables (HostCopy and GPUDirect: time per category and operation, per process) as text")
     @click.option("-j", "--jobs", type=click.IntRange(1), default=None,
-                  help="simulations run side by side (default: the processors available, at most 8); "
+                  help="simulations run side by side (default: the processors available, at most 8, as many as the memory holds); "
                        "the answer is the same for any number")
     def compare(trace, machine, mapping, coll_algos, network_scale, assume_buffers, buffers, window, no_progress,
                 gpus_per_node, mixed, gpudirect_min_bytes, gpudirect_collectives_only, staged, no_sensitivity,
@@ -372,7 +372,7 @@ def register(group: click.Group) -> None:
     @click.option("--plot", type=click.Path(dir_okay=False), default=None,
                   help="plot computation + communication per GPUs-per-node configuration (PNG)")
     @click.option("-j", "--jobs", type=click.IntRange(1), default=None,
-                  help="simulations run side by side (default: the processors available, at most 8); "
+                  help="simulations run side by side (default: the processors available, at most 8, as many as the memory holds); "
                        "the answer is the same for any number")
     def whatif(trace, machine, mapping, coll_algos, network_scale, assume_buffers, buffers, window, no_progress, gpn,
                scale_nic_with_gpus, modes, json_out, report, plot, jobs):
@@ -421,7 +421,7 @@ def register(group: click.Group) -> None:
     @click.option("--report", type=click.Path(dir_okay=False), default=None, help="self-contained HTML report")
     @click.option("--no-progress", is_flag=True)
     @click.option("-j", "--jobs", type=click.IntRange(1), default=None,
-                  help="simulations run side by side (default: the processors available, at most 8); "
+                  help="simulations run side by side (default: the processors available, at most 8, as many as the memory holds); "
                        "the answer is the same for any number")
     def map_(trace, machine, output, gpus_per_node, mode, no_collectives, coll_algos, network_scale, assume_buffers,
              buffers, json_out, report, no_progress, jobs):

@@ -94,9 +94,10 @@ def compare(trace: str | Path, machine: str | Path = "lassen", *, mixed: bool = 
     """Simulates ``trace`` as traced, under HostCopy and GPUDirect (plus mixed what-if columns) and
     returns the comparison as a JSON-serialisable dict (see docs/analysis.md for every field).
 
-    jobs: simulations run side by side (default: the processors this process may use, at most 8;
-    1: one after the other).  The answer is the same whatever the number: each run is the same
-    deterministic simulation, and the results are put together in one order.
+    jobs: simulations run side by side (default: the processors this process may use, at most 8,
+    and no more than the available memory holds at 32 KiB a rank; 1: one after the other).  The
+    answer is the same whatever the number: each run is the same deterministic simulation, and the
+    results are put together in one order.
 
     buffers / window: as g2gsim.simulate (docs/semantics.md); every column uses the same.
     sensitivity: re-simulate HostCopy and GPUDirect at the low and high end of every range the
@@ -108,7 +109,7 @@ def compare(trace: str | Path, machine: str | Path = "lassen", *, mixed: bool = 
     ``staged_as_device`` / ``assume_buffers``: the old names of ``buffers`` (mapped, with a notice;
     "auto" is what ``buffers="traced"`` now does in every run).
     """
-    jobs = check_jobs(jobs)
+    check_jobs(jobs)  # a bad value fails before the trace is read
     notes: list[str] = []
     sad = None if staged_as_device is None or staged_as_device == "auto" else bool(staged_as_device)
     legacy, lnotes = legacy_buffers(assume_buffers, sad)
@@ -119,6 +120,7 @@ def compare(trace: str | Path, machine: str | Path = "lassen", *, mixed: bool = 
     buffers = buffers or "traced"
     td = load_trace(trace)
     native = td.path
+    jobs = check_jobs(jobs, td.nranks)
     cols = columns_for(mixed, gpudirect_min_bytes, gpudirect_collectives_only)
     sim_kw = {k: v for k, v in sim_kw.items() if v is not None}
     for k in ("staged_as_device", "gpudirect_min_bytes", "gpudirect_collectives_only", "buffers", "window",

@@ -191,7 +191,7 @@ def map_trace(trace, machine="lassen", *, gpus_per_node: int | None = None, mode
         return simulate(td.path, machine, mode=mode, gpus_per_node=gpn, mapping=[int(x) for x in cands[name]],
                         progress=stop, **sim_kw)
 
-    for (name, m), rep in zip(cands.items(), pmap(run, list(cands), check_jobs(jobs), progress)):
+    for (name, m), rep in zip(cands.items(), pmap(run, list(cands), check_jobs(jobs, td.nranks), progress)):
         s = summary(rep)
         inter = inter_node_bytes(W, m)
         rows.append({"mapping": name, "inter_node_bytes": inter, "inter_node_share": inter / total if total else 0.0,

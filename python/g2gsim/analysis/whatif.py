@@ -52,7 +52,7 @@ def whatif(trace: str | Path, machine: str | Path = "lassen", gpus_per_node: Seq
             return row, None
         return row, rep
 
-    for row, rep in pmap(run, runs, check_jobs(jobs), progress, label=lambda r: f"{r[0]} GPUs/node, {r[1]}"):
+    for row, rep in pmap(run, runs, check_jobs(jobs, nranks), progress, label=lambda r: f"{r[0]} GPUs/node, {r[1]}"):
         if rep is not None:
             row.update(nodes=int(rep["nodes"]), **summary(rep))
             row["notices"] = rep.get("notices", [])
