@@ -25,8 +25,6 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 def has_jobs(pkg: Path) -> bool:
     return (pkg / "g2gsim" / "analysis" / "_parallel.py").exists()

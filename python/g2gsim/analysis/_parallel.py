@@ -105,15 +105,10 @@ def pmap(fn: Callable[[T, Callable[[int, int], None]], R], items: Iterable[T], j
         raise
     finally:
         ex.shutdown(wait=True, cancel_futures=True)
-    ran = [f for f in futs if not f.cancelled()]
-    for f in ran:  # the first failure in input order (runs stopped for it are not failures)
-        e = f.exception()
-        if e is not None and not isinstance(e, Cancelled):
-            raise e
-    for f in ran:
-        e = f.exception()
-        if e is not None:
-            raise e
+    # the first failure in input order; runs stopped for it (Cancelled) are not failures
+    errors = [e for f in futs if not f.cancelled() and (e := f.exception()) is not None]
+    if errors:
+        raise next((e for e in errors if not isinstance(e, Cancelled)), errors[0])
     return [f.result() for f in futs]
 
 

@@ -145,15 +145,17 @@ def compare(trace: str | Path, machine: str | Path = "lassen", *, mixed: bool = 
     atts = {}
     timelines: dict[str, str] = {}
 
+    def user_timeline(c: Column) -> Path:
+        """Where column ``c``'s timeline goes when the user asked for timelines: NAME-<column>.json"""
+        assert timeline is not None
+        t = Path(timeline)
+        return t.with_name(f"{t.stem}-{slug(c.name)}{t.suffix or '.json'}")
+
     def run_column(c: Column, stop: Callable[[int, int], None]) -> tuple[dict, Any]:
         opts = dict(sim_kw, **c.options)
         tl_path = None
         if tl_support and (use_tl or timeline):
-            if timeline:
-                t = Path(timeline)
-                tl_path = t.with_name(f"{t.stem}-{slug(c.name)}{t.suffix or '.json'}")
-            else:
-                tl_path = Path(tmp.name) / f"{slug(c.name)}.json"
+            tl_path = user_timeline(c) if timeline else Path(tmp.name) / f"{slug(c.name)}.json"
             opts["timeline"] = str(tl_path)
             opts["timeline_max_events"] = max(2_000_000, 20 * len(td.df) + 100_000)
         ct_path = Path(tmp.name) / f"{slug(c.name)}.calls" if use_ct else None
@@ -181,8 +183,7 @@ def compare(trace: str | Path, machine: str | Path = "lassen", *, mixed: bool = 
             reports[c.name] = rep
             atts[c.name] = att
             if timeline and tl_support:
-                t = Path(timeline)
-                timelines[c.name] = str(t.with_name(f"{t.stem}-{slug(c.name)}{t.suffix or '.json'}"))
+                timelines[c.name] = str(user_timeline(c))
             for n in att.notes:
                 if n not in notes:
                     notes.append(n)

@@ -187,6 +187,7 @@ def map_trace(trace, machine="lassen", *, gpus_per_node: int | None = None, mode
     rows: list[dict[str, Any]] = []
     sim_kw = {k: v for k, v in sim_kw.items() if v is not None}
     sim_kw.pop("mapping", None)
+
     def run(name: str, stop) -> dict:
         return simulate(td.path, machine, mode=mode, gpus_per_node=gpn, mapping=[int(x) for x in cands[name]],
                         progress=stop, **sim_kw)
