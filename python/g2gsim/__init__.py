@@ -8,7 +8,8 @@ __version__ = "0.1.0"
 from . import formats  # noqa: F401,E402  (registers the imported formats' readers)
 
 # The public names load on first use (PEP 562): `g2gsim import` of a DUMPI trace then starts
-# without numpy and pyarrow, which trace.py, report.py and sim.py load.
+# without numpy and pyarrow, which trace.py loads; sim.py loads trace.py only where Python reads a
+# trace itself, so `g2gsim.simulate` of a native trace (the core reads it) loads neither.
 _LAZY = {
     "Report": "report",
     "SimulationError": "sim",

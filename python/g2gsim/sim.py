@@ -6,13 +6,16 @@ import json
 import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import _core, machines
+from ._trace_base import TraceError, detect_format
 from .formats import import_to_file  # noqa: F401  (g2gsim import; re-exported)
 from .report import Report
-from .trace import Trace, TraceError, detect_format
 from .vocab import BUFFERS, WINDOWS  # noqa: F401  (re-exported: simulate's choices)
+
+if TYPE_CHECKING:   # trace.py loads numpy and pyarrow: `simulate` of a native trace needs neither
+    from .trace import Trace
 
 CACHE_DIR = Path(os.environ.get("G2GSIM_CACHE", Path.home() / ".cache" / "g2gsim"))
 
@@ -210,6 +213,7 @@ def as_native(trace: str | Path, assume_buffers: str | None = None, progress: bo
 def import_trace(p: Path, progress: bool = False) -> Trace:
     """Reads an OTF2 or DUMPI trace as it was recorded (buffer spaces as traced; DUMPI records none:
     host, marked ``assumed-host``): ``Trace.read``, through the reader g2gsim/formats.py registers."""
+    from .trace import Trace  # numpy and pyarrow: only where Python reads the trace itself
     return Trace.read(p, progress=progress)
 
 
