@@ -66,6 +66,7 @@
 //! is tested against).  New finish times are returned in flow order and rounded up to the ns
 //! with a tolerance for last-bit noise (`finish_ns`), so both solves schedule the same.
 
+use crate::free_ids::FreeIds;
 use crate::topology::LinkId;
 
 pub type FlowId = u32;
@@ -279,6 +280,9 @@ struct Hot {
 #[repr(C, align(64))]
 struct Flow {
     version: u32,
+    /// while the flow is free: the next free id of its key's list (`FreeIds`; in what would be
+    /// padding)
+    free_next: FlowId,
     links: FlowLinks,
     remaining: f64,
     last: Time,
@@ -469,7 +473,9 @@ pub struct FlowNet {
     /// per flow: its place in the flow list of each of its first `SLOTS` links, so that a
     /// finishing flow leaves a link of thousands of flows without a search
     slot: Vec<[u32; SLOTS]>,
-    free: Vec<FlowId>,
+    /// free flow ids, kept by the flow's first link (`FreeIds`: the flows of a rank stay close
+    /// together in the per-flow tables)
+    free: FreeIds,
     /// per flow: the whole-component solve's mark (found, then rated), in a dense table of its
     /// own: the search and the filling meet each flow once per link it crosses, and a test there
     /// then reads 4 bytes instead of the flow's record
@@ -614,7 +620,8 @@ impl FlowNet {
     /// Starts a flow of `bytes` over `links` at `now`.  Call `resolve(now, ..)` before time moves on.
     pub fn start(&mut self, now: Time, links: &[LinkId], bytes: f64, token: u64) -> FlowId {
         debug_assert!(!links.is_empty());
-        let id = if let Some(id) = self.free.pop() {
+        let flows = &self.flows;
+        let id = if let Some(id) = self.free.pop(links[0], self.active_flows, |g| flows[g as usize].free_next) {
             // reuse the slot and its link buffer
             let f = &mut self.flows[id as usize];
             f.links.clear();
@@ -637,6 +644,7 @@ impl FlowNet {
                 remaining: bytes.max(0.0),
                 last: now,
                 version: 0,
+                free_next: 0,
                 token,
                 staged: 0.0,
                 done: Completion::NEW,
@@ -715,10 +723,10 @@ impl FlowNet {
             }
         }
         self.dirty.extend_from_slice(&links);
+        self.flows[id as usize].free_next = self.free.push(links[0], id);
         let mut links = links;
         links.clear(); // not live; the allocation is kept for the slot's next flow
         self.flows[id as usize].links = links;
-        self.free.push(id);
         self.active_flows -= 1;
         token
     }
