@@ -31,16 +31,19 @@ fn a_closed_standard_output_is_an_error_not_a_panic() {
     assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
     assert!(String::from_utf8_lossy(&ok.stdout).contains("\"total_time_s\""));
 
-    // then with the reading end of its standard output closed before it writes
+    // then with the reading end of its standard output closed before it starts (closed after
+    // the spawn, it raced the child: on a loaded host the child could write its report into the
+    // pipe's buffer first, and end well)
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
     let mut child = Command::new(core)
         .arg(&trace)
         .arg(&machine)
         .arg("--json")
-        .stdout(Stdio::piped())
+        .stdout(writer)
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    drop(child.stdout.take());
     let mut err = String::new();
     child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
     let status = child.wait().unwrap();
