@@ -17,7 +17,8 @@
 //! one of another key's (the key that freed ids most recently of those that have some).  So the
 //! network never holds more than twice (plus one) the largest number of flows it had at once.
 //! Which id comes depends only on the order of starts and finishes: deterministic.
-use crate::lmm::FlowId;
+/// A flow id (as `lmm::FlowId`; this module is below `lmm`, which uses it)
+type FlowId = u32;
 
 const NONE: FlowId = FlowId::MAX;
 
