@@ -49,11 +49,15 @@ pub struct Step {
     pub bytes: u64,
 }
 
+/// A round's sends or receives: inline up to one (most rounds of most algorithms send one message
+/// and receive one; a `Vec` each was two allocations per round of every rank's schedule).
+pub type Steps = smallvec::SmallVec<[Step; 1]>;
+
 /// Messages posted together; then `reduce_bytes` of reduction work once they are all done.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Round {
-    pub sends: Vec<Step>,
-    pub recvs: Vec<Step>,
+    pub sends: Steps,
+    pub recvs: Steps,
     pub reduce_bytes: u64,
 }
 

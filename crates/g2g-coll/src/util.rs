@@ -2,7 +2,8 @@
 //! round builders.  Everything index-like is computed in `u64` so that communicators close to
 //! `u32::MAX` ranks cannot overflow.
 
-use crate::{Round, Step};
+use crate::{Round, Step, Steps};
+use smallvec::smallvec;
 
 /// Largest power of two `<= p` (`p >= 1`).
 pub(crate) fn prev_pow2(p: u64) -> u64 {
@@ -197,15 +198,15 @@ pub(crate) fn step(peer: u32, bytes: u64) -> Step {
 }
 
 pub(crate) fn send_round(peer: u32, bytes: u64) -> Round {
-    Round { sends: vec![step(peer, bytes)], recvs: Vec::new(), reduce_bytes: 0 }
+    Round { sends: smallvec![step(peer, bytes)], recvs: Steps::new(), reduce_bytes: 0 }
 }
 
 pub(crate) fn recv_round(peer: u32, bytes: u64, reduce_bytes: u64) -> Round {
-    Round { sends: Vec::new(), recvs: vec![step(peer, bytes)], reduce_bytes }
+    Round { sends: Steps::new(), recvs: smallvec![step(peer, bytes)], reduce_bytes }
 }
 
 pub(crate) fn sendrecv_round(to: u32, sbytes: u64, from: u32, rbytes: u64, reduce_bytes: u64) -> Round {
-    Round { sends: vec![step(to, sbytes)], recvs: vec![step(from, rbytes)], reduce_bytes }
+    Round { sends: smallvec![step(to, sbytes)], recvs: smallvec![step(from, rbytes)], reduce_bytes }
 }
 
 #[cfg(test)]

@@ -66,6 +66,8 @@
 //! is tested against).  New finish times are returned in flow order and rounded up to the ns
 //! with a tolerance for last-bit noise (`finish_ns`), so both solves schedule the same.
 
+use std::cell::Cell;
+
 use crate::free_ids::FreeIds;
 use crate::topology::LinkId;
 
@@ -90,7 +92,9 @@ struct Link {
     /// bytes per ns
     cap: f64,
     flows: LinkFlows,
-    mark: u32,
+    /// the solves' mark (a `Cell`: the component walk marks links while it reads another link's
+    /// flows, through one shared borrow of the table)
+    mark: Cell<u32>,
     /// exact max-min: the sum of its flows' rates, kept up to date by every re-rating, start and
     /// finish, so that the incremental solve never sums a link's flows.  In fixed point (`fx`):
     /// exact and independent of the order of updates, so it does not drift from a fresh sum
@@ -369,6 +373,14 @@ fn prefetch_entry<T>(ids: &[FlowId], table: &[T], at: usize) {
     }
 }
 
+/// Is link `l` slack by its bound in `pot` (`FlowNet::slack`; for code that has the table
+/// borrowed apart from the rest)
+#[inline(always)]
+fn slack_in(pot: &[Pot], l: usize) -> bool {
+    let p = pot[l];
+    p.sum < p.thr
+}
+
 /// Asks the processor to bring the cache line at `p` in (a hint: no effect on what the code
 /// computes, none at all off x86-64).
 #[inline(always)]
@@ -559,7 +571,7 @@ impl FlowNet {
         self.links.push(Link {
             cap: bw_bytes_per_s * 1e-9,
             flows: LinkFlows::new(),
-            mark: 0,
+            mark: Cell::new(0),
             load: 0,
             lmax: 0.0,
             nmax: 0,
@@ -613,8 +625,7 @@ impl FlowNet {
     /// link of no capacity, or one below the bound's unit, has `thr` 0 and is never slack.)
     #[inline(always)]
     fn slack(&self, l: usize) -> bool {
-        let p = self.pot[l];
-        p.sum < p.thr
+        slack_in(&self.pot, l)
     }
 
     /// Starts a flow of `bytes` over `links` at `now`.  Call `resolve(now, ..)` before time moves on.
@@ -658,12 +669,14 @@ impl FlowNet {
             self.cmark.resize(id as usize + 1, 0);
         }
         let term = self.pot_term(links);
+        let FlowNet { links: ltab, pot, slot, .. } = self;
+        let my_slots = &mut slot[id as usize];
         for (j, &l) in links.iter().enumerate() {
-            let p = &mut self.pot[l as usize];
+            let p = &mut pot[l as usize];
             p.sum = p.sum.wrapping_add(term);
-            let lk = &mut self.links[l as usize];
+            let lk = &mut ltab[l as usize];
             if j < SLOTS {
-                self.slot[id as usize][j] = lk.flows.len() as u32;
+                my_slots[j] = lk.flows.len() as u32;
             }
             lk.flows.push(id);
             if lk.flows.len() == 1 {
@@ -690,14 +703,17 @@ impl FlowNet {
         let rate = self.hot[id as usize].rate;
         let links = std::mem::take(&mut f.links);
         let term = self.pot_term(&links);
+        // the tables a flow's end updates, borrowed apart
+        let FlowNet { links: ltab, pot, slot, flows, .. } = self;
+        let my_slots = slot[id as usize];
         for (j, &l) in links.iter().enumerate() {
-            let p = &mut self.pot[l as usize];
+            let p = &mut pot[l as usize];
             p.sum = p.sum.wrapping_sub(term);
-            let lk = &mut self.links[l as usize];
+            let lk = &mut ltab[l as usize];
             let v = &mut lk.flows;
             // its place in the link's list, as `start` or a later removal left it (a search
             // past the first `SLOTS` links of a path)
-            let p = match self.slot[id as usize].get(j) {
+            let p = match my_slots.get(j) {
                 Some(&p) if v.get(p as usize) == Some(&id) => Some(p as usize),
                 _ => v.iter().position(|&x| x == id),
             };
@@ -705,9 +721,9 @@ impl FlowNet {
                 v.swap_remove(p);
                 if let Some(&m) = v.get(p) {
                     // the link's last flow moved to `p`
-                    if let Some(jm) = self.flows[m as usize].links.iter().position(|&x| x == l) {
+                    if let Some(jm) = flows[m as usize].links.iter().position(|&x| x == l) {
                         if jm < SLOTS {
-                            self.slot[m as usize][jm] = p as u32;
+                            slot[m as usize][jm] = p as u32;
                         }
                     }
                 }
@@ -801,7 +817,7 @@ impl FlowNet {
         }
         self.component_solves += 1;
         while let Some(seed) = self.dirty.pop() {
-            if self.links[seed as usize].mark == self.epoch.wrapping_add(1) {
+            if self.links[seed as usize].mark.get() == self.epoch.wrapping_add(1) {
                 continue; // already solved in this call
             }
             self.solve_component(seed, now, out);
@@ -996,47 +1012,53 @@ impl FlowNet {
             }
             let tol = share * 1e-9;
             let mut froze = false;
+            // the tables the level reads and writes, borrowed apart: a link's flow list is read as
+            // one slice while its flows are rated
+            let FlowNet { links, flows, hot, wit, cmark, lw, pot, .. } = self;
             for li in 0..live.len() {
                 let l = live[li];
-                let n = self.lw[l as usize].n;
-                if n == 0 || self.lw[l as usize].rem / n as f64 > share + tol {
+                let n = lw[l as usize].n;
+                if n == 0 || lw[l as usize].rem / n as f64 > share + tol {
                     continue;
                 }
                 let sfx = fx(share);
-                let nf = self.links[l as usize].flows.len();
+                let lf: &[FlowId] = &links[l as usize].flows;
+                let nf = lf.len();
                 for k in 0..nf {
-                    if self.lw[l as usize].n == 0 {
+                    if lw[l as usize].n == 0 {
                         break; // every flow of the link is rated: the rest of its list was before
                     }
                     // the mark of a flow twice as far on, which the test below reads
-                    prefetch_entry(&self.links[l as usize].flows, &self.cmark, k + 2 * AHEAD);
+                    prefetch_entry(lf, cmark, k + 2 * AHEAD);
                     if k + AHEAD < nf {
                         // a flow to rate a few places on: its record (both lines) and its rate
-                        let g = self.links[l as usize].flows[k + AHEAD] as usize;
-                        if self.cmark[g] == unrated {
-                            let p: *const Flow = &self.flows[g];
+                        let g = lf[k + AHEAD] as usize;
+                        if cmark[g] == unrated {
+                            let p: *const Flow = &flows[g];
                             prefetch(p);
                             prefetch((p as *const u8).wrapping_add(64));
-                            prefetch(&self.hot[g]);
+                            prefetch(&hot[g]);
                         }
                     }
-                    let f = self.links[l as usize].flows[k];
-                    if self.cmark[f as usize] != unrated {
+                    let f = lf[k];
+                    if cmark[f as usize] != unrated {
                         continue;
                     }
-                    self.cmark[f as usize] = rated;
-                    self.wit[f as usize] = l;
-                    take(f, &mut self.flows[f as usize], &mut self.hot[f as usize], share);
+                    cmark[f as usize] = rated;
+                    wit[f as usize] = l;
+                    let fl = &mut flows[f as usize];
+                    take(f, fl, &mut hot[f as usize], share);
                     left -= 1;
                     froze = true;
-                    for j in 0..self.flows[f as usize].links.len() {
-                        let l2 = self.flows[f as usize].links[j] as usize;
-                        if self.slack(l2) {
+                    for &l2 in fl.links.iter() {
+                        let l2 = l2 as usize;
+                        if slack_in(pot, l2) {
                             continue;
                         }
-                        self.lw[l2].rem = (self.lw[l2].rem - share).max(0.0);
-                        self.lw[l2].n -= 1;
-                        self.lw[l2].fixed += sfx;
+                        let w = &mut lw[l2];
+                        w.rem = (w.rem - share).max(0.0);
+                        w.n -= 1;
+                        w.fixed += sfx;
                     }
                 }
             }
@@ -1180,8 +1202,8 @@ impl FlowNet {
         for i in 0..self.dirty.len() {
             // a link is dirty once per flow started or ended on it: visit it once
             let l = self.dirty[i];
-            if self.links[l as usize].mark != mark {
-                self.links[l as usize].mark = mark;
+            if self.links[l as usize].mark.get() != mark {
+                self.links[l as usize].mark.set(mark);
                 rl.push(l);
                 self.lw[l as usize].fixed = self.links[l as usize].load;
                 self.lw[l as usize].u = 0;
@@ -1213,8 +1235,8 @@ impl FlowNet {
                     if self.slack(l) {
                         continue; // never binds: not in R (a dirty one is, without U's rates)
                     }
-                    if self.links[l].mark != mark {
-                        self.links[l].mark = mark;
+                    if self.links[l].mark.get() != mark {
+                        self.links[l].mark.set(mark);
                         rl.push(l as LinkId);
                         self.lw[l].fixed = self.links[l].load;
                         self.lw[l].u = 0;
@@ -1446,10 +1468,10 @@ impl FlowNet {
         changed.clear();
         while let Some(l) = self.dirty.pop() {
             let lk = &mut self.links[l as usize];
-            if lk.mark == mark {
+            if lk.mark.get() == mark {
                 continue;
             }
-            lk.mark = mark;
+            lk.mark.set(mark);
             let n = lk.flows.len();
             let share = if n == 0 { f64::INFINITY } else { lk.cap / n as f64 };
             let old = std::mem::replace(&mut self.last_share[l as usize], share);
@@ -1501,39 +1523,44 @@ impl FlowNet {
     /// walk from `seed`.  Stops and returns false as soon as `comp_flows` holds more than `limit`
     /// flows or a link of more than `limit` flows is reached (the walk is then incomplete).
     fn gather_component(&mut self, seed: LinkId, mark: u32, limit: usize) -> bool {
-        self.stack.clear();
-        self.stack.push(seed);
-        self.links[seed as usize].mark = mark;
-        while let Some(l) = self.stack.pop() {
-            self.comp_links.push(l);
-            let nf = self.links[l as usize].flows.len();
+        // the tables the walk reads and writes, borrowed apart: a link's flow list is read as one
+        // slice while flows and other links are marked
+        let FlowNet { links, flows, cmark, comp_links, comp_flows, stack, .. } = self;
+        let links: &[Link] = links;
+        stack.clear();
+        stack.push(seed);
+        links[seed as usize].mark.set(mark);
+        while let Some(l) = stack.pop() {
+            comp_links.push(l);
+            let lf: &[FlowId] = &links[l as usize].flows;
+            let nf = lf.len();
             for i in 0..nf {
                 // the mark of a flow twice as far on, which the test below reads
-                prefetch_entry(&self.links[l as usize].flows, &self.cmark, i + 2 * AHEAD);
+                prefetch_entry(lf, cmark, i + 2 * AHEAD);
                 if i + AHEAD < nf {
                     // a flow not yet found a few places on: its record's links
-                    let g = self.links[l as usize].flows[i + AHEAD] as usize;
-                    if self.cmark[g] != mark {
-                        prefetch(&self.flows[g]);
+                    let g = lf[i + AHEAD] as usize;
+                    if cmark[g] != mark {
+                        prefetch(&flows[g]);
                     }
                 }
-                let f = self.links[l as usize].flows[i];
-                if self.cmark[f as usize] == mark {
+                let f = lf[i];
+                if cmark[f as usize] == mark {
                     continue;
                 }
-                self.cmark[f as usize] = mark;
-                self.comp_flows.push(f);
-                if self.comp_flows.len() > limit {
+                cmark[f as usize] = mark;
+                comp_flows.push(f);
+                if comp_flows.len() > limit {
                     return false;
                 }
-                for j in 0..self.flows[f as usize].links.len() {
-                    let l2 = self.flows[f as usize].links[j];
-                    if self.links[l2 as usize].mark != mark {
-                        if self.links[l2 as usize].flows.len() > limit {
+                for &l2 in flows[f as usize].links.iter() {
+                    let lk = &links[l2 as usize];
+                    if lk.mark.get() != mark {
+                        if lk.flows.len() > limit {
                             return false;
                         }
-                        self.links[l2 as usize].mark = mark;
-                        self.stack.push(l2);
+                        lk.mark.set(mark);
+                        stack.push(l2);
                     }
                 }
             }
@@ -1573,7 +1600,9 @@ impl FlowNet {
         }
         for i in (0..self.dirty.len()).rev() {
             let seed = self.dirty[i];
-            if self.links[seed as usize].mark == mark {
+            // a link left with no flow is its own component, with nothing to rate (`finish` set
+            // its load), and a link already reached is in one found before
+            if self.links[seed as usize].mark.get() == mark || self.links[seed as usize].flows.is_empty() {
                 continue;
             }
             self.comp_starts.push((self.comp_links.len() as u32, self.comp_flows.len() as u32));
@@ -1581,10 +1610,10 @@ impl FlowNet {
                 let old = mark.wrapping_sub(1);
                 for k in 0..self.comp_links.len() {
                     let l = self.comp_links[k];
-                    self.links[l as usize].mark = old;
+                    self.links[l as usize].mark.set(old);
                 }
                 for &l in &self.stack {
-                    self.links[l as usize].mark = old;
+                    self.links[l as usize].mark.set(old);
                 }
                 return false;
             }
@@ -1627,14 +1656,19 @@ impl FlowNet {
         // slack links never fix a level: the filling leaves them out
         let mut live = std::mem::take(&mut self.live);
         live.clear();
-        for &l in comp_links {
-            if self.slack(l as usize) {
-                continue;
+        {
+            let FlowNet { links, lw, pot, .. } = self;
+            for &l in comp_links {
+                if slack_in(pot, l as usize) {
+                    continue;
+                }
+                live.push(l);
+                let lk = &links[l as usize];
+                let w = &mut lw[l as usize];
+                w.rem = lk.cap;
+                w.n = lk.flows.len() as u32;
+                w.fixed = 0;
             }
-            live.push(l);
-            self.lw[l as usize].rem = self.links[l as usize].cap;
-            self.lw[l as usize].n = self.links[l as usize].flows.len() as u32;
-            self.lw[l as usize].fixed = 0;
         }
         let unfixed_mark = mark;
         let fixed_mark = mark.wrapping_add(0x8000_0000);
@@ -1671,18 +1705,18 @@ impl FlowNet {
         // case): each flow's rate is the level it was rated at, which the filling added to its
         // links' `lw.fixed`; otherwise a sum over each link's flows
         let all_rated = rated == comp_flows.len();
+        let FlowNet { links, lw, pot, hot, .. } = self;
         for &l in comp_links {
-            let load = if all_rated && !self.slack(l as usize) {
-                self.lw[l as usize].fixed
+            let lk = &mut links[l as usize];
+            lk.load = if all_rated && !slack_in(pot, l as usize) {
+                lw[l as usize].fixed
             } else {
                 let mut load = 0i128;
-                for &f in &self.links[l as usize].flows {
-                    load += fx(self.hot[f as usize].rate);
+                for &f in lk.flows.iter() {
+                    load += fx(hot[f as usize].rate);
                 }
                 load
             };
-            let lk = &mut self.links[l as usize];
-            lk.load = load;
             lk.nmax = 0; // found by a scan when needed
         }
     }

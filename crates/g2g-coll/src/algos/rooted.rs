@@ -360,7 +360,7 @@ pub(crate) fn gather(algo: Algo, c: &Ctx, args: &CollArgs) -> Result<Vec<Round>,
                 // Open MPI basic linear: blocking receives in rank order
                 Ok((0..p as u32)
                     .filter(|&r| r != root as u32)
-                    .map(|r| Round { recvs: vec![step(r, rb.blocks.get(r as u64))], ..Round::default() })
+                    .map(|r| Round { recvs: smallvec::smallvec![step(r, rb.blocks.get(r as u64))], ..Round::default() })
                     .collect())
             } else {
                 Ok(vec![send_round(root as u32, rb.own)])
@@ -417,7 +417,7 @@ pub(crate) fn scatter(algo: Algo, c: &Ctx, args: &CollArgs) -> Result<Vec<Round>
                 // Open MPI basic linear: blocking sends in rank order
                 Ok((0..p as u32)
                     .filter(|&r| r != root as u32)
-                    .map(|r| Round { sends: vec![step(r, rb.blocks.get(r as u64))], ..Round::default() })
+                    .map(|r| Round { sends: smallvec::smallvec![step(r, rb.blocks.get(r as u64))], ..Round::default() })
                     .collect())
             } else {
                 Ok(vec![recv_round(root as u32, rb.own, 0)])

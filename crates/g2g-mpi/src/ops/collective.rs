@@ -185,15 +185,20 @@ impl State<'_> {
             if cr.idx >= cr.rounds.len() {
                 return self.coll_finish(c);
             }
-            let round = cr.rounds[cr.idx].clone();
+            // the round's steps are read one by one where they lie (a clone of the round was two
+            // allocations per round)
+            let idx = cr.idx;
+            let (nrecv, nsend) = (cr.rounds[idx].recvs.len(), cr.rounds[idx].sends.len());
             let (r, comm, ctx, gpu, staged) = (cr.rank, cr.comm, cr.ctx, cr.gpu_path, cr.hostcopy);
             let mut n = 0;
-            for s in &round.recvs {
+            for k in 0..nrecv {
+                let s = self.colls[c].rounds[idx].recvs[k];
                 let w = self.world.comms[&comm].def.world(s.peer).unwrap();
                 self.post_recv(r, w as i32, ctx, 0, Owner::Coll(c));
                 n += 1;
             }
-            for s in &round.sends {
+            for k in 0..nsend {
+                let s = self.colls[c].rounds[idx].sends[k];
                 let w = self.world.comms[&comm].def.world(s.peer).unwrap();
                 let route = self.route(r, w, gpu, gpu, s.bytes, true);
                 let spec = SendSpec {
@@ -216,8 +221,9 @@ impl State<'_> {
                 return Next::Idle;
             }
             // an empty round: just its reduction
-            if round.reduce_bytes > 0 {
-                let dt = self.colls[c].reduce_ns(&self.m.cfg, round.reduce_bytes);
+            let reduce_bytes = self.colls[c].rounds[idx].reduce_bytes;
+            if reduce_bytes > 0 {
+                let dt = self.colls[c].reduce_ns(&self.m.cfg, reduce_bytes);
                 self.colls[c].idx += 1;
                 self.q.push_in(dt, Ev::CollNext(c));
                 return Next::Idle;
