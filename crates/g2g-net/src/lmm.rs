@@ -1083,14 +1083,17 @@ impl FlowNet {
         let mut ulist = std::mem::take(&mut self.ulist);
         ulist.clear();
         ulist.resize(total as usize, 0);
-        for &f in &self.u_flows {
-            for &l in &self.flows[f as usize].links {
-                if self.slack(l as usize) {
-                    continue;
+        {
+            let FlowNet { u_flows, flows, lw, pot, .. } = &mut *self;
+            for &f in u_flows.iter() {
+                for &l in flows[f as usize].links.iter() {
+                    if slack_in(pot, l as usize) {
+                        continue;
+                    }
+                    let p = &mut lw[l as usize].pos;
+                    ulist[*p as usize] = f;
+                    *p += 1;
                 }
-                let p = &mut self.lw[l as usize].pos;
-                ulist[*p as usize] = f;
-                *p += 1;
             }
         }
         let mut heap = std::mem::take(&mut self.heap);
@@ -1128,39 +1131,42 @@ impl FlowNet {
             let share = f64::from_bits(key);
             let below = (share + share * 1e-9).to_bits();
             let mut l = first;
+            let FlowNet { links, flows, hot, lw, pot, link_stat, .. } = &mut *self;
             loop {
-                let off = self.lw[l as usize].off as usize;
-                let end = self.lw[l as usize].pos as usize;
+                let off = lw[l as usize].off as usize;
+                let end = lw[l as usize].pos as usize;
                 for &f in &ulist[off..end] {
-                    let h = &mut self.hot[f as usize];
+                    let h = &mut hot[f as usize];
                     if h.seen == tick {
                         continue;
                     }
                     h.seen = tick;
                     let old = h.rate;
-                    self.flows[f as usize].staged = share;
+                    let fl = &mut flows[f as usize];
+                    fl.staged = share;
                     left -= 1;
                     // its links: the filling's values, and the check's stat with its staged rate
                     // (the sum with U's staged rates, their largest, and the U flows whose
                     // committed rate was the link's largest)
-                    for j in 0..self.flows[f as usize].links.len() {
-                        let l2 = self.flows[f as usize].links[j] as usize;
-                        if self.slack(l2) {
+                    for &l2 in fl.links.iter() {
+                        let l2 = l2 as usize;
+                        if slack_in(pot, l2) {
                             continue;
                         }
-                        self.lw[l2].rem = (self.lw[l2].rem - share).max(0.0);
-                        self.lw[l2].n -= 1;
-                        let st = &mut self.link_stat[l2];
+                        let w = &mut lw[l2];
+                        w.rem = (w.rem - share).max(0.0);
+                        w.n -= 1;
+                        let st = &mut link_stat[l2];
                         st.sum += share;
                         if share > st.umax {
                             st.umax = share;
                         }
-                        if old == self.links[l2].lmax && st.u_at_max != u32::MAX {
+                        if old == links[l2].lmax && st.u_at_max != u32::MAX {
                             st.u_at_max += 1;
                         }
                     }
                 }
-                match pop_live(&mut heap, &self.lw, below) {
+                match pop_live(&mut heap, lw, below) {
                     Some((_, l2)) => l = l2,
                     None => break,
                 }
@@ -1228,21 +1234,24 @@ impl FlowNet {
             // so the same whatever the order), and they count among the link's U flows
             for i in linked..u.len() {
                 self.prefetch_ahead(&u, i, &self.lw);
+                let FlowNet { links, flows, hot, lw, pot, .. } = &mut *self;
                 let f = u[i];
-                let r = fx(self.hot[f as usize].rate);
-                for j in 0..self.flows[f as usize].links.len() {
-                    let l = self.flows[f as usize].links[j] as usize;
-                    if self.slack(l) {
+                let r = fx(hot[f as usize].rate);
+                for &l in flows[f as usize].links.iter() {
+                    let l = l as usize;
+                    if slack_in(pot, l) {
                         continue; // never binds: not in R (a dirty one is, without U's rates)
                     }
-                    if self.links[l].mark.get() != mark {
-                        self.links[l].mark.set(mark);
+                    let lk = &links[l];
+                    let w = &mut lw[l];
+                    if lk.mark.get() != mark {
+                        lk.mark.set(mark);
                         rl.push(l as LinkId);
-                        self.lw[l].fixed = self.links[l].load;
-                        self.lw[l].u = 0;
+                        w.fixed = lk.load;
+                        w.u = 0;
                     }
-                    self.lw[l].fixed -= r;
-                    self.lw[l].u += 1;
+                    w.fixed -= r;
+                    w.u += 1;
                 }
             }
             linked = u.len();
@@ -1379,18 +1388,19 @@ impl FlowNet {
         if ok {
             self.solves += 1;
             self.incremental_solves += 1;
+            let FlowNet { links, flows, hot, .. } = &mut *self;
             for &f in &u {
-                let fl = &mut self.flows[f as usize];
-                let rate = &mut self.hot[f as usize].rate;
+                let fl = &mut flows[f as usize];
+                let rate = &mut hot[f as usize].rate;
                 let old = *rate;
                 let r = fl.staged;
                 fl.rerate(rate, f, now, r, out);
                 let new = *rate;
                 if new != old {
-                    for j in 0..self.flows[f as usize].links.len() {
-                        let l = self.flows[f as usize].links[j];
-                        let lk = &mut self.links[l as usize];
-                        lk.load += fx(new) - fx(old);
+                    let d = fx(new) - fx(old);
+                    for &l in fl.links.iter() {
+                        let lk = &mut links[l as usize];
+                        lk.load += d;
                         lk.rate_moved(old, new);
                     }
                 }
