@@ -263,9 +263,12 @@ impl State<'_> {
             path.plan_into(&self.m, a, b, bytes, &mut plan);
         }
         let gpu_direct = path.name() != "host";
-        // a host-path message's own plan has the latency of its control messages (envelope, RTS,
-        // CTS: `HostPath::latency` is `links_latency`'s), before the factors below change it
-        let host_latency = if !coll_staged && !gpu_direct { Some(plan.stages[0].latency_ns) } else { None };
+        // envelopes, RTS and CTS are small CPU-to-CPU control messages: host-path latency.  A
+        // host-path message's own plan has it already (`HostPath::latency` is `links_latency`'s),
+        // before the factors below change the plan; another asks the machine's route cache
+        let ctl_latency =
+            if !coll_staged && !gpu_direct { plan.stages[0].latency_ns } else { HostPath::latency(&self.m, a, b) };
+        debug_assert_eq!(ctl_latency, HostPath::latency(&self.m, a, b));
         // size-dependent factors of the path (host messages of staged buffers: `hostcopy`)
         let staged_msg = route.staged()
             || (!gpu_direct
@@ -291,10 +294,6 @@ impl State<'_> {
             0
         };
         let eager = protocol::is_eager(&self.m.cfg, s.sync, bytes, gpu_direct);
-        // envelopes, RTS and CTS are small CPU-to-CPU control messages: host-path latency (from
-        // the machine's route cache: a separate table by endpoints cost a cache miss per message)
-        debug_assert!(host_latency.is_none_or(|l| l == HostPath::latency(&self.m, a, b)));
-        let ctl_latency = host_latency.unwrap_or_else(|| HostPath::latency(&self.m, a, b));
         // by the route's model: `hostcopy` for a staged message
         self.stats.message(route.model.name(), bytes, collective);
         self.msgs.next_uid += 1;
