@@ -46,7 +46,10 @@
 //! the other links is the same number), only the work: on a GPU halo over a fat-tree, the GPUs'
 //! PCIe and NVLink links and the fat-tree links that carry a few flows are slack (58 % of the
 //! links the whole-component solve visited, 1,024 ranks).  Their load and largest rate are still
-//! kept exactly (every re-rating updates them).  A link where a flow ended is kept in R even if
+//! kept exactly (every re-rating updates them).  Whether a link is slack is one bit per link
+//! (`slack_bits`), set by every change of `P`: the solves test it for every link of every flow
+//! they visit, and a million-rank network's bits fit in the cache where its links' 16-byte
+//! bounds (the test read them before) do not.  A link where a flow ended is kept in R even if
 //! it is slack now: the flows it was the bottleneck of must be checked (it is no longer
 //! saturated, so they join U).  Components are still walked through slack links (splitting them
 //! there was tried: no faster on the cases measured, and it would couple the filling's 1e-9
@@ -378,12 +381,18 @@ fn prefetch_entry<T>(ids: &[FlowId], table: &[T], at: usize) {
     }
 }
 
-/// Is link `l` slack by its bound in `pot` (`FlowNet::slack`; for code that has the table
-/// borrowed apart from the rest)
+/// Is link `l` slack (`FlowNet::slack`; for code that has the table borrowed apart from the
+/// rest): its bit in `FlowNet::slack_bits`
 #[inline(always)]
-fn slack_in(pot: &[Pot], l: usize) -> bool {
-    let p = pot[l];
-    p.sum < p.thr
+fn slack_in(slack_bits: &[u64], l: usize) -> bool {
+    (slack_bits[l >> 6] >> (l & 63)) & 1 != 0
+}
+
+/// Sets link `l`'s bit in `slack_bits` to whether its bound `p` is below its threshold.
+#[inline(always)]
+fn set_slack(slack_bits: &mut [u64], l: usize, p: Pot) {
+    let (w, b) = (l >> 6, l & 63);
+    slack_bits[w] = (slack_bits[w] & !(1u64 << b)) | (((p.sum < p.thr) as u64) << b);
 }
 
 /// Asks the processor to bring the cache line at `p` in (a hint: no effect on what the code
@@ -478,6 +487,10 @@ pub struct FlowNet {
     links: Vec<Link>,
     /// per link, the bound that tells a slack link (`Pot`)
     pot: Vec<Pot>,
+    /// per link, one bit: slack (its `Pot` sum below its threshold), kept with every change of
+    /// the bound.  What the solves test for every link of every flow they visit: 1 bit a link
+    /// stays in the cache where the 16-byte bounds of millions of links do not
+    slack_bits: Vec<u64>,
     flows: Vec<Flow>,
     /// per flow: its rate and the solves' marks (`Hot`)
     hot: Vec<Hot>,
@@ -594,7 +607,13 @@ impl FlowNet {
             nmax: 0,
         });
         self.lw.push(LinkWork::default());
-        self.pot.push(Pot { sum: 0, thr: Pot::thr_of(bw_bytes_per_s * 1e-9) });
+        let p = Pot { sum: 0, thr: Pot::thr_of(bw_bytes_per_s * 1e-9) };
+        self.pot.push(p);
+        let l = self.pot.len() - 1;
+        if l >> 6 >= self.slack_bits.len() {
+            self.slack_bits.push(0);
+        }
+        set_slack(&mut self.slack_bits, l, p);
         self.link_stat.push(LinkStat::default());
         self.last_share.push(f64::INFINITY);
 
@@ -626,6 +645,9 @@ impl FlowNet {
                 }
             }
         }
+        for l in 0..self.pot.len() {
+            set_slack(&mut self.slack_bits, l, self.pot[l]);
+        }
     }
 
     /// A flow's term in its links' `Pot` (its smallest link capacity, rounded up)
@@ -642,7 +664,7 @@ impl FlowNet {
     /// link of no capacity, or one below the bound's unit, has `thr` 0 and is never slack.)
     #[inline(always)]
     fn slack(&self, l: usize) -> bool {
-        slack_in(&self.pot, l)
+        slack_in(&self.slack_bits, l)
     }
 
     /// Starts a flow of `bytes` over `links` at `now`.  Call `resolve(now, ..)` before time moves on.
@@ -686,11 +708,12 @@ impl FlowNet {
             self.cmark.resize(id as usize + 1, 0);
         }
         let term = self.pot_term(links);
-        let FlowNet { links: ltab, pot, slot, .. } = self;
+        let FlowNet { links: ltab, pot, slack_bits, slot, .. } = self;
         let my_slots = &mut slot[id as usize];
         for (j, &l) in links.iter().enumerate() {
             let p = &mut pot[l as usize];
             p.sum = p.sum.wrapping_add(term);
+            set_slack(slack_bits, l as usize, *p);
             let lk = &mut ltab[l as usize];
             if j < SLOTS {
                 my_slots[j] = lk.flows.len() as u32;
@@ -721,11 +744,12 @@ impl FlowNet {
         let links = std::mem::take(&mut f.links);
         let term = self.pot_term(&links);
         // the tables a flow's end updates, borrowed apart
-        let FlowNet { links: ltab, pot, slot, flows, .. } = self;
+        let FlowNet { links: ltab, pot, slack_bits, slot, flows, .. } = self;
         let my_slots = slot[id as usize];
         for (j, &l) in links.iter().enumerate() {
             let p = &mut pot[l as usize];
             p.sum = p.sum.wrapping_sub(term);
+            set_slack(slack_bits, l as usize, *p);
             let lk = &mut ltab[l as usize];
             let v = &mut lk.flows;
             // its place in the link's list, as `start` or a later removal left it (a search
@@ -1157,7 +1181,7 @@ impl FlowNet {
         let mut count = 0usize;
         // the tables the level reads and writes, borrowed apart: a link's flow list is read as
         // one slice while its flows are rated
-        let FlowNet { links, flows, hot, wit, cmark, lw, pot, .. } = self;
+        let FlowNet { links, flows, hot, wit, cmark, lw, slack_bits, .. } = self;
         for &l in visit {
             let n = lw[l as usize].n;
             if n == 0 || lw[l as usize].rem / n as f64 > share + tol {
@@ -1193,7 +1217,7 @@ impl FlowNet {
                 count += 1;
                 for &l2 in fl.links.iter() {
                     let l2 = l2 as usize;
-                    if slack_in(pot, l2) {
+                    if slack_in(slack_bits, l2) {
                         continue;
                     }
                     let w = &mut lw[l2];
@@ -1222,10 +1246,10 @@ impl FlowNet {
         ulist.clear();
         ulist.resize(total as usize, 0);
         {
-            let FlowNet { u_flows, flows, lw, pot, .. } = &mut *self;
+            let FlowNet { u_flows, flows, lw, slack_bits, .. } = &mut *self;
             for &f in u_flows.iter() {
                 for &l in flows[f as usize].links.iter() {
-                    if slack_in(pot, l as usize) {
+                    if slack_in(slack_bits, l as usize) {
                         continue;
                     }
                     let p = &mut lw[l as usize].pos;
@@ -1269,7 +1293,7 @@ impl FlowNet {
             let share = f64::from_bits(key);
             let below = (share + share * 1e-9).to_bits();
             let mut l = first;
-            let FlowNet { links, flows, hot, lw, pot, link_stat, .. } = &mut *self;
+            let FlowNet { links, flows, hot, lw, slack_bits, link_stat, .. } = &mut *self;
             loop {
                 let off = lw[l as usize].off as usize;
                 let end = lw[l as usize].pos as usize;
@@ -1288,7 +1312,7 @@ impl FlowNet {
                     // committed rate was the link's largest)
                     for &l2 in fl.links.iter() {
                         let l2 = l2 as usize;
-                        if slack_in(pot, l2) {
+                        if slack_in(slack_bits, l2) {
                             continue;
                         }
                         let w = &mut lw[l2];
@@ -1372,12 +1396,12 @@ impl FlowNet {
             // so the same whatever the order), and they count among the link's U flows
             for i in linked..u.len() {
                 self.prefetch_ahead(&u, i, &self.lw);
-                let FlowNet { links, flows, hot, lw, pot, .. } = &mut *self;
+                let FlowNet { links, flows, hot, lw, slack_bits, .. } = &mut *self;
                 let f = u[i];
                 let r = fx(hot[f as usize].rate);
                 for &l in flows[f as usize].links.iter() {
                     let l = l as usize;
-                    if slack_in(pot, l) {
+                    if slack_in(slack_bits, l) {
                         continue; // never binds: not in R (a dirty one is, without U's rates)
                     }
                     let lk = &links[l];
@@ -1805,9 +1829,9 @@ impl FlowNet {
         let mut live = std::mem::take(&mut self.live);
         live.clear();
         {
-            let FlowNet { links, lw, pot, .. } = self;
+            let FlowNet { links, lw, slack_bits, .. } = self;
             for &l in comp_links {
-                if slack_in(pot, l as usize) {
+                if slack_in(slack_bits, l as usize) {
                     continue;
                 }
                 live.push(l);
@@ -1853,10 +1877,10 @@ impl FlowNet {
         // case): each flow's rate is the level it was rated at, which the filling added to its
         // links' `lw.fixed`; otherwise a sum over each link's flows
         let all_rated = rated == comp_flows.len();
-        let FlowNet { links, lw, pot, hot, .. } = self;
+        let FlowNet { links, lw, slack_bits, hot, .. } = self;
         for &l in comp_links {
             let lk = &mut links[l as usize];
-            lk.load = if all_rated && !slack_in(pot, l as usize) {
+            lk.load = if all_rated && !slack_in(slack_bits, l as usize) {
                 lw[l as usize].fixed
             } else {
                 let mut load = 0i128;
@@ -2041,6 +2065,7 @@ mod tests {
         for l in 0..net.links.len() {
             let want: u64 = net.links[l].flows.iter().map(|&f| net.pot_term(&net.flows[f as usize].links)).sum();
             assert_eq!(net.pot[l].sum, want, "seed {seed}: link {l}'s bound drifted");
+            assert_eq!(net.slack(l), net.pot[l].sum < net.pot[l].thr, "seed {seed}: link {l}'s slack bit is stale");
             let lk = &net.links[l];
             if lk.nmax > 0 && !lk.flows.is_empty() {
                 // a known largest rate is the largest of the link's flows, with its count
