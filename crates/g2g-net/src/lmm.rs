@@ -381,6 +381,42 @@ fn prefetch_entry<T>(ids: &[FlowId], table: &[T], at: usize) {
     }
 }
 
+/// A heap of links by fair share (`LinkWork`: `rem / n`), smallest first, for the fillings
+type ShareHeap = std::collections::BinaryHeap<std::cmp::Reverse<(u64, LinkId)>>;
+
+/// The link of smallest share in `heap`, if its share is at most `below` (as bits), left in the
+/// heap.  A link's share only grows as flows are rated (a flow is rated at the smallest share, at
+/// most the link's), so a key is a lower bound: an entry whose link's share has grown since is
+/// re-keyed with it, and one whose link has no flow left to rate is dropped, until the top's key
+/// is its link's share.
+#[inline]
+fn least_share(heap: &mut ShareHeap, lw: &[LinkWork], below: u64) -> Option<(u64, LinkId)> {
+    while let Some(&std::cmp::Reverse((key, l))) = heap.peek() {
+        if key > below {
+            return None;
+        }
+        let w = &lw[l as usize];
+        if w.n == 0 {
+            heap.pop();
+            continue;
+        }
+        let cur = (w.rem / w.n as f64).to_bits();
+        if cur == key {
+            return Some((key, l));
+        }
+        heap.peek_mut().unwrap().0 = (cur, l); // re-sifts on drop
+    }
+    None
+}
+
+/// `least_share`, taken out of the heap.
+#[inline]
+fn pop_least(heap: &mut ShareHeap, lw: &[LinkWork], below: u64) -> Option<(u64, LinkId)> {
+    let top = least_share(heap, lw, below)?;
+    heap.pop();
+    Some(top)
+}
+
 /// Is link `l` slack (`FlowNet::slack`; for code that has the table borrowed apart from the
 /// rest): its bit in `FlowNet::slack_bits`
 #[inline(always)]
@@ -535,7 +571,7 @@ pub struct FlowNet {
     /// incremental max-min filling: the U flows of each R link (at `LinkWork::off..pos`), and
     /// the links by fair share (lower bounds)
     ulist: Vec<FlowId>,
-    heap: std::collections::BinaryHeap<std::cmp::Reverse<(u64, LinkId)>>,
+    heap: ShareHeap,
     /// how concurrent flows share links
     pub sharing: Sharing,
     pub solves: u64,
@@ -1097,8 +1133,7 @@ impl FlowNet {
         rated: u32,
         mut take: impl FnMut(FlowId, &mut Flow, &mut Hot, f64),
     ) {
-        type Entry = std::cmp::Reverse<(u64, LinkId)>;
-        let mut heap: Vec<Entry> = std::mem::take(&mut self.heap).into_vec();
+        let mut heap = std::mem::take(&mut self.heap).into_vec();
         heap.clear();
         for (i, &l) in live.iter().enumerate() {
             let w = &mut self.lw[l as usize];
@@ -1110,28 +1145,8 @@ impl FlowNet {
         }
         let mut heap = std::collections::BinaryHeap::from(heap);
         let mut visit = std::mem::take(&mut self.visit);
-        // The top entry, re-keyed until its key is its link's share (links with every flow rated
-        // dropped), if its key is at most `below`.
-        fn top(heap: &mut std::collections::BinaryHeap<Entry>, lw: &[LinkWork], below: u64) -> Option<(u64, LinkId)> {
-            while let Some(&std::cmp::Reverse((key, l))) = heap.peek() {
-                if key > below {
-                    return None;
-                }
-                let w = &lw[l as usize];
-                if w.n == 0 {
-                    heap.pop();
-                    continue;
-                }
-                let cur = (w.rem / w.n as f64).to_bits();
-                if cur == key {
-                    return Some((key, l));
-                }
-                heap.peek_mut().unwrap().0 = (cur, l); // re-sifts on drop
-            }
-            None
-        }
         while left > 0 {
-            let Some((key, _)) = top(&mut heap, &self.lw, u64::MAX) else {
+            let Some((key, _)) = least_share(&mut heap, &self.lw, u64::MAX) else {
                 break;
             };
             let share = f64::from_bits(key);
@@ -1142,7 +1157,7 @@ impl FlowNet {
             // numbers), in `live`'s order
             let below = (share + share * 1e-9).to_bits();
             visit.clear();
-            while let Some((_, l)) = top(&mut heap, &self.lw, below) {
+            while let Some((_, l)) = least_share(&mut heap, &self.lw, below) {
                 heap.pop();
                 visit.push(l);
             }
@@ -1260,34 +1275,8 @@ impl FlowNet {
         }
         let mut heap = std::mem::take(&mut self.heap);
         let mut left = self.u_flows.len();
-        // Pops the link of smallest share at most `below`.  A link's share only grows as flows
-        // are rated (a flow is rated at the smallest share, at most the link's), so an entry's
-        // key is a lower bound: a link whose share has grown since goes back with its share.
-        fn pop_live(
-            heap: &mut std::collections::BinaryHeap<std::cmp::Reverse<(u64, LinkId)>>,
-            lw: &[LinkWork],
-            below: u64,
-        ) -> Option<(u64, LinkId)> {
-            while let Some(&std::cmp::Reverse((key, l))) = heap.peek() {
-                if key > below {
-                    return None;
-                }
-                let n = lw[l as usize].n;
-                if n == 0 {
-                    heap.pop();
-                    continue;
-                }
-                let cur = (lw[l as usize].rem / n as f64).to_bits();
-                if cur == key {
-                    heap.pop();
-                    return Some((key, l));
-                }
-                heap.peek_mut().unwrap().0 = (cur, l); // re-sifts on drop
-            }
-            None
-        }
         while left > 0 {
-            let Some((key, first)) = pop_live(&mut heap, &self.lw, u64::MAX) else {
+            let Some((key, first)) = pop_least(&mut heap, &self.lw, u64::MAX) else {
                 break;
             };
             let share = f64::from_bits(key);
@@ -1328,7 +1317,7 @@ impl FlowNet {
                         }
                     }
                 }
-                match pop_live(&mut heap, lw, below) {
+                match pop_least(&mut heap, lw, below) {
                     Some((_, l2)) => l = l2,
                     None => break,
                 }
@@ -2100,6 +2089,11 @@ mod tests {
     /// 1 to 4 distinct links out of `nlinks`, in random order (a flow's path).
     fn random_path(rng: &mut Xs, nlinks: usize) -> Vec<LinkId> {
         let len = (1 + rng.below(4) as usize).min(nlinks);
+        distinct_links(rng, nlinks, len)
+    }
+
+    /// `len` distinct links drawn from `0..nlinks`
+    fn distinct_links(rng: &mut Xs, nlinks: usize, len: usize) -> Vec<LinkId> {
         let mut links: Vec<LinkId> = vec![];
         while links.len() < len {
             let l = rng.below(nlinks as u64) as LinkId;
@@ -2139,13 +2133,7 @@ mod tests {
                 let starts = if step < 20 { 60 } else { rng.below(12) };
                 for _ in 0..starts {
                     let len = 1 + rng.below(8) as usize;
-                    let mut links: Vec<LinkId> = vec![];
-                    while links.len() < len {
-                        let l = rng.below(nlinks as u64) as LinkId;
-                        if !links.contains(&l) {
-                            links.push(l);
-                        }
-                    }
+                    let links = distinct_links(&mut rng, nlinks, len);
                     let bytes = 1e5 + rng.below(4) as f64 * 1e5;
                     let a = nets[0].start(now, &links, bytes, 0);
                     let b = nets[1].start(now, &links, bytes, 0);
@@ -2452,13 +2440,7 @@ mod tests {
                 now += rng.below(3);
                 for _ in 0..rng.below(6) {
                     let len = 1 + rng.below(16) as usize;
-                    let mut links: Vec<LinkId> = vec![];
-                    while links.len() < len {
-                        let l = rng.below(nlinks as u64) as LinkId;
-                        if !links.contains(&l) {
-                            links.push(l);
-                        }
-                    }
+                    let links = distinct_links(&mut rng, nlinks, len);
                     spilled += (len > 12) as u32;
                     let bytes = 1000.0 + rng.below(100_000) as f64;
                     live.push((inc.start(now, &links, bytes, 0), full.start(now, &links, bytes, 0)));
