@@ -209,7 +209,7 @@ struct LinkWork {
     /// incremental max-min: on an R link, how many U flows it carries
     u: u32,
     /// incremental max-min filling: where its U flows start in `ulist` and where the next one
-    /// goes (then ends)
+    /// goes (then ends); the whole-component filling from a heap: its place in the live links
     off: u32,
     pos: u32,
 }
@@ -680,9 +680,13 @@ impl FlowNet {
                     p.sum = p.sum.wrapping_add(t);
                 }
             }
-        }
-        for l in 0..self.pot.len() {
-            set_slack(&mut self.slack_bits, l, self.pot[l]);
+            for l2 in 0..self.pot.len() {
+                set_slack(&mut self.slack_bits, l2, self.pot[l2]);
+            }
+        } else {
+            // only this link's threshold moved (a what-if scales every network link before the
+            // replay: one bit each, not every link's each time)
+            set_slack(&mut self.slack_bits, l as usize, self.pot[l as usize]);
         }
     }
 
@@ -1157,8 +1161,7 @@ impl FlowNet {
             // numbers), in `live`'s order
             let below = (share + share * 1e-9).to_bits();
             visit.clear();
-            while let Some((_, l)) = least_share(&mut heap, &self.lw, below) {
-                heap.pop();
+            while let Some((_, l)) = pop_least(&mut heap, &self.lw, below) {
                 visit.push(l);
             }
             let lw = &self.lw;
@@ -2162,7 +2165,7 @@ mod tests {
                     );
                 }
             }
-            // the heap really filled, over many levels, and the reference never did
+            // the heap really filled, and the reference never did
             assert!(nets[0].heap_fills > 0, "seed {seed}: no filling took the heap");
             assert_eq!(nets[1].heap_fills, 0);
         }
@@ -2420,6 +2423,23 @@ mod tests {
         assert!((n.rate_bytes_per_s(b) - 0.5e9).abs() < 1.0);
         // each flow's own 2 B/ns link is slack now (a term of 1 B/ns), the shared one is not
         assert_eq!(check_pots(&n, 0), 2);
+    }
+
+    /// Scaling links before any flow starts (what-ifs do it for every network link) sets the
+    /// scaled link's slack bit and leaves the others': a link cut below the bound's unit is never
+    /// slack, and a flow over it then binds there.
+    #[test]
+    fn scaling_a_link_before_any_flow_sets_its_slack_bit() {
+        let mut n = FlowNet::new();
+        let (l, o) = (n.add_link(10e9), n.add_link(10e9));
+        assert!(n.slack(l as usize) && n.slack(o as usize), "no flows: both slack");
+        n.scale_link(l, 1e-12);
+        assert!(!n.slack(l as usize), "a link of 0.01 B/s has no slack threshold");
+        assert!(n.slack(o as usize));
+        check_pots(&n, 0);
+        let f = n.start(0, &[o, l], 1e6, 0);
+        run(&mut n, 0);
+        assert!((n.rate_bytes_per_s(f) - 0.01).abs() < 1e-9, "the flow binds at the scaled link");
     }
 
     /// Long paths (up to 16 links: inline up to 12, on the heap past that; places in the link
