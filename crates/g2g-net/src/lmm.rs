@@ -857,8 +857,20 @@ impl FlowNet {
     pub fn resolve(&mut self, now: Time, out: &mut Vec<Reschedule>) {
         let from = out.len();
         self.resolve_any(now, out);
-        if self.sharing != Sharing::Bottleneck && out.len() - from > 1 {
-            out[from..].sort_unstable_by_key(|r| r.flow);
+        self.order_reschedules(&mut out[from..]);
+    }
+
+    /// As `resolve`, in the order the solve found them (`order_reschedules` then puts them, or
+    /// the ones kept of them, in `resolve`'s order)
+    pub(crate) fn resolve_unordered(&mut self, now: Time, out: &mut Vec<Reschedule>) {
+        self.resolve_any(now, out);
+    }
+
+    /// Puts one solve's new finish times (or some of them) in `resolve`'s order: by flow under
+    /// exact max-min, as found under bottleneck sharing (whose one pass is the same either way)
+    pub(crate) fn order_reschedules(&self, out: &mut [Reschedule]) {
+        if self.sharing != Sharing::Bottleneck && out.len() > 1 {
+            out.sort_unstable_by_key(|r| r.flow);
         }
     }
 
