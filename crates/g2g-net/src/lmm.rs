@@ -25,8 +25,9 @@
 //! When U grows past a quarter of the flows, the whole component is solved instead (and an
 //! attempt stops as soon as U is past that limit).  Flows that join U in a check change rate, so
 //! the flows bottlenecked on their saturated links (at the link's largest rate) join U with them,
-//! a round before the check would find them (`pull_from_saturated`: a cascade over the saturated
-//! NICs of a halo exchange took 5-7 rounds, each re-filling and re-checking all of U).  A change
+//! a round before the check would find them, and the flows bottlenecked on those flows'
+//! saturated links too (`pull_from_saturated`, two rings: a cascade over the saturated NICs of a
+//! halo exchange took 5-7 rounds, each re-filling and re-checking all of U).  A change
 //! where flows only ended starts U with the flows the ended flows' links were the bottleneck of
 //! (`pull_from_ended`), not empty: a first round would only find them.  A change
 //! whose components hold few flows (`SMALL_COMPONENT`; up to `MID_COMPONENT` while the last
@@ -586,6 +587,9 @@ pub struct FlowNet {
     /// tests: the incremental solve without `pull_from_saturated` (the rates are the same)
     #[cfg(test)]
     no_pull_ahead: bool,
+    /// tests: `pull_from_saturated`'s first ring only (the rates are the same)
+    #[cfg(test)]
+    one_ring: bool,
     /// tests: the incremental solve without `pull_from_ended` (the rates are the same)
     #[cfg(test)]
     no_pull_ended: bool,
@@ -1560,7 +1564,16 @@ impl FlowNet {
             let pull_ahead = true;
             // (past `limit`, the function pulls nothing and the next round fails)
             if pull_ahead && u.len() > before {
+                // two rings: the flows the check found pull theirs, and those pull theirs once
+                let ring = u.len();
                 self.pull_from_saturated(&mut u, before, mark, Pull::Bottlenecked, limit);
+                #[cfg(test)]
+                let second = !self.one_ring;
+                #[cfg(not(test))]
+                let second = true;
+                if second && u.len() > ring {
+                    self.pull_from_saturated(&mut u, ring, mark, Pull::Bottlenecked, limit);
+                }
             }
             if u.len() == before {
                 break true;
@@ -1606,9 +1619,11 @@ impl FlowNet {
     ///   each will change its rate, so the flows that one of their saturated links is the
     ///   bottleneck of (as committed: the link's fastest flows, at its `lmax`) will too.  The
     ///   check would find them a round later, and a round re-fills and re-checks all of U (a
-    ///   cascade across the saturated NICs of a large halo took 5-7 rounds).  Only one ring: the
-    ///   flows pulled here pull no others (a closure could take in the whole component); links
-    ///   of more than `PULL_AHEAD_MAX_FLOWS` are left to the check.
+    ///   cascade across the saturated NICs of a large halo took 5-7 rounds).  The check's flows
+    ///   pull one ring, and that ring pulls one more; the flows of the second pull no others (a
+    ///   closure could take in the whole component: three or more rings pulled more flows than
+    ///   they saved rounds on the 16,384-rank halo); links of more than `PULL_AHEAD_MAX_FLOWS`
+    ///   are left to the check.
     ///
     /// Any U gives the max-min rates once the check holds: this changes no rate, only how many
     /// rounds it takes.  A fresh tick marks the links seen here: the round's stats are not read
@@ -2661,21 +2676,23 @@ mod tests {
     /// A change spreads over a ring of saturated links (like the NICs of a halo exchange: every
     /// flow crosses two neighbouring NICs): pulling in ahead the flows bottlenecked on the
     /// saturated links of flows that join U (`pull_from_saturated`) settles the incremental solves
-    /// in fewer rounds, and both ways give the whole-component solve's rates and finish times.
+    /// in fewer rounds, two rings of it fewer than one, and every way gives the whole-component
+    /// solve's rates and finish times.
     #[test]
     fn pulling_bottlenecked_flows_ahead_saves_rounds_and_changes_no_rate() {
         let nics = 64u32;
         let mut rng = Xs(0x2545_f491_4f6c_dd1d);
-        let mut nets: Vec<FlowNet> = (0..3).map(|_| FlowNet::new()).collect();
+        let mut nets: Vec<FlowNet> = (0..4).map(|_| FlowNet::new()).collect();
         nets[1].no_pull_ahead = true;
         nets[2].sharing = Sharing::MaxMinFull;
+        nets[3].one_ring = true;
         for net in nets.iter_mut() {
             for i in 0..nics {
                 net.add_link([10e9, 12.5e9][(i % 2) as usize]);
             }
         }
-        let mut live: Vec<[FlowId; 3]> = vec![];
-        let mut fins: Vec<std::collections::HashMap<FlowId, Time>> = vec![Default::default(); 3];
+        let mut live: Vec<[FlowId; 4]> = vec![];
+        let mut fins: Vec<std::collections::HashMap<FlowId, Time>> = vec![Default::default(); 4];
         let mut now = 0;
         for _step in 0..400 {
             now += 1 + rng.below(50);
@@ -2684,7 +2701,7 @@ mod tests {
                 let b = (a + 1 + rng.below(2) as u32) % nics;
                 let bytes = 10_000.0 + rng.below(200_000) as f64;
                 let ids: Vec<FlowId> = nets.iter_mut().map(|n| n.start(now, &[a, b], bytes, 0)).collect();
-                live.push([ids[0], ids[1], ids[2]]);
+                live.push([ids[0], ids[1], ids[2], ids[3]]);
             }
             if !live.is_empty() && (live.len() > 240 || rng.below(3) == 0) {
                 let k = live.swap_remove(rng.below(live.len() as u64) as usize);
@@ -2700,14 +2717,14 @@ mod tests {
                 }
             }
             for k in &live {
-                for i in 0..2 {
+                for i in [0, 1, 3] {
                     let (x, y) = (nets[i].rate_bytes_per_s(k[i]), nets[2].rate_bytes_per_s(k[2]));
                     assert!((x - y).abs() <= 1e-6 * y, "net {i}: rate {x} vs {y} at {now}");
                     assert_eq!(fins[i][&k[i]], fins[2][&k[2]], "net {i}: finish times differ at {now}");
                 }
             }
         }
-        let (ahead, plain) = (&nets[0], &nets[1]);
+        let (ahead, plain, one) = (&nets[0], &nets[1], &nets[3]);
         assert!(ahead.incremental_solves > 200, "{} incremental solves", ahead.incremental_solves);
         let per = |n: &FlowNet| n.incremental_rounds as f64 / n.incremental_solves as f64;
         assert!(
@@ -2715,6 +2732,12 @@ mod tests {
             "rounds per incremental solve: {:.2} pulling ahead, {:.2} without",
             per(ahead),
             per(plain)
+        );
+        assert!(
+            per(ahead) < 0.97 * per(one),
+            "rounds per incremental solve: {:.3} with two rings, {:.3} with one",
+            per(ahead),
+            per(one)
         );
     }
 
