@@ -2673,6 +2673,42 @@ mod tests {
         assert!((net.rate_bytes_per_s(x) - 2e9).abs() < 1.0);
     }
 
+    /// `n` nets of `nics` links of 10 and 12.5 GB/s, each net `setup` as it asks; the net at
+    /// `full` solves the whole component (the reference of `rates_equal_the_full_solve`).
+    fn nic_nets(n: usize, nics: u32, full: usize, setup: impl Fn(usize, &mut FlowNet)) -> Vec<FlowNet> {
+        (0..n)
+            .map(|i| {
+                let mut net = FlowNet::new();
+                if i == full {
+                    net.sharing = Sharing::MaxMinFull;
+                }
+                setup(i, &mut net);
+                for l in 0..nics {
+                    net.add_link([10e9, 12.5e9][(l % 2) as usize]);
+                }
+                net
+            })
+            .collect()
+    }
+
+    /// Every live flow (`k[i]`: its id in net `i`) has the rate (to 1e-6) and the latest finish
+    /// time (to the ns) of its twin in the net at `full`.
+    fn rates_equal_the_full_solve<const N: usize>(
+        nets: &[FlowNet],
+        fins: &[std::collections::HashMap<FlowId, Time>],
+        live: &[[FlowId; N]],
+        full: usize,
+        now: Time,
+    ) {
+        for k in live {
+            for i in (0..N).filter(|&i| i != full) {
+                let (x, y) = (nets[i].rate_bytes_per_s(k[i]), nets[full].rate_bytes_per_s(k[full]));
+                assert!((x - y).abs() <= 1e-6 * y, "net {i}: rate {x} vs {y} at {now}");
+                assert_eq!(fins[i][&k[i]], fins[full][&k[full]], "net {i}: finish times differ at {now}");
+            }
+        }
+    }
+
     /// A change spreads over a ring of saturated links (like the NICs of a halo exchange: every
     /// flow crosses two neighbouring NICs): pulling in ahead the flows bottlenecked on the
     /// saturated links of flows that join U (`pull_from_saturated`) settles the incremental solves
@@ -2682,15 +2718,10 @@ mod tests {
     fn pulling_bottlenecked_flows_ahead_saves_rounds_and_changes_no_rate() {
         let nics = 64u32;
         let mut rng = Xs(0x2545_f491_4f6c_dd1d);
-        let mut nets: Vec<FlowNet> = (0..4).map(|_| FlowNet::new()).collect();
-        nets[1].no_pull_ahead = true;
-        nets[2].sharing = Sharing::MaxMinFull;
-        nets[3].one_ring = true;
-        for net in nets.iter_mut() {
-            for i in 0..nics {
-                net.add_link([10e9, 12.5e9][(i % 2) as usize]);
-            }
-        }
+        let mut nets = nic_nets(4, nics, 2, |i, n| {
+            n.no_pull_ahead = i == 1;
+            n.one_ring = i == 3;
+        });
         let mut live: Vec<[FlowId; 4]> = vec![];
         let mut fins: Vec<std::collections::HashMap<FlowId, Time>> = vec![Default::default(); 4];
         let mut now = 0;
@@ -2716,13 +2747,7 @@ mod tests {
                     fin.insert(r.flow, r.finish);
                 }
             }
-            for k in &live {
-                for i in [0, 1, 3] {
-                    let (x, y) = (nets[i].rate_bytes_per_s(k[i]), nets[2].rate_bytes_per_s(k[2]));
-                    assert!((x - y).abs() <= 1e-6 * y, "net {i}: rate {x} vs {y} at {now}");
-                    assert_eq!(fins[i][&k[i]], fins[2][&k[2]], "net {i}: finish times differ at {now}");
-                }
-            }
+            rates_equal_the_full_solve(&nets, &fins, &live, 2, now);
         }
         let (ahead, plain, one) = (&nets[0], &nets[1], &nets[3]);
         assert!(ahead.incremental_solves > 200, "{} incremental solves", ahead.incremental_solves);
@@ -2750,14 +2775,7 @@ mod tests {
     fn pulling_the_flows_of_ended_flows_links_saves_rounds_and_changes_no_rate() {
         let nics = 64u32;
         let mut rng = Xs(0x6a09_e667_f3bc_c909);
-        let mut nets: Vec<FlowNet> = (0..3).map(|_| FlowNet::new()).collect();
-        nets[1].no_pull_ended = true;
-        nets[2].sharing = Sharing::MaxMinFull;
-        for net in nets.iter_mut() {
-            for i in 0..nics {
-                net.add_link([10e9, 12.5e9][(i % 2) as usize]);
-            }
-        }
+        let mut nets = nic_nets(3, nics, 2, |i, n| n.no_pull_ended = i == 1);
         let mut live: Vec<[FlowId; 3]> = vec![];
         let mut fins: Vec<std::collections::HashMap<FlowId, Time>> = vec![Default::default(); 3];
         let mut now = 0;
@@ -2790,13 +2808,7 @@ mod tests {
                     fin.insert(r.flow, r.finish);
                 }
             }
-            for k in &live {
-                for i in 0..2 {
-                    let (x, y) = (nets[i].rate_bytes_per_s(k[i]), nets[2].rate_bytes_per_s(k[2]));
-                    assert!((x - y).abs() <= 1e-6 * y, "net {i}: rate {x} vs {y} at {now}");
-                    assert_eq!(fins[i][&k[i]], fins[2][&k[2]], "net {i}: finish times differ at {now}");
-                }
-            }
+            rates_equal_the_full_solve(&nets, &fins, &live, 2, now);
         }
         let [(s_pull, r_pull), (s_plain, r_plain)] = ended_only;
         assert!(s_pull > 150 && s_plain > 150, "{s_pull} and {s_plain} incremental solves of ended flows");
