@@ -50,7 +50,7 @@ impl FlowNet {
         mut schedule: impl FnMut(Time, FlowId, u32),
     ) {
         scratch.clear();
-        self.resolve_unordered(now, scratch);
+        self.resolve_any(now, scratch);
         // every re-rated flow takes its new finish; the ones that need an event stay in
         // `scratch[..keep]` (a flow is re-rated at most once by a solve, and whether it needs
         // one depends on its own record only, so the order of this pass changes nothing)

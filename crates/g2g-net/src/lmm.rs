@@ -495,6 +495,18 @@ enum Pull {
     Bottlenecked,
 }
 
+/// Which of the incremental solve's pull-aheads are off: none in a build (`FlowNet::shortcuts`);
+/// tests switch them off one at a time to show that each saves rounds and changes no rate
+#[derive(Clone, Copy, Debug, Default)]
+struct Shortcuts {
+    /// `pull_from_saturated` after a check
+    pull_ahead: bool,
+    /// its second ring
+    second_ring: bool,
+    /// `pull_from_ended`
+    pull_ended: bool,
+}
+
 /// Exact max-min: `pull_from_saturated` skips links of more flows (an all-to-all's NIC carries
 /// thousands, nearly all at its largest rate: scanning them ahead cost more than the rounds it
 /// saved; the check still finds the ones that need it)
@@ -584,15 +596,9 @@ pub struct FlowNet {
     pub component_solves: u64,
     /// exact max-min: rounds (filling and check) of the incremental solves, held or not
     pub incremental_rounds: u64,
-    /// tests: the incremental solve without `pull_from_saturated` (the rates are the same)
+    /// tests: the incremental solve's pull-aheads switched off (`shortcuts`)
     #[cfg(test)]
-    no_pull_ahead: bool,
-    /// tests: `pull_from_saturated`'s first ring only (the rates are the same)
-    #[cfg(test)]
-    one_ring: bool,
-    /// tests: the incremental solve without `pull_from_ended` (the rates are the same)
-    #[cfg(test)]
-    no_pull_ended: bool,
+    off: Shortcuts,
     /// tests: progressive filling always by passes over the links (the same rates), and how
     /// many fillings took the heap
     #[cfg(test)]
@@ -869,12 +875,6 @@ impl FlowNet {
         self.order_reschedules(&mut out[from..]);
     }
 
-    /// As `resolve`, in the order the solve found them (`order_reschedules` then puts them, or
-    /// the ones kept of them, in `resolve`'s order)
-    pub(crate) fn resolve_unordered(&mut self, now: Time, out: &mut Vec<Reschedule>) {
-        self.resolve_any(now, out);
-    }
-
     /// Puts one solve's new finish times (or some of them) in `resolve`'s order: by flow under
     /// exact max-min, as found under bottleneck sharing (whose one pass is the same either way)
     pub(crate) fn order_reschedules(&self, out: &mut [Reschedule]) {
@@ -883,7 +883,18 @@ impl FlowNet {
         }
     }
 
-    fn resolve_any(&mut self, now: Time, out: &mut Vec<Reschedule>) {
+    /// The pull-aheads switched off: none, but in tests that ask (`FlowNet::off`)
+    #[inline(always)]
+    fn shortcuts(&self) -> Shortcuts {
+        #[cfg(test)]
+        return self.off;
+        #[cfg(not(test))]
+        Shortcuts::default()
+    }
+
+    /// As `resolve`, in the order the solve found them (`order_reschedules` then puts them, or
+    /// the ones kept of them, in `resolve`'s order)
+    pub(crate) fn resolve_any(&mut self, now: Time, out: &mut Vec<Reschedule>) {
         if self.sharing == Sharing::Bottleneck {
             self.resolve_bottleneck(now, out);
             return;
@@ -1398,11 +1409,7 @@ impl FlowNet {
         // it and pull in every faster flow of the link, i.e. all of them, one round later.  They
         // join U now (any U gives the max-min rates once the check holds; this one saves a round)
         self.pull_from_saturated(&mut u, 0, mark, Pull::All, limit);
-        #[cfg(test)]
-        let pull_ended = !self.no_pull_ended;
-        #[cfg(not(test))]
-        let pull_ended = true;
-        if u.is_empty() && pull_ended {
+        if u.is_empty() && !self.shortcuts().pull_ended {
             // no flow started: flows ended (most changes of an all-to-all).  The flows their
             // links were the bottleneck of join U now, not after a first round that would only
             // check them (`pull_from_ended`)
@@ -1558,20 +1565,12 @@ impl FlowNet {
                     }
                 }
             }
-            #[cfg(test)]
-            let pull_ahead = !self.no_pull_ahead;
-            #[cfg(not(test))]
-            let pull_ahead = true;
             // (past `limit`, the function pulls nothing and the next round fails)
-            if pull_ahead && u.len() > before {
+            if !self.shortcuts().pull_ahead && u.len() > before {
                 // two rings: the flows the check found pull theirs, and those pull theirs once
                 let ring = u.len();
                 self.pull_from_saturated(&mut u, before, mark, Pull::Bottlenecked, limit);
-                #[cfg(test)]
-                let second = !self.one_ring;
-                #[cfg(not(test))]
-                let second = true;
-                if second && u.len() > ring {
+                if !self.shortcuts().second_ring && u.len() > ring {
                     self.pull_from_saturated(&mut u, ring, mark, Pull::Bottlenecked, limit);
                 }
             }
@@ -2719,8 +2718,8 @@ mod tests {
         let nics = 64u32;
         let mut rng = Xs(0x2545_f491_4f6c_dd1d);
         let mut nets = nic_nets(4, nics, 2, |i, n| {
-            n.no_pull_ahead = i == 1;
-            n.one_ring = i == 3;
+            n.off.pull_ahead = i == 1;
+            n.off.second_ring = i == 3;
         });
         let mut live: Vec<[FlowId; 4]> = vec![];
         let mut fins: Vec<std::collections::HashMap<FlowId, Time>> = vec![Default::default(); 4];
@@ -2775,7 +2774,7 @@ mod tests {
     fn pulling_the_flows_of_ended_flows_links_saves_rounds_and_changes_no_rate() {
         let nics = 64u32;
         let mut rng = Xs(0x6a09_e667_f3bc_c909);
-        let mut nets = nic_nets(3, nics, 2, |i, n| n.no_pull_ended = i == 1);
+        let mut nets = nic_nets(3, nics, 2, |i, n| n.off.pull_ended = i == 1);
         let mut live: Vec<[FlowId; 3]> = vec![];
         let mut fins: Vec<std::collections::HashMap<FlowId, Time>> = vec![Default::default(); 3];
         let mut now = 0;
