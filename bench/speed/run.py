@@ -185,7 +185,7 @@ def record(name: str, gen: str, ranks: int, info: dict, rep: dict | None, m, run
             "events_per_s": e["events"] / wall if wall else None,
             "ops_per_cpu_s": e["ops"] / m.cpu_s if m.cpu_s else None,
             "mpi_ops_per_cpu_s": info["mpi_ops"] / m.cpu_s if m.cpu_s else None,
-            "flow_solves": e.get("flow_solves"), "flow_solves_component": e.get("flow_solves_component"), "flow_solve_rounds": e.get("flow_solve_rounds"), "peak_flows": e.get("peak_flows"), "links": e.get("links"),
+            "flow_solves": e.get("flow_solves"), "flow_solves_component": e.get("flow_solves_component"), "flow_solve_rounds": e.get("flow_solve_rounds"), "flow_rerates": e.get("flow_rerates"), "flow_rerates_incremental": e.get("flow_rerates_incremental"), "flow_rerate_bottlenecks": e.get("flow_rerate_bottlenecks"), "flow_bottleneck_moves": e.get("flow_bottleneck_moves"), "peak_flows": e.get("peak_flows"), "links": e.get("links"),
             "messages": e.get("messages"), "sim_total_time_s": rep.get("total_time_s"),
             "sim_comm_time_s": rep.get("comm_time_s"),
         })

@@ -58,7 +58,8 @@ IGNORED = {
     "trace": None,
     "machine_info": {"label"},
     "engine": {"wall_s", "read_s", "events_per_s", "ops_per_s", "build", "events", "flow_solves",
-               "flow_solves_component", "flow_solve_rounds", "peak_flows"},
+               "flow_solves_component", "flow_solve_rounds", "flow_rerates", "flow_rerates_incremental",
+               "flow_rerate_bottlenecks", "flow_bottleneck_moves", "peak_flows"},
 }
 MODES = ("as-traced", "hostcopy", "gpudirect")
 

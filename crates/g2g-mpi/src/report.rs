@@ -69,6 +69,15 @@ pub struct EngineStat {
     /// those that gave way to a whole-component solve (how far the changes cascaded: one round
     /// is a change settled at once)
     pub flow_solve_rounds: u64,
+    /// flows given a new rate (and finish time) by the solves
+    pub flow_rerates: u64,
+    /// exact max-min: of those, the ones re-rated by incremental solves, and the distinct
+    /// bottleneck links of each such solve's re-rated flows, summed (their ratio: how many flows
+    /// at one link's rate a change moves together)
+    pub flow_rerates_incremental: u64,
+    pub flow_rerate_bottlenecks: u64,
+    /// exact max-min: flows whose bottleneck link moved to another (found by the incremental check)
+    pub flow_bottleneck_moves: u64,
     pub peak_flows: u64,
     pub links: u64,
     /// how the core was compiled: `pgo` (profile-guided, `make pgo`), `release` or `debug`

@@ -98,6 +98,16 @@ fn incremental_max_min_replays_like_the_full_solve() {
     // the report counts the incremental solves' rounds; the reference solves whole and has none
     assert!(inc.engine.flow_solve_rounds > 0, "{:?}", inc.engine);
     assert_eq!(full.engine.flow_solve_rounds, 0);
+    // and counts its re-ratings: those of the incremental solves move flows in groups at one
+    // bottleneck link's rate (fewer links than flows); the reference has no incremental solve
+    let e = &inc.engine;
+    assert!(e.flow_rerates_incremental > 0 && e.flow_rerates_incremental <= e.flow_rerates, "{e:?}");
+    assert!(e.flow_rerate_bottlenecks > 0 && e.flow_rerate_bottlenecks < e.flow_rerates_incremental, "{e:?}");
+    assert!(e.flow_bottleneck_moves > 0, "{e:?}");
+    let f = &full.engine;
+    assert_eq!((f.flow_rerates_incremental, f.flow_rerate_bottlenecks, f.flow_bottleneck_moves), (0, 0, 0));
+    // both solves give the same rates at every change, so they re-rate the same flows
+    assert_eq!(e.flow_rerates, f.flow_rerates, "{e:?} vs {f:?}");
     // and the workload is contended enough for max-min to differ from bottleneck sharing
     assert!((0..96).any(|r| end_ns(&bott, r) != end_ns(&full, r)), "bottleneck sharing gave the max-min times");
 }

@@ -3,8 +3,8 @@
 //! behind three calls, so that the caller only schedules and delivers events.
 //!
 //! A flow's completion event is set lazily: a flow slowed down keeps its pending event, which
-//! re-arms itself at the new finish when it fires; a flow sped up gets a new event (a generation
-//! tells the live one).  Fewer events than one per re-rating, same completion times.
+//! re-arms itself at the new finish when it fires; a flow sped up gets a new event (a generation,
+//! in a dense table of its own, tells the live one).  Fewer events than one per re-rating, same completion times.
 use crate::lmm::{Completion, FlowId, FlowNet, Reschedule};
 use crate::topology::LinkId;
 /// Simulated time, ns (as `g2g_engine::Time`).
@@ -72,10 +72,10 @@ impl FlowNet {
         // every re-rated flow (an all-to-all's flows are mostly slowed down, and keep their event)
         self.order_reschedules(scratch);
         for r in scratch.iter() {
-            let e = self.completion(r.flow);
-            e.gen = e.gen.wrapping_add(1);
-            e.pend = r.finish;
-            schedule(r.finish, r.flow, e.gen);
+            self.completion(r.flow).pend = r.finish;
+            let g = &mut self.gens[r.flow as usize];
+            *g = g.wrapping_add(1);
+            schedule(r.finish, r.flow, *g);
         }
     }
 
@@ -83,9 +83,13 @@ impl FlowNet {
     /// (removed from the network; call `resolve_completions` before time moves on).
     #[inline]
     pub fn completion_due(&mut self, f: FlowId, gen: u32, now: Time) -> Due {
+        // superseded by an earlier one: told by the dense table, without the flow's record
+        if gen != self.gens[f as usize] {
+            return Due::Stale;
+        }
         let e = self.completion(f);
-        if gen != e.gen || e.pend == Completion::NO_EVENT {
-            return Due::Stale; // superseded by an earlier one
+        if e.pend == Completion::NO_EVENT {
+            return Due::Stale;
         }
         e.pend = Completion::NO_EVENT;
         let (version, finish, latency_ns) = (e.version, e.finish, e.lat);
@@ -94,10 +98,10 @@ impl FlowNet {
         }
         if finish > now {
             // the flow was slowed down since this event was set: one event at its new finish
-            let e = self.completion(f);
-            e.gen = e.gen.wrapping_add(1);
-            e.pend = finish;
-            return Due::Later { at: finish, gen: e.gen };
+            self.completion(f).pend = finish;
+            let g = &mut self.gens[f as usize];
+            *g = g.wrapping_add(1);
+            return Due::Later { at: finish, gen: *g };
         }
         let token = self.finish(f);
         Due::Finished { token, latency_ns }
@@ -222,8 +226,8 @@ mod tests {
                 let e = nets[2].completion(r.flow);
                 (e.finish, e.version) = (r.finish, r.version);
                 if e.pend == Completion::NO_EVENT || r.finish < e.pend {
-                    e.gen = e.gen.wrapping_add(1);
                     e.pend = r.finish;
+                    nets[2].gens[r.flow as usize] = nets[2].gens[r.flow as usize].wrapping_add(1);
                 }
             }
             assert_eq!(sets[0], sets[1], "step {step}: incremental and whole-component events differ");
