@@ -4,7 +4,8 @@
 //!
 //! A flow's completion event is set lazily: a flow slowed down keeps its pending event, which
 //! re-arms itself at the new finish when it fires; a flow sped up gets a new event (a generation,
-//! in a dense table of its own, tells the live one).  Fewer events than one per re-rating, same completion times.
+//! in a dense table of its own, tells the live one).  Fewer events than one per re-rating, same
+//! completion times.
 use crate::lmm::{Completion, FlowId, FlowNet, Reschedule};
 use crate::topology::LinkId;
 /// Simulated time, ns (as `g2g_engine::Time`).
