@@ -530,8 +530,8 @@ impl Dom {
     }
 }
 
-/// A flow's dominator for each link of its path (`Dom`), with the dominator's term
-type Dominators = smallvec::SmallVec<[(LinkId, u64); 12]>;
+/// A flow's dominator for each link of its path (`Dom`)
+type Dominators = smallvec::SmallVec<[LinkId; 12]>;
 
 /// Asks the processor to bring the cache line at `p` in (a hint: no effect on what the code
 /// computes, none at all off x86-64).
@@ -815,12 +815,11 @@ impl FlowNet {
                 *d = Dom::default();
             }
             for f in 0..self.flows.len() {
-                let t = self.pot_term(&self.flows[f].links);
-                let doms = self.dominators(&self.flows[f].links);
+                let (t, doms) = self.dominators(&self.flows[f].links);
                 for (j, &l) in self.flows[f].links.iter().enumerate() {
                     let p = &mut self.pot[l as usize];
                     p.sum = p.sum.wrapping_add(t);
-                    self.dom[l as usize].add(doms[j].0, doms[j].1);
+                    self.dom[l as usize].add(doms[j], t);
                 }
             }
             let use_dom = self.uses_dom();
@@ -835,8 +834,9 @@ impl FlowNet {
         }
     }
 
-    /// A flow's term in its links' `Pot` (its smallest link capacity, rounded up)
-    #[inline]
+    /// A flow's term in its links' `Pot` (its smallest link capacity, rounded up; outside the
+    /// tests, `dominators` gives it with the flow's dominators)
+    #[cfg(test)]
     fn pot_term(&self, links: &[LinkId]) -> u64 {
         let mut m = f64::INFINITY;
         for &l in links {
@@ -845,37 +845,37 @@ impl FlowNet {
         Pot::term(m)
     }
 
-    /// A flow's dominator for each link of its path `links` (`Dom`): the nearest link of the
-    /// path's smallest capacity (the earlier one of two as near), the link itself if it is one,
-    /// with that capacity's term.
+    /// A flow's term (`pot_term`: its smallest link capacity, rounded up), which is also its
+    /// dominators' term, and its dominator for each link of its path `links` (`Dom`): the
+    /// nearest link of that smallest capacity (the earlier one of two as near), the link itself
+    /// if it is one.  Two passes over the path: the nearest slowest link before each place, then
+    /// after it.
     #[inline]
-    fn dominators(&self, links: &[LinkId]) -> Dominators {
-        let cap = |j: usize| self.links[links[j] as usize].cap;
-        let mut m = f64::INFINITY;
-        for j in 0..links.len() {
-            m = m.min(cap(j));
-        }
-        let t = Pot::term(m);
+    fn dominators(&self, links: &[LinkId]) -> (u64, Dominators) {
+        let caps: smallvec::SmallVec<[f64; 12]> = links.iter().map(|&l| self.links[l as usize].cap).collect();
+        let m = caps.iter().fold(f64::INFINITY, |m, &c| m.min(c));
         let n = links.len();
-        let mut out = Dominators::new();
-        for j in 0..n {
-            if cap(j) <= m {
-                out.push((links[j], t));
-                continue;
+        // before each place: the place of the nearest slowest link at or before it
+        let mut before: smallvec::SmallVec<[usize; 12]> = smallvec::SmallVec::with_capacity(n);
+        let mut last = usize::MAX;
+        for &c in caps.iter() {
+            if c <= m {
+                last = before.len();
             }
-            let mut d = 1;
-            let k = loop {
-                if j >= d && cap(j - d) <= m {
-                    break j - d;
-                }
-                if j + d < n && cap(j + d) <= m {
-                    break j + d;
-                }
-                d += 1;
-            };
-            out.push((links[k], t));
+            before.push(last);
         }
-        out
+        // after each place, walking back: the nearest at or after it wins only if strictly nearer
+        let mut out = Dominators::from_elem(0, n);
+        let mut next = usize::MAX;
+        for j in (0..n).rev() {
+            if caps[j] <= m {
+                next = j;
+            }
+            let b = before[j];
+            let k = if b == usize::MAX || (next != usize::MAX && next - j < j - b) { next } else { b };
+            out[j] = links[k];
+        }
+        (Pot::term(m), out)
     }
 
     /// Does the slack test take the dominators' bound (`Dom`)?  Always, but in tests that
@@ -936,8 +936,7 @@ impl FlowNet {
             self.slot.resize(id as usize + 1, [0; SLOTS]);
             self.cmark.resize(id as usize + 1, 0);
         }
-        let term = self.pot_term(links);
-        let doms = self.dominators(links);
+        let (term, doms) = self.dominators(links);
         let use_dom = self.uses_dom();
         let FlowNet { links: ltab, pot, dom, slack_bits, slot, .. } = self;
         let my_slots = &mut slot[id as usize];
@@ -945,7 +944,7 @@ impl FlowNet {
             let p = &mut pot[l as usize];
             p.sum = p.sum.wrapping_add(term);
             let d = &mut dom[l as usize];
-            d.add(doms[j].0, doms[j].1);
+            d.add(doms[j], term);
             set_slack(slack_bits, l as usize, *p, d, use_dom);
             let lk = &mut ltab[l as usize];
             if j < SLOTS {
@@ -975,8 +974,7 @@ impl FlowNet {
         let token = f.token;
         let rate = self.hot[id as usize].rate;
         let links = std::mem::take(&mut f.links);
-        let term = self.pot_term(&links);
-        let doms = self.dominators(&links);
+        let (term, doms) = self.dominators(&links);
         let use_dom = self.uses_dom();
         // the tables a flow's end updates, borrowed apart
         let FlowNet { links: ltab, pot, dom, slack_bits, slot, flows, .. } = self;
@@ -986,7 +984,7 @@ impl FlowNet {
             p.sum = p.sum.wrapping_sub(term);
             let lk = &mut ltab[l as usize];
             let d = &mut dom[l as usize];
-            d.remove(doms[j].0, doms[j].1, lk.flows.len() - 1);
+            d.remove(doms[j], term, lk.flows.len() - 1);
             set_slack(slack_bits, l as usize, *p, d, use_dom);
             let v = &mut lk.flows;
             // its place in the link's list, as `start` or a later removal left it (a search
@@ -2335,9 +2333,11 @@ mod tests {
             let mut by: std::collections::BTreeMap<LinkId, u64> = Default::default();
             for &f in net.links[l].flows.iter() {
                 let fl = &net.flows[f as usize];
-                for (j, d) in net.dominators(&fl.links).into_iter().enumerate() {
+                let (t, doms) = net.dominators(&fl.links);
+                assert_eq!(t, net.pot_term(&fl.links));
+                for (j, d) in doms.into_iter().enumerate() {
                     if fl.links[j] as usize == l {
-                        by.insert(d.0, d.1);
+                        by.insert(d, t);
                     }
                 }
             }
@@ -2763,6 +2763,31 @@ mod tests {
                 compared > 10_000 && dom_slack > 1000,
                 "seed {seed}: {compared} rates, {dom_slack} links slack by Dom alone"
             );
+        }
+    }
+
+    /// A flow's dominators from the two passes are the nearest slowest links found by searching
+    /// outwards from each place (the earlier of two as near), on random paths of 1 to 14 links
+    /// of three capacities.
+    #[test]
+    fn dominators_are_the_nearest_slowest_links() {
+        let mut n = FlowNet::new();
+        let links: Vec<LinkId> = (0..30).map(|i| n.add_link([10e9, 25e9, 75e9][i % 3])).collect();
+        let mut rng = Xs(0x5eed_1234_abcd_9876);
+        for _ in 0..2000 {
+            let len = 1 + rng.below(14) as usize;
+            let path: Vec<LinkId> = (0..len).map(|_| links[rng.below(30) as usize]).collect();
+            let cap = |j: usize| n.links[path[j] as usize].cap;
+            let m = (0..len).map(cap).fold(f64::INFINITY, f64::min);
+            let want: Vec<LinkId> = (0..len)
+                .map(|j| {
+                    let k = (0..len).filter(|&k| cap(k) <= m).min_by_key(|&k| (k.abs_diff(j), k)).unwrap();
+                    path[k]
+                })
+                .collect();
+            let (t, got) = n.dominators(&path);
+            assert_eq!(got.to_vec(), want, "{path:?}");
+            assert_eq!(t, n.pot_term(&path));
         }
     }
 
