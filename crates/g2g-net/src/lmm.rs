@@ -220,12 +220,36 @@ struct LinkWork {
     /// progressive filling: the capacity left, and how many flows are still to rate
     rem: f64,
     n: u32,
-    /// incremental max-min: on an R link, how many U flows it carries
+    /// the whole-component filling from a heap: its place in the live links
+    off: u32,
+}
+
+/// What the incremental max-min solve keeps of an R link, at the link's place in R
+/// (`FlowNet::rw`, `FlowNet::rpos`): R is a few hundred links scattered over a table of
+/// millions, and the filling visits each once per U flow on it; by place, these visits read a
+/// few dense cache lines instead of a line of `lw` and one of `link_stat` each.
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(C)]
+struct RWork {
+    /// the fixed-point sum of the rates of its flows not in U
+    fixed: i128,
+    /// the filling: the capacity left, and how many U flows are still to rate
+    rem: f64,
+    /// the check's stat of the round (`LinkStat`): sum of rates with U's staged rates, their
+    /// largest, and the U flows whose committed rate was the link's `lmax`
+    sum: f64,
+    umax: f64,
+    /// its capacity, and its largest committed rate as the round began (read only where
+    /// `u_at_max` counts)
+    cap: f64,
+    lmax: f64,
+    n: u32,
+    /// how many U flows it carries
     u: u32,
-    /// incremental max-min filling: where its U flows start in `ulist` and where the next one
-    /// goes (then ends); the whole-component filling from a heap: its place in the live links
+    /// where its U flows start in `ulist` and where the next one goes (then ends)
     off: u32,
     pos: u32,
+    u_at_max: u32,
 }
 
 /// What the incremental max-min check knows of a link in one check round (`FlowNet::tick`).
@@ -313,8 +337,6 @@ struct Flow {
     remaining: f64,
     last: Time,
     token: u64,
-    /// rate staged by the incremental solve, valid while `mark` is the current epoch's
-    staged: f64,
     /// the caller's completion bookkeeping, in the flow's second cache line (which re-rating,
     /// starting and finishing the flow touch anyway)
     done: Completion,
@@ -427,6 +449,33 @@ fn pop_least(heap: &mut ShareHeap, lw: &[LinkWork], below: u64) -> Option<(u64, 
     let top = least_share(heap, lw, below)?;
     heap.pop();
     Some(top)
+}
+
+/// The incremental filling's heap of R links by fair share (`RWork`: `rem / n`), smallest first,
+/// ties by link id (as `ShareHeap`): entries are (share, link, place in R)
+type RShareHeap = std::collections::BinaryHeap<std::cmp::Reverse<(u64, LinkId, u32)>>;
+
+/// `least_share` over R: the link of smallest share and its place, if its share is at most
+/// `below`, taken out of the heap (the same keys and order as `least_share`'s)
+#[inline]
+fn pop_least_r(heap: &mut RShareHeap, rw: &[RWork], below: u64) -> Option<(u64, u32)> {
+    while let Some(&std::cmp::Reverse((key, l, k))) = heap.peek() {
+        if key > below {
+            return None;
+        }
+        let w = &rw[k as usize];
+        if w.n == 0 {
+            heap.pop();
+            continue;
+        }
+        let cur = (w.rem / w.n as f64).to_bits();
+        if cur == key {
+            heap.pop();
+            return Some((key, k));
+        }
+        heap.peek_mut().unwrap().0 = (cur, l, k); // re-sifts on drop
+    }
+    None
 }
 
 /// Is link `l` slack (`FlowNet::slack`; for code that has the table borrowed apart from the
@@ -689,10 +738,22 @@ pub struct FlowNet {
     live: Vec<LinkId>,
     /// `progressive_fill_heap`: the links a level visits
     visit: Vec<LinkId>,
-    /// incremental max-min filling: the U flows of each R link (at `LinkWork::off..pos`), and
-    /// the links by fair share (lower bounds)
-    ulist: Vec<FlowId>,
+    /// incremental max-min filling: the U flows of each R link (their places in U, at
+    /// `RWork::off..pos`), and the R links by fair share (lower bounds)
+    ulist: Vec<u32>,
     heap: ShareHeap,
+    rheap: RShareHeap,
+    /// incremental max-min, by place in R: each R link's working values (`RWork`)
+    rw: Vec<RWork>,
+    /// per link: its place in R (valid while its mark is the solve's)
+    rpos: Vec<u32>,
+    /// incremental max-min, by place in U: each U flow's committed rate, staged rate, the tick
+    /// of the filling that rated it, and where its R links' places are in `upath`
+    uold: Vec<f64>,
+    ustaged: Vec<f64>,
+    urated: Vec<u32>,
+    upath_at: Vec<u32>,
+    upath: Vec<u32>,
     /// how concurrent flows share links
     pub sharing: Sharing,
     pub solves: u64,
@@ -763,6 +824,7 @@ impl FlowNet {
     pub fn reserve_links(&mut self, n: usize) {
         self.links.reserve(n);
         self.lw.reserve(n);
+        self.rpos.reserve(n);
         self.link_stat.reserve(n);
         self.last_share.reserve(n);
     }
@@ -778,6 +840,7 @@ impl FlowNet {
             nmax: 0,
         });
         self.lw.push(LinkWork::default());
+        self.rpos.push(0);
         let p = Pot { sum: 0, thr: Pot::thr_of(bw_bytes_per_s * 1e-9) };
         self.pot.push(p);
         self.dom.push(Dom::default());
@@ -924,7 +987,6 @@ impl FlowNet {
                 version: 0,
                 free_next: 0,
                 token,
-                staged: 0.0,
                 done: Completion::NEW,
             });
             self.hot.push(Hot::default());
@@ -1469,80 +1531,73 @@ impl FlowNet {
         count
     }
 
-    /// Progressive filling of the U flows over the links `r_links`, whose `lw` `rem` / `n`
-    /// hold the capacity left by the other flows and the count of U flows.
+    /// Progressive filling of the U flows over the R links (`rw`, by place in R: `rem` / `n`
+    /// hold the capacity left by the other flows and the count of U flows), all by place: a U
+    /// flow is its place in U, its links the places in R of its links that are not slack
+    /// (`upath`).
     ///
     /// The same levels as `progressive_fill`, without scanning: each R link gets the list of its
     /// U flows (a link of a spine carries thousands of flows, a handful of them in U), and the
     /// next level comes from a heap of the links' fair shares (updated as flows are rated)
     /// instead of a pass over every live link.  At a level (the smallest share `s`), every link
-    /// whose share is within `s * 1e-9` of it rates its unrated U flows at `s`.  Rating a flow
-    /// also adds its staged rate to its links' check stats (`LinkStat`, set for the round), in
-    /// the same visit of its links.
-    fn fill_u(&mut self, total: u32) {
-        let tick = self.next_tick();
+    /// whose share is within `s * 1e-9` of it rates its unrated U flows at `s` (`ustaged`).
+    /// Rating a flow also adds its staged rate to its links' check stats (`RWork::sum`, `umax`,
+    /// `u_at_max`, set for the round), in the same visit of its links; they are then written to
+    /// the R links' `link_stat` for round `tick`.
+    fn fill_u(&mut self, total: u32, tick: u32, rl: &[LinkId]) {
+        let fill = self.next_tick();
         let mut ulist = std::mem::take(&mut self.ulist);
         ulist.clear();
         ulist.resize(total as usize, 0);
+        let nu = self.upath_at.len() - 1;
         {
-            let FlowNet { u_flows, flows, lw, slack_bits, .. } = &mut *self;
-            for &f in u_flows.iter() {
-                for &l in flows[f as usize].links.iter() {
-                    if slack_in(slack_bits, l as usize) {
-                        continue;
-                    }
-                    let p = &mut lw[l as usize].pos;
-                    ulist[*p as usize] = f;
+            let FlowNet { rw, upath, upath_at, .. } = &mut *self;
+            for i in 0..nu {
+                for &k in &upath[upath_at[i] as usize..upath_at[i + 1] as usize] {
+                    let p = &mut rw[k as usize].pos;
+                    ulist[*p as usize] = i as u32;
                     *p += 1;
                 }
             }
         }
-        let mut heap = std::mem::take(&mut self.heap);
-        let mut left = self.u_flows.len();
+        let mut heap = std::mem::take(&mut self.rheap);
+        let mut left = nu;
         while left > 0 {
-            let Some((key, first)) = pop_least(&mut heap, &self.lw, u64::MAX) else {
+            let Some((key, first)) = pop_least_r(&mut heap, &self.rw, u64::MAX) else {
                 break;
             };
             let share = f64::from_bits(key);
             let below = (share + share * 1e-9).to_bits();
-            let mut l = first;
-            let FlowNet { links, flows, hot, lw, slack_bits, link_stat, .. } = &mut *self;
+            let mut k = first;
+            let FlowNet { rw, uold, ustaged, urated, upath, upath_at, .. } = &mut *self;
             loop {
-                let off = lw[l as usize].off as usize;
-                let end = lw[l as usize].pos as usize;
-                for &f in &ulist[off..end] {
-                    let h = &mut hot[f as usize];
-                    if h.seen == tick {
+                let off = rw[k as usize].off as usize;
+                let end = rw[k as usize].pos as usize;
+                for &i in &ulist[off..end] {
+                    let i = i as usize;
+                    if urated[i] == fill {
                         continue;
                     }
-                    h.seen = tick;
-                    let old = h.rate;
-                    let fl = &mut flows[f as usize];
-                    fl.staged = share;
+                    urated[i] = fill;
+                    ustaged[i] = share;
                     left -= 1;
+                    let old = uold[i];
                     // its links: the filling's values, and the check's stat with its staged rate
-                    // (the sum with U's staged rates, their largest, and the U flows whose
-                    // committed rate was the link's largest)
-                    for &l2 in fl.links.iter() {
-                        let l2 = l2 as usize;
-                        if slack_in(slack_bits, l2) {
-                            continue;
-                        }
-                        let w = &mut lw[l2];
+                    for &k2 in &upath[upath_at[i] as usize..upath_at[i + 1] as usize] {
+                        let w = &mut rw[k2 as usize];
                         w.rem = (w.rem - share).max(0.0);
                         w.n -= 1;
-                        let st = &mut link_stat[l2];
-                        st.sum += share;
-                        if share > st.umax {
-                            st.umax = share;
+                        w.sum += share;
+                        if share > w.umax {
+                            w.umax = share;
                         }
-                        if old == links[l2].lmax && st.u_at_max != u32::MAX {
-                            st.u_at_max += 1;
+                        if old == w.lmax && w.u_at_max != u32::MAX {
+                            w.u_at_max += 1;
                         }
                     }
                 }
-                match pop_least(&mut heap, lw, below) {
-                    Some((_, l2)) => l = l2,
+                match pop_least_r(&mut heap, rw, below) {
+                    Some((_, k2)) => k = k2,
                     None => break,
                 }
             }
@@ -1551,7 +1606,14 @@ impl FlowNet {
         // once its U flows are rated
         debug_assert_eq!(left, 0);
         self.ulist = ulist;
-        self.heap = heap;
+        self.rheap = heap;
+        // the check reads the R links' stats by link
+        let FlowNet { rw, link_stat, .. } = &mut *self;
+        for (k, &l) in rl.iter().enumerate() {
+            let w = &rw[k];
+            link_stat[l as usize] =
+                LinkStat { tick, sum: w.sum, umax: w.umax, fmax: f64::NAN, u_at_max: w.u_at_max, pull: f64::INFINITY };
+        }
     }
 
     /// The incremental exact max-min solve (module docs).  Commits and returns true when the
@@ -1572,6 +1634,13 @@ impl FlowNet {
         let mut pulls = std::mem::take(&mut self.pulls);
         u.clear();
         rl.clear();
+        self.rw.clear();
+        self.uold.clear();
+        self.ustaged.clear();
+        self.urated.clear();
+        self.upath.clear();
+        self.upath_at.clear();
+        self.upath_at.push(0);
         for i in 0..self.started.len() {
             let f = self.started[i];
             let h = &mut self.hot[f as usize];
@@ -1583,11 +1652,12 @@ impl FlowNet {
         for i in 0..self.dirty.len() {
             // a link is dirty once per flow started or ended on it: visit it once
             let l = self.dirty[i];
-            if self.links[l as usize].mark.get() != mark {
-                self.links[l as usize].mark.set(mark);
+            let lk = &self.links[l as usize];
+            if lk.mark.get() != mark {
+                lk.mark.set(mark);
+                self.rpos[l as usize] = rl.len() as u32;
                 rl.push(l);
-                self.lw[l as usize].fixed = self.links[l as usize].load;
-                self.lw[l as usize].u = 0;
+                self.rw.push(RWork { fixed: lk.load, cap: lk.cap, ..RWork::default() });
             }
         }
         // R's first links are the dirty ones: on the others, `load` is still the sum before the
@@ -1614,26 +1684,34 @@ impl FlowNet {
             // fixed flows take there (`lw.fixed`: `load` less U's rates, exact in fixed point,
             // so the same whatever the order), and they count among the link's U flows
             for i in linked..u.len() {
-                self.prefetch_ahead(&u, i, &self.lw);
-                let FlowNet { links, flows, hot, lw, slack_bits, .. } = &mut *self;
+                self.prefetch_ahead(&u, i, &self.rpos);
+                let FlowNet { links, flows, hot, rw, rpos, slack_bits, uold, ustaged, urated, upath, upath_at, .. } =
+                    &mut *self;
                 let f = u[i];
-                let r = fx(hot[f as usize].rate);
+                let rate = hot[f as usize].rate;
+                uold.push(rate);
+                ustaged.push(0.0);
+                urated.push(0);
+                let r = fx(rate);
                 for &l in flows[f as usize].links.iter() {
                     let l = l as usize;
                     if slack_in(slack_bits, l) {
                         continue; // never binds: not in R (a dirty one is, without U's rates)
                     }
                     let lk = &links[l];
-                    let w = &mut lw[l];
                     if lk.mark.get() != mark {
                         lk.mark.set(mark);
+                        rpos[l] = rl.len() as u32;
                         rl.push(l as LinkId);
-                        w.fixed = lk.load;
-                        w.u = 0;
+                        rw.push(RWork { fixed: lk.load, cap: lk.cap, ..RWork::default() });
                     }
+                    let k = rpos[l];
+                    let w = &mut rw[k as usize];
                     w.fixed -= r;
                     w.u += 1;
+                    upath.push(k);
                 }
+                upath_at.push(upath.len() as u32);
             }
             linked = u.len();
             // per R link: the capacity left to U, where its U flows go in the filling's lists,
@@ -1644,21 +1722,24 @@ impl FlowNet {
             // the filling's heap of fair shares, built at once from R's entries (linear, where a
             // push each is R log R; the entries are distinct, so the heap pops them in one order
             // however it was built)
-            let mut shares = std::mem::take(&mut self.heap).into_vec();
+            let mut shares = std::mem::take(&mut self.rheap).into_vec();
             shares.clear();
             for i in 0..rl.len() {
                 let l = rl[i];
                 let li = l as usize;
-                let n = self.lw[li].u;
-                let fixed = from_fx(self.lw[li].fixed);
-                let rem = (self.links[li].cap - fixed).max(0.0);
-                self.lw[li].n = n;
-                self.lw[li].rem = rem;
-                self.lw[li].off = total;
-                self.lw[li].pos = total;
+                let w = &mut self.rw[i];
+                let n = w.u;
+                let fixed = from_fx(w.fixed);
+                let rem = (w.cap - fixed).max(0.0);
+                w.n = n;
+                w.rem = rem;
+                w.off = total;
+                w.pos = total;
+                w.sum = fixed;
+                w.umax = 0.0;
                 total += n;
                 if n > 0 {
-                    shares.push(std::cmp::Reverse(((rem / n as f64).to_bits(), l)));
+                    shares.push(std::cmp::Reverse(((rem / n as f64).to_bits(), l, i as u32)));
                 }
                 // the largest committed rate, where the check of fixed flows reads it: on a dirty
                 // link or one saturated before the change.  On another (a PCIe or a fat-tree
@@ -1668,20 +1749,18 @@ impl FlowNet {
                     self.lmax(l);
                 }
                 let lk = &self.links[li];
-                let u_at_max = if lk.nmax > 0 || lk.flows.is_empty() { 0 } else { u32::MAX };
-                self.link_stat[li] =
-                    LinkStat { tick, sum: fixed, umax: 0.0, fmax: f64::NAN, u_at_max, pull: f64::INFINITY };
+                let w = &mut self.rw[i];
+                w.u_at_max = if lk.nmax > 0 || lk.flows.is_empty() { 0 } else { u32::MAX };
+                w.lmax = lk.lmax;
             }
-            self.heap = std::collections::BinaryHeap::from(shares);
-            self.u_flows = u;
-            self.fill_u(total);
-            u = std::mem::take(&mut self.u_flows);
+            self.rheap = std::collections::BinaryHeap::from(shares);
+            self.fill_u(total, tick, &rl);
             // check: U flows, then the fixed flows that can have lost their bottleneck
             let before = u.len();
             pulls.clear();
             for i in 0..before {
                 let f = u[i];
-                let r = self.flows[f as usize].staged;
+                let r = self.ustaged[i];
                 if self.has_bottleneck(f, r, mark, tick) {
                     continue;
                 }
@@ -1775,12 +1854,12 @@ impl FlowNet {
             // after the check)
             let seen = self.next_tick();
             let mut groups = 0;
-            let FlowNet { links, flows, hot, wit, link_stat, .. } = &mut *self;
-            for &f in &u {
+            let FlowNet { links, flows, hot, wit, link_stat, ustaged, .. } = &mut *self;
+            for (i, &f) in u.iter().enumerate() {
                 let fl = &mut flows[f as usize];
                 let rate = &mut hot[f as usize].rate;
                 let old = *rate;
-                let r = fl.staged;
+                let r = ustaged[i];
                 fl.rerate(rate, f, now, r, out);
                 let new = *rate;
                 if new != old {
