@@ -415,67 +415,62 @@ fn prefetch_entry<T>(ids: &[FlowId], table: &[T], at: usize) {
     }
 }
 
-/// A heap of links by fair share (`LinkWork`: `rem / n`), smallest first, for the fillings
-type ShareHeap = std::collections::BinaryHeap<std::cmp::Reverse<(u64, LinkId)>>;
+/// A heap of links by fair share (`rem / n` of their working values), smallest first, ties by
+/// link id, for the fillings: entries are (share, link, index of its working values: `LinkWork`
+/// by link id for the whole-component filling, `RWork` by place in R for the incremental one)
+type ShareHeap = std::collections::BinaryHeap<std::cmp::Reverse<(u64, LinkId, u32)>>;
 
-/// The link of smallest share in `heap`, if its share is at most `below` (as bits), left in the
-/// heap.  A link's share only grows as flows are rated (a flow is rated at the smallest share, at
-/// most the link's), so a key is a lower bound: an entry whose link's share has grown since is
-/// re-keyed with it, and one whose link has no flow left to rate is dropped, until the top's key
-/// is its link's share.
+/// A link's working values as the fillings' heap reads them: its count of flows to rate and the
+/// capacity left to them
+trait Share {
+    fn n_rem(&self) -> (u32, f64);
+}
+
+impl Share for LinkWork {
+    #[inline(always)]
+    fn n_rem(&self) -> (u32, f64) {
+        (self.n, self.rem)
+    }
+}
+
+impl Share for RWork {
+    #[inline(always)]
+    fn n_rem(&self) -> (u32, f64) {
+        (self.n, self.rem)
+    }
+}
+
+/// The link of smallest share in `heap` (its share and the index of its working values in
+/// `work`), if its share is at most `below` (as bits), left in the heap.  A link's share only
+/// grows as flows are rated (a flow is rated at the smallest share, at most the link's), so a key
+/// is a lower bound: an entry whose link's share has grown since is re-keyed with it, and one
+/// whose link has no flow left to rate is dropped, until the top's key is its link's share.
 #[inline]
-fn least_share(heap: &mut ShareHeap, lw: &[LinkWork], below: u64) -> Option<(u64, LinkId)> {
-    while let Some(&std::cmp::Reverse((key, l))) = heap.peek() {
+fn least_share<W: Share>(heap: &mut ShareHeap, work: &[W], below: u64) -> Option<(u64, u32)> {
+    while let Some(&std::cmp::Reverse((key, l, k))) = heap.peek() {
         if key > below {
             return None;
         }
-        let w = &lw[l as usize];
-        if w.n == 0 {
+        let (n, rem) = work[k as usize].n_rem();
+        if n == 0 {
             heap.pop();
             continue;
         }
-        let cur = (w.rem / w.n as f64).to_bits();
+        let cur = (rem / n as f64).to_bits();
         if cur == key {
-            return Some((key, l));
+            return Some((key, k));
         }
-        heap.peek_mut().unwrap().0 = (cur, l); // re-sifts on drop
+        heap.peek_mut().unwrap().0 = (cur, l, k); // re-sifts on drop
     }
     None
 }
 
 /// `least_share`, taken out of the heap.
 #[inline]
-fn pop_least(heap: &mut ShareHeap, lw: &[LinkWork], below: u64) -> Option<(u64, LinkId)> {
-    let top = least_share(heap, lw, below)?;
+fn pop_least<W: Share>(heap: &mut ShareHeap, work: &[W], below: u64) -> Option<(u64, u32)> {
+    let top = least_share(heap, work, below)?;
     heap.pop();
     Some(top)
-}
-
-/// The incremental filling's heap of R links by fair share (`RWork`: `rem / n`), smallest first,
-/// ties by link id (as `ShareHeap`): entries are (share, link, place in R)
-type RShareHeap = std::collections::BinaryHeap<std::cmp::Reverse<(u64, LinkId, u32)>>;
-
-/// `least_share` over R: the link of smallest share and its place, if its share is at most
-/// `below`, taken out of the heap (the same keys and order as `least_share`'s)
-#[inline]
-fn pop_least_r(heap: &mut RShareHeap, rw: &[RWork], below: u64) -> Option<(u64, u32)> {
-    while let Some(&std::cmp::Reverse((key, l, k))) = heap.peek() {
-        if key > below {
-            return None;
-        }
-        let w = &rw[k as usize];
-        if w.n == 0 {
-            heap.pop();
-            continue;
-        }
-        let cur = (w.rem / w.n as f64).to_bits();
-        if cur == key {
-            heap.pop();
-            return Some((key, k));
-        }
-        heap.peek_mut().unwrap().0 = (cur, l, k); // re-sifts on drop
-    }
-    None
 }
 
 /// Is link `l` slack (`FlowNet::slack`; for code that has the table borrowed apart from the
@@ -742,7 +737,6 @@ pub struct FlowNet {
     /// `RWork::off..pos`), and the R links by fair share (lower bounds)
     ulist: Vec<u32>,
     heap: ShareHeap,
-    rheap: RShareHeap,
     /// incremental max-min, by place in R: each R link's working values (`RWork`)
     rw: Vec<RWork>,
     /// per link: its place in R (valid while its mark is the solve's)
@@ -1427,7 +1421,7 @@ impl FlowNet {
             // its place in `live`: a level visits its links in that order
             w.off = i as u32;
             if w.n > 0 {
-                heap.push(std::cmp::Reverse(((w.rem / w.n as f64).to_bits(), l)));
+                heap.push(std::cmp::Reverse(((w.rem / w.n as f64).to_bits(), l, l)));
             }
         }
         let mut heap = std::collections::BinaryHeap::from(heap);
@@ -1455,7 +1449,7 @@ impl FlowNet {
             for &l in &visit {
                 let w = &self.lw[l as usize];
                 if w.n > 0 {
-                    heap.push(std::cmp::Reverse(((w.rem / w.n as f64).to_bits(), l)));
+                    heap.push(std::cmp::Reverse(((w.rem / w.n as f64).to_bits(), l, l)));
                 }
             }
             if n == 0 {
@@ -1560,10 +1554,10 @@ impl FlowNet {
                 }
             }
         }
-        let mut heap = std::mem::take(&mut self.rheap);
+        let mut heap = std::mem::take(&mut self.heap);
         let mut left = nu;
         while left > 0 {
-            let Some((key, first)) = pop_least_r(&mut heap, &self.rw, u64::MAX) else {
+            let Some((key, first)) = pop_least(&mut heap, &self.rw, u64::MAX) else {
                 break;
             };
             let share = f64::from_bits(key);
@@ -1596,7 +1590,7 @@ impl FlowNet {
                         }
                     }
                 }
-                match pop_least_r(&mut heap, rw, below) {
+                match pop_least(&mut heap, rw, below) {
                     Some((_, k2)) => k = k2,
                     None => break,
                 }
@@ -1606,7 +1600,7 @@ impl FlowNet {
         // once its U flows are rated
         debug_assert_eq!(left, 0);
         self.ulist = ulist;
-        self.rheap = heap;
+        self.heap = heap;
         // the check reads the R links' stats by link
         let FlowNet { rw, link_stat, .. } = &mut *self;
         for (k, &l) in rl.iter().enumerate() {
@@ -1722,7 +1716,7 @@ impl FlowNet {
             // the filling's heap of fair shares, built at once from R's entries (linear, where a
             // push each is R log R; the entries are distinct, so the heap pops them in one order
             // however it was built)
-            let mut shares = std::mem::take(&mut self.rheap).into_vec();
+            let mut shares = std::mem::take(&mut self.heap).into_vec();
             shares.clear();
             for i in 0..rl.len() {
                 let l = rl[i];
@@ -1753,7 +1747,7 @@ impl FlowNet {
                 w.u_at_max = if lk.nmax > 0 || lk.flows.is_empty() { 0 } else { u32::MAX };
                 w.lmax = lk.lmax;
             }
-            self.rheap = std::collections::BinaryHeap::from(shares);
+            self.heap = std::collections::BinaryHeap::from(shares);
             self.fill_u(total, tick, &rl);
             // check: U flows, then the fixed flows that can have lost their bottleneck
             let before = u.len();
