@@ -210,12 +210,12 @@ fn from_fx_wide(x: i128) -> f64 {
     }
 }
 
-/// A link's working values in a solve (`FlowNet::lw`).
+/// A link's working values in the whole-component solve (`FlowNet::lw`; the incremental solve's
+/// are `RWork`).
 #[derive(Clone, Copy, Debug, Default)]
 #[repr(C, align(64))]
 struct LinkWork {
-    /// incremental max-min: on an R link, the fixed-point sum of the rates of its flows not in U;
-    /// the whole-component solve: the sum of the rates it gave the link's flows
+    /// the fixed-point sum of the rates the solve gave the link's flows
     fixed: i128,
     /// progressive filling: the capacity left, and how many flows are still to rate
     rem: f64,
@@ -239,9 +239,7 @@ struct RWork {
     /// largest, and the U flows whose committed rate was the link's `lmax`
     sum: f64,
     umax: f64,
-    /// its capacity, and its largest committed rate as the round began (read only where
-    /// `u_at_max` counts)
-    cap: f64,
+    /// its largest committed rate as the round began (read only where `u_at_max` counts)
     lmax: f64,
     n: u32,
     /// how many U flows it carries
@@ -1651,7 +1649,7 @@ impl FlowNet {
                 lk.mark.set(mark);
                 self.rpos[l as usize] = rl.len() as u32;
                 rl.push(l);
-                self.rw.push(RWork { fixed: lk.load, cap: lk.cap, ..RWork::default() });
+                self.rw.push(RWork { fixed: lk.load, ..RWork::default() });
             }
         }
         // R's first links are the dirty ones: on the others, `load` is still the sum before the
@@ -1675,7 +1673,7 @@ impl FlowNet {
                 break false;
             }
             // U's new flows: their links join R, their committed rates leave the capacity the
-            // fixed flows take there (`lw.fixed`: `load` less U's rates, exact in fixed point,
+            // fixed flows take there (`RWork::fixed`: `load` less U's rates, exact in fixed point,
             // so the same whatever the order), and they count among the link's U flows
             for i in linked..u.len() {
                 self.prefetch_ahead(&u, i, &self.rpos);
@@ -1697,7 +1695,7 @@ impl FlowNet {
                         lk.mark.set(mark);
                         rpos[l] = rl.len() as u32;
                         rl.push(l as LinkId);
-                        rw.push(RWork { fixed: lk.load, cap: lk.cap, ..RWork::default() });
+                        rw.push(RWork { fixed: lk.load, ..RWork::default() });
                     }
                     let k = rpos[l];
                     let w = &mut rw[k as usize];
@@ -1721,10 +1719,11 @@ impl FlowNet {
             for i in 0..rl.len() {
                 let l = rl[i];
                 let li = l as usize;
+                let cap = self.links[li].cap;
                 let w = &mut self.rw[i];
                 let n = w.u;
                 let fixed = from_fx(w.fixed);
-                let rem = (w.cap - fixed).max(0.0);
+                let rem = (cap - fixed).max(0.0);
                 w.n = n;
                 w.rem = rem;
                 w.off = total;
