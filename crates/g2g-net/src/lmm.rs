@@ -572,8 +572,48 @@ impl Dom {
     }
 }
 
-/// A flow's dominator for each link of its path (`Dom`)
-type Dominators = smallvec::SmallVec<[LinkId; 12]>;
+/// The places of a flow's path that have its smallest capacity (`FlowNet::dominators`): a bit
+/// per place for paths of up to 64 links (any real machine's), else a list.  `at` gives the
+/// flow's dominator (`Dom`) for each link of the path.
+enum Doms {
+    Mask(u64),
+    List(Vec<bool>),
+}
+
+impl Doms {
+    /// The dominator of the link at place `j` of the path `links` these were found for: the
+    /// nearest place of the smallest capacity, the earlier one of two as near.
+    #[inline(always)]
+    fn at(&self, links: &[LinkId], j: usize) -> LinkId {
+        let k = match self {
+            Doms::Mask(mask) => {
+                let before = mask & (u64::MAX >> (63 - j)); // places 0..=j
+                let after = mask >> j; // places j.., from bit 0
+                let next = j + after.trailing_zeros() as usize;
+                if before == 0 {
+                    next
+                } else {
+                    let b = 63 - before.leading_zeros() as usize;
+                    if after != 0 && next - j < j - b {
+                        next
+                    } else {
+                        b
+                    }
+                }
+            }
+            Doms::List(slow) => {
+                let b = (0..=j).rev().find(|&k| slow[k]);
+                let next = (j..slow.len()).find(|&k| slow[k]);
+                match (b, next) {
+                    (Some(b), Some(x)) if x - j < j - b => x,
+                    (Some(b), _) => b,
+                    (None, x) => x.expect("a path has a slowest link"),
+                }
+            }
+        };
+        links[k]
+    }
+}
 
 /// Asks the processor to bring the cache line at `p` in (a hint: no effect on what the code
 /// computes, none at all off x86-64).
@@ -874,7 +914,7 @@ impl FlowNet {
                 for (j, &l) in self.flows[f].links.iter().enumerate() {
                     let p = &mut self.pot[l as usize];
                     p.sum = p.sum.wrapping_add(t);
-                    self.dom[l as usize].add(doms[j], t);
+                    self.dom[l as usize].add(doms.at(&self.flows[f].links, j), t);
                 }
             }
             let use_dom = self.uses_dom();
@@ -903,34 +943,22 @@ impl FlowNet {
     /// A flow's term (`pot_term`: its smallest link capacity, rounded up), which is also its
     /// dominators' term, and its dominator for each link of its path `links` (`Dom`): the
     /// nearest link of that smallest capacity (the earlier one of two as near), the link itself
-    /// if it is one.  Two passes over the path: the nearest slowest link before each place, then
-    /// after it.
+    /// if it is one (`Doms::at`).  One pass for the smallest capacity, one for the places that
+    /// have it.
     #[inline]
-    fn dominators(&self, links: &[LinkId]) -> (u64, Dominators) {
-        let caps: smallvec::SmallVec<[f64; 12]> = links.iter().map(|&l| self.links[l as usize].cap).collect();
-        let m = caps.iter().fold(f64::INFINITY, |m, &c| m.min(c));
-        let n = links.len();
-        // before each place: the place of the nearest slowest link at or before it
-        let mut before: smallvec::SmallVec<[usize; 12]> = smallvec::SmallVec::with_capacity(n);
-        let mut last = usize::MAX;
-        for &c in caps.iter() {
-            if c <= m {
-                last = before.len();
+    fn dominators(&self, links: &[LinkId]) -> (u64, Doms) {
+        let ltab = &self.links[..];
+        let m = links.iter().fold(f64::INFINITY, |m, &l| m.min(ltab[l as usize].cap));
+        let doms = if links.len() <= 64 {
+            let mut mask = 0u64;
+            for (j, &l) in links.iter().enumerate() {
+                mask |= ((ltab[l as usize].cap <= m) as u64) << j;
             }
-            before.push(last);
-        }
-        // after each place, walking back: the nearest at or after it wins only if strictly nearer
-        let mut out = Dominators::from_elem(0, n);
-        let mut next = usize::MAX;
-        for j in (0..n).rev() {
-            if caps[j] <= m {
-                next = j;
-            }
-            let b = before[j];
-            let k = if b == usize::MAX || (next != usize::MAX && next - j < j - b) { next } else { b };
-            out[j] = links[k];
-        }
-        (Pot::term(m), out)
+            Doms::Mask(mask)
+        } else {
+            Doms::List(links.iter().map(|&l| ltab[l as usize].cap <= m).collect())
+        };
+        (Pot::term(m), doms)
     }
 
     /// Does the slack test take the dominators' bound (`Dom`)?  Always, but in tests that
@@ -998,7 +1026,7 @@ impl FlowNet {
             let p = &mut pot[l as usize];
             p.sum = p.sum.wrapping_add(term);
             let d = &mut dom[l as usize];
-            d.add(doms[j], term);
+            d.add(doms.at(links, j), term);
             set_slack(slack_bits, l as usize, *p, d, use_dom);
             let lk = &mut ltab[l as usize];
             if j < SLOTS {
@@ -1038,7 +1066,7 @@ impl FlowNet {
             p.sum = p.sum.wrapping_sub(term);
             let lk = &mut ltab[l as usize];
             let d = &mut dom[l as usize];
-            d.remove(doms[j], term, lk.flows.len() - 1);
+            d.remove(doms.at(&links, j), term, lk.flows.len() - 1);
             set_slack(slack_bits, l as usize, *p, d, use_dom);
             let v = &mut lk.flows;
             // its place in the link's list, as `start` or a later removal left it (a search
@@ -2407,9 +2435,9 @@ mod tests {
                 let fl = &net.flows[f as usize];
                 let (t, doms) = net.dominators(&fl.links);
                 assert_eq!(t, net.pot_term(&fl.links));
-                for (j, d) in doms.into_iter().enumerate() {
+                for j in 0..fl.links.len() {
                     if fl.links[j] as usize == l {
-                        by.insert(d, t);
+                        by.insert(doms.at(&fl.links, j), t);
                     }
                 }
             }
@@ -2838,16 +2866,16 @@ mod tests {
         }
     }
 
-    /// A flow's dominators from the two passes are the nearest slowest links found by searching
-    /// outwards from each place (the earlier of two as near), on random paths of 1 to 14 links
-    /// of three capacities.
+    /// A flow's dominators are the nearest slowest links found by searching outwards from each
+    /// place (the earlier of two as near), on random paths of 1 to 14 links of three
+    /// capacities, and of 60 to 80 links (either side of the bit mask's 64 places).
     #[test]
     fn dominators_are_the_nearest_slowest_links() {
         let mut n = FlowNet::new();
         let links: Vec<LinkId> = (0..30).map(|i| n.add_link([10e9, 25e9, 75e9][i % 3])).collect();
         let mut rng = Xs(0x5eed_1234_abcd_9876);
-        for _ in 0..2000 {
-            let len = 1 + rng.below(14) as usize;
+        for i in 0..4000 {
+            let len = if i % 2 == 0 { 1 + rng.below(14) } else { 60 + rng.below(21) } as usize;
             let path: Vec<LinkId> = (0..len).map(|_| links[rng.below(30) as usize]).collect();
             let cap = |j: usize| n.links[path[j] as usize].cap;
             let m = (0..len).map(cap).fold(f64::INFINITY, f64::min);
@@ -2857,8 +2885,10 @@ mod tests {
                     path[k]
                 })
                 .collect();
-            let (t, got) = n.dominators(&path);
-            assert_eq!(got.to_vec(), want, "{path:?}");
+            let (t, doms) = n.dominators(&path);
+            assert_eq!(matches!(doms, Doms::Mask(_)), len <= 64);
+            let got: Vec<LinkId> = (0..len).map(|j| doms.at(&path, j)).collect();
+            assert_eq!(got, want, "{path:?}");
             assert_eq!(t, n.pot_term(&path));
         }
     }
