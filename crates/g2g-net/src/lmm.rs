@@ -1515,9 +1515,10 @@ impl FlowNet {
                 if lw[l as usize].n == 0 {
                     break; // every flow of the link is rated: the rest of its list was before
                 }
-                // the mark of a flow twice as far on, which the test below reads
-                prefetch_entry(lf, cmark, k + 2 * AHEAD);
+                // (a list too short to look ahead in, the usual one, costs one test per flow)
                 if k + AHEAD < nf {
+                    // the mark of a flow twice as far on, which the test below reads
+                    prefetch_entry(lf, cmark, k + 2 * AHEAD);
                     // a flow to rate a few places on: its record (both lines) and its rate
                     let g = lf[k + AHEAD] as usize;
                     if cmark[g] == unrated {
@@ -2070,9 +2071,9 @@ impl FlowNet {
             let lf: &[FlowId] = &links[l as usize].flows;
             let nf = lf.len();
             for i in 0..nf {
-                // the mark of a flow twice as far on, which the test below reads
-                prefetch_entry(lf, cmark, i + 2 * AHEAD);
                 if i + AHEAD < nf {
+                    // the mark of a flow twice as far on, which the test below reads
+                    prefetch_entry(lf, cmark, i + 2 * AHEAD);
                     // a flow not yet found a few places on: its record's links
                     let g = lf[i + AHEAD] as usize;
                     if cmark[g] != mark {
