@@ -299,7 +299,8 @@ impl Pot {
     /// faster than 2^20 bytes per ns only crosses links that are never slack: any term does)
     fn term(m: f64) -> u64 {
         if m < POT_SCALE {
-            (m * POT_SCALE).ceil() as u64
+            // below 2^40: `ceil_ns` is `ceil` there
+            ceil_ns(m * POT_SCALE)
         } else {
             1 << 40
         }
@@ -379,7 +380,7 @@ impl Flow {
     #[inline]
     fn rerate(&mut self, rate: &mut f64, id: FlowId, now: Time, r: f64, out: &mut Vec<Reschedule>) {
         if (*rate - r).abs() > r * 1e-12 || *rate == 0.0 {
-            let dt = (now - self.last) as f64;
+            let dt = span_f64(now - self.last);
             self.remaining = (self.remaining - *rate * dt).max(0.0);
             self.last = now;
             *rate = r;
@@ -644,19 +645,25 @@ fn finish_ns(now: Time, remaining: f64, r: f64) -> Time {
 
 /// `y.ceil().max(0.0) as u64` for `y` below 1e18 (or NaN: 0), without the library call that
 /// `ceil` is on the baseline x86-64 target: below 2^53 the truncation and its conversion back are
-/// exact, from 2^53 up `y` is a whole number already.
+/// exact, from 2^53 up `y` is a whole number already.  Through `i64` (one instruction each way
+/// on that target, where `u64` takes a branch and several): the same numbers below 2^63.
 #[inline]
 fn ceil_ns(y: f64) -> u64 {
     if y > 0.0 {
-        let t = y as u64;
-        if (t as f64) < y {
-            t + 1
-        } else {
-            t
-        }
+        let t = y as i64;
+        (if (t as f64) < y { t + 1 } else { t }) as u64
     } else {
         0
     }
+}
+
+/// A span of simulated time as a float: `dt as f64`, through `i64` (one instruction on the
+/// baseline x86-64 target, where `u64` takes several); the same number, times being below 2^62
+/// (`g2g_engine::MAX_TIME`).
+#[inline(always)]
+fn span_f64(dt: Time) -> f64 {
+    debug_assert!(dt < 1 << 63);
+    dt as i64 as f64
 }
 
 /// One flow whose finish time changed: schedule its completion at `finish` with `version`.
@@ -2215,7 +2222,7 @@ impl FlowNet {
         self.progressive_fill(&mut live, comp_flows.len(), unfixed_mark, fixed_mark, |f, fl, h, r| {
             rated += 1;
             h.mark = mark; // so the component is not revisited in this resolve
-            let dt = (now - fl.last) as f64;
+            let dt = span_f64(now - fl.last);
             fl.remaining = (fl.remaining - h.rate * dt).max(0.0);
             fl.last = now;
             let changed = (h.rate - r).abs() > r * 1e-12 || h.rate == 0.0;
@@ -2232,7 +2239,7 @@ impl FlowNet {
             // second update of a rated flow at the same `now` changes nothing)
             for &f in comp_flows {
                 let fl = &mut self.flows[f as usize];
-                let dt = (now - fl.last) as f64;
+                let dt = span_f64(now - fl.last);
                 fl.remaining = (fl.remaining - self.hot[f as usize].rate * dt).max(0.0);
                 fl.last = now;
             }
@@ -3318,6 +3325,16 @@ mod tests {
         }
         for y in ys {
             assert_eq!(ceil_ns(y), y.ceil().max(0.0) as u64, "{y:e}");
+        }
+        // a flow's `Pot` term (capacities below 2^20 bytes per ns) and spans of time (below
+        // 2^62 ns) converted through `i64`: the library's numbers
+        for _ in 0..200_000 {
+            let m = f64::from_bits(rng.next() >> 1);
+            if m < POT_SCALE {
+                assert_eq!(Pot::term(m), (m * POT_SCALE).ceil() as u64, "{m:e}");
+            }
+            let dt = rng.next() >> (2 + rng.below(62));
+            assert_eq!(span_f64(dt).to_bits(), (dt as f64).to_bits(), "{dt}");
         }
     }
 

@@ -316,7 +316,9 @@ impl State<'_> {
         let id = self.msgs.add(msg);
         // packing happens on the sender before anything moves
         let mut o_send = o.send_ns as u64 + pack_ns;
-        let gap = if gpu_direct { self.m.cfg.device_gap_ns } else { self.m.cfg.gap_ns }.round() as u64;
+        let gap_ns = if gpu_direct { self.m.cfg.device_gap_ns } else { self.m.cfg.gap_ns };
+        // `round() as u64`, without the library call for the usual gap of 0 (or below)
+        let gap = if gap_ns > 0.0 { gap_ns.round() as u64 } else { 0 };
         if gap > 0 {
             // LogGP g (mpi.gap; mpi.device_gap for GPU-direct messages): a message leaves at least
             // `gap` after the rank's previous one
