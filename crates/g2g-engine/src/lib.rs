@@ -410,18 +410,22 @@ mod tests {
         assert_ne!(b.hash_one("ab"), b.hash_one("ba"));
     }
 
+    /// A xorshift64 generator from `seed` (non-zero): the tests' pseudo-random numbers.
+    fn xorshift(mut x: u64) -> impl FnMut() -> u64 {
+        move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        }
+    }
+
     /// pseudo-random pushes at or after `now` (within `spread` ns: small spreads make many events
     /// share a time), interleaved with pops: the pop order must be the (time, insertion) order a
     /// stable sort gives
     fn random_interleaving(spread: u64) {
         let mut q = EventQueue::new();
-        let mut x: u64 = 0x9e3779b97f4a7c15;
-        let mut rnd = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut rnd = xorshift(0x9e3779b97f4a7c15);
         let mut pending: Vec<(u64, u64, u32)> = vec![]; // (time, seq, id)
         let mut out = vec![];
         let mut expect = vec![];
@@ -454,13 +458,7 @@ mod tests {
     #[test]
     fn times_that_collide_in_the_table_keep_the_order() {
         let mut q = EventQueue::new();
-        let mut x: u64 = 0x2545f4914f6cdd1d;
-        let mut rnd = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut rnd = xorshift(0x2545f4914f6cdd1d);
         let mut pending: Vec<(u64, u64, u32)> = vec![];
         let (mut out, mut expect) = (vec![], vec![]);
         let mut most_evicted = 0usize;
