@@ -433,7 +433,7 @@ mod tests {
             let t = q.now() + rnd() % spread;
             q.push(t, id);
             pending.push((t, seq as u64, id));
-            if rnd() % 3 == 0 {
+            if rnd().is_multiple_of(3) {
                 let (tp, v) = q.pop().unwrap();
                 out.push((tp, v));
                 pending.sort();
@@ -467,7 +467,7 @@ mod tests {
             let t = q.now() + 1 + rnd() % 4_000;
             q.push(t, id);
             pending.push((t, seq as u64, id));
-            if rnd() % 4 == 0 {
+            if rnd().is_multiple_of(4) {
                 let (tp, v) = q.pop().unwrap();
                 out.push((tp, v));
             }
