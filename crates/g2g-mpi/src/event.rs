@@ -24,6 +24,10 @@ pub(crate) enum Ev {
     Envelope(MsgId),
     /// a transfer's stage starts its flow for the next chunk (after the stage's delay)
     StageFlow(XferId, u8),
+    /// an eager message's first chunk leaves and its send request completes: the two events
+    /// (`StageFlow` of stage 0, then `ReqDone`) that its send overhead would end at one instant
+    /// (`Transfers::start_eager`)
+    SendOut(XferId, ReqId),
     /// a transfer's stage finished a chunk (`u8::MAX`: a plan without stages)
     StageDone(XferId, u8),
     /// a flow's completion event: (flow, generation), see `g2g_net::FlowNet::completion_due`

@@ -145,6 +145,11 @@ impl State<'_> {
             }
             Ev::Envelope(m) => self.envelope(m),
             Ev::StageFlow(x, s) => self.xfers.stage_flow(&mut self.q, &mut self.m.net, x, s as usize),
+            Ev::SendOut(x, q) => {
+                self.xfers.stage_flow(&mut self.q, &mut self.m.net, x, 0);
+                let next = self.complete_req(q);
+                self.resume(next)?;
+            }
             Ev::StageDone(x, s) => {
                 if let Some(ended) = self.xfers.stage_done(&mut self.q, &mut self.m.net, x, s as usize) {
                     let next = self.transfer_ended(ended);

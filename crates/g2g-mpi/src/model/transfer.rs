@@ -5,7 +5,7 @@ use g2g_engine::Time;
 use g2g_net::paths::Plan;
 use g2g_net::FlowNet;
 
-use crate::event::{Ev, MsgId, Queue, XferId};
+use crate::event::{Ev, MsgId, Queue, ReqId, XferId};
 
 /// Who a transfer works for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -109,6 +109,52 @@ impl Transfers {
     ) {
         let ns = plan.stages.len();
         let setup = plan.setup_ns + extra_delay;
+        let id = self.insert(plan, owner, t0);
+        if ns == 0 {
+            q.push_in(setup, Ev::StageDone(id, u8::MAX));
+            return;
+        }
+        // stage 0 of chunk 0 starts after the setup cost and its own delay
+        self.try_start(q, net, id, 0, setup);
+    }
+
+    /// `start` for an eager message whose send request `req` completes `extra_delay` from now
+    /// (its send overhead), which is also when its first chunk leaves if the plan has no setup
+    /// or stage delay of its own: one event (`Ev::SendOut`) then does both, in the order of the
+    /// two it stands for (the stage's flow, then the request), which would have been next to
+    /// each other in the queue.  Otherwise the request's completion is an event of its own.
+    pub fn start_eager(
+        &mut self,
+        q: &mut Queue,
+        net: &mut FlowNet,
+        plan: Box<Plan>,
+        owner: XferOwner,
+        extra_delay: u64,
+        req: ReqId,
+    ) {
+        // it counts as started now (timeline)
+        let t0 = q.now();
+        // what `try_start` asks of stage 0's first chunk, and a delay that is the overhead's alone
+        let together = extra_delay > 0
+            && plan.setup_ns == 0
+            && plan.chunks > 0
+            && plan.depth > 0
+            && plan.stages.first().is_some_and(|s| s.delay_ns == 0);
+        if !together {
+            self.start_at(q, net, plan, owner, extra_delay, t0);
+            q.push_in(extra_delay, Ev::ReqDone(req));
+            return;
+        }
+        let id = self.insert(plan, owner, t0);
+        let t = self.xfers[id as usize].as_mut().unwrap();
+        t.busy[0] = true;
+        t.started[0] = 1;
+        q.push_in(extra_delay, Ev::SendOut(id, req));
+    }
+
+    /// A new transfer of `plan` (none of its chunks started); its id.
+    fn insert(&mut self, plan: Box<Plan>, owner: XferOwner, t0: Time) -> XferId {
+        let ns = plan.stages.len();
         assert!(ns <= MAX_STAGES, "a plan of {ns} stages (at most {MAX_STAGES})");
         let chunks = plan.chunks;
         let x = Xfer {
@@ -121,19 +167,13 @@ impl Transfers {
             nstages: ns as u8,
             chunks,
         };
-        let id = if let Some(id) = self.free.pop() {
+        if let Some(id) = self.free.pop() {
             self.xfers[id as usize] = Some(x);
             id
         } else {
             self.xfers.push(Some(x));
             (self.xfers.len() - 1) as XferId
-        };
-        if ns == 0 {
-            q.push_in(setup, Ev::StageDone(id, u8::MAX));
-            return;
         }
-        // stage 0 of chunk 0 starts after the setup cost and its own delay
-        self.try_start(q, net, id, 0, setup);
     }
 
     /// Starts the next chunk on stage s if allowed.
@@ -276,6 +316,47 @@ mod tests {
         // chunk may use it: chunks leave stage 0 at 1110, 2120, 3130; stage 1 takes each after its
         // 5 ns delay, the last from 3135 to 4135
         assert_eq!(run(&mut x, &mut q, &mut net), vec![(4135, XferOwner::RankCopy(4))]);
+    }
+
+    /// An eager message's send overhead: one `SendOut` event when the first chunk leaves as the
+    /// overhead ends (no setup, no stage delay), which then moves the chunk as `StageFlow` would;
+    /// else the stage's own event and the request's, as `start_at` and a `ReqDone` would be.
+    #[test]
+    fn an_eager_send_takes_one_event_when_its_chunk_leaves_as_the_overhead_ends() {
+        let one = |delay_ns: u64, setup_ns: u64| {
+            let mut net = FlowNet::new();
+            let a = net.add_link(1e9);
+            let mut plan = Plan::empty();
+            let st = plan.reset_stages("test", setup_ns, 1000);
+            st.push(stage(a, delay_ns, 10));
+            (net, Box::new(plan))
+        };
+        // together: one event at the overhead's end, and the chunk then flows as `StageFlow` makes it
+        let (mut net, plan) = one(0, 0);
+        let (mut x, mut q) = (Transfers::default(), Queue::new());
+        x.start_eager(&mut q, &mut net, plan, XferOwner::Msg(1), 300, 7);
+        let (t, e) = q.pop().unwrap();
+        assert!(matches!(e, Ev::SendOut(0, 7)) && t == 300, "{t} {e:?}");
+        assert!(q.pop().is_none());
+        x.stage_flow(&mut q, &mut net, 0, 0);
+        // 1000 bytes at 1 byte per ns from 300, then the stage's 10 ns
+        assert_eq!(run(&mut x, &mut q, &mut net), vec![(1310, XferOwner::Msg(1))]);
+        // a stage delay or a setup of the plan's own: the stage's event, then the request's
+        for (delay, setup) in [(5, 0), (0, 5)] {
+            let (mut net, plan) = one(delay, setup);
+            let (mut x, mut q) = (Transfers::default(), Queue::new());
+            x.start_eager(&mut q, &mut net, plan, XferOwner::Msg(1), 300, 7);
+            let (t1, e1) = q.pop().unwrap();
+            let (t2, e2) = q.pop().unwrap();
+            assert!(matches!(e1, Ev::ReqDone(7)) && t1 == 300, "{t1} {e1:?}");
+            assert!(matches!(e2, Ev::StageFlow(0, 0)) && t2 == 305, "{t2} {e2:?}");
+        }
+        // no overhead: the chunk leaves now (no event), the request completes now
+        let (mut net, plan) = one(0, 0);
+        let (mut x, mut q) = (Transfers::default(), Queue::new());
+        x.start_eager(&mut q, &mut net, plan, XferOwner::Msg(1), 0, 7);
+        let kinds: Vec<String> = std::iter::from_fn(|| q.pop()).map(|(t, e)| format!("{t} {e:?}")).collect();
+        assert_eq!(kinds, vec!["0 Resolve".to_string(), "0 ReqDone(7)".to_string()]);
     }
 
     #[test]

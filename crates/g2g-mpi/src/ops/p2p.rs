@@ -339,9 +339,7 @@ impl State<'_> {
         self.q.push_in(o_send + ctl_latency, Ev::Envelope(id));
         if let Some(plan) = data_plan {
             // eager: the data leaves after the send overhead; the envelope travels with it (header first)
-            let now = self.q.now();
-            self.xfers.start_at(&mut self.q, &mut self.m.net, plan, XferOwner::Msg(id), o_send, now);
-            self.q.push_in(o_send, Ev::ReqDone(req));
+            self.xfers.start_eager(&mut self.q, &mut self.m.net, plan, XferOwner::Msg(id), o_send, req);
         }
         req
     }
