@@ -183,15 +183,16 @@ impl<E> EventQueue<E> {
         }
         let at = table_at(t, self.table_bits);
         let (et, es) = self.table[at];
-        let slot = if et == t { es } else { self.slot_of(t, at, et) };
+        let slot = if et == t { es } else { self.slot_of(t, at, (et, es)) };
         self.last = (t, slot);
         self.bucket_push(slot, ev);
     }
 
-    /// The slot of pending time `t`, whose table entry `at` holds another time `et`: from the
-    /// evicted map, or a new bucket that takes the entry (`et`, if pending, moves to the map).
+    /// The slot of pending time `t`, whose table entry `at` holds another time and its slot
+    /// (`et`, `es`): from the evicted map, or a new bucket that takes the entry (`et`, if
+    /// pending, moves to the map).
     #[inline]
-    fn slot_of(&mut self, t: Time, at: usize, et: Time) -> u32 {
+    fn slot_of(&mut self, t: Time, at: usize, (et, es): (Time, u32)) -> u32 {
         if !self.evicted.is_empty() {
             if let Some(&s) = self.evicted.get(&t) {
                 return s;
@@ -205,7 +206,6 @@ impl<E> EventQueue<E> {
             }
         };
         if et > self.now {
-            let es = self.table[at].1;
             self.evicted.insert(et, es);
         }
         self.table[at] = (t, s);

@@ -134,22 +134,23 @@ impl Transfers {
     ) {
         // it counts as started now (timeline)
         let t0 = q.now();
-        // what `try_start` asks of stage 0's first chunk, and a delay that is the overhead's alone
-        let together = extra_delay > 0
-            && plan.setup_ns == 0
-            && plan.chunks > 0
-            && plan.depth > 0
-            && plan.stages.first().is_some_and(|s| s.delay_ns == 0);
-        if !together {
+        let setup = plan.setup_ns;
+        if plan.stages.is_empty() {
             self.start_at(q, net, plan, owner, extra_delay, t0);
             q.push_in(extra_delay, Ev::ReqDone(req));
             return;
         }
         let id = self.insert(plan, owner, t0);
-        let t = self.xfers[id as usize].as_mut().unwrap();
-        t.busy[0] = true;
-        t.started[0] = 1;
-        q.push_in(extra_delay, Ev::SendOut(id, req));
+        // stage 0 of chunk 0, as `start_at` starts it, but for a flow due as the overhead ends
+        match self.claim(id, 0) {
+            Some(0) if setup == 0 && extra_delay > 0 => q.push_in(extra_delay, Ev::SendOut(id, req)),
+            claimed => {
+                if let Some(delay_ns) = claimed {
+                    self.launch(q, net, id, 0, delay_ns + setup + extra_delay);
+                }
+                q.push_in(extra_delay, Ev::ReqDone(req));
+            }
+        }
     }
 
     /// A new transfer of `plan` (none of its chunks started); its id.
@@ -178,18 +179,32 @@ impl Transfers {
 
     /// Starts the next chunk on stage s if allowed.
     fn try_start(&mut self, q: &mut Queue, net: &mut FlowNet, x: XferId, s: usize, extra: u64) {
+        if let Some(delay_ns) = self.claim(x, s) {
+            self.launch(q, net, x, s, delay_ns + extra);
+        }
+    }
+
+    /// Takes the next chunk of stage s if the stage is free and the chunk may go (the pipeline's
+    /// depth, the previous stage); returns the stage's own delay before its flow.
+    #[inline(always)]
+    fn claim(&mut self, x: XferId, s: usize) -> Option<u64> {
         let t = self.xfers[x as usize].as_mut().unwrap();
         if t.busy[s] || t.started[s] >= t.plan.chunks {
-            return;
+            return None;
         }
         let c = t.started[s];
         let ok = if s == 0 { c < t.done[t.plan.stages.len() - 1] + t.plan.depth } else { c < t.done[s - 1] };
         if !ok {
-            return;
+            return None;
         }
         t.busy[s] = true;
         t.started[s] += 1;
-        let delay = t.plan.stages[s].delay_ns + extra;
+        Some(t.plan.stages[s].delay_ns)
+    }
+
+    /// The claimed chunk of stage s moves after `delay` ns: its flow now, or an event then.
+    #[inline(always)]
+    fn launch(&mut self, q: &mut Queue, net: &mut FlowNet, x: XferId, s: usize, delay: u64) {
         if delay > 0 {
             q.push_in(delay, Ev::StageFlow(x, s as u8));
         } else {
