@@ -829,6 +829,12 @@ pub struct FlowNet {
     fill_by_passes: bool,
     #[cfg(test)]
     heap_fills: u64,
+    /// tests: whole-component fillings never take the one-level path (the same rates), and how
+    /// many took it
+    #[cfg(test)]
+    no_one_level: bool,
+    #[cfg(test)]
+    one_level_fills: u64,
     u_flows: Vec<FlowId>,
     r_links: Vec<LinkId>,
     /// the check's saturated links with a U flow that has no bottleneck (`LinkStat::pull`)
@@ -2267,6 +2273,73 @@ impl FlowNet {
         self.comp_flows = comp_flows;
     }
 
+    /// A component whose every link that can bind (`live`, with `lw` set as the filling begins)
+    /// carries all its `nflows` flows is filled in one level: every flow gets the smallest share
+    /// `cap / nflows` of those links.  The link that rates them, and the share, as the filling
+    /// would find them (the first of `live` within the level's tolerance; the smallest of the
+    /// links' shares, each `rem / n` as the passes divide), or `None` for the general filling.
+    /// An Allreduce's rounds are mostly such components: the 4 flows from one node to another
+    /// over the two NICs, the flows of a node's shared memory.
+    #[inline]
+    fn one_level(&self, live: &[LinkId], nflows: usize) -> Option<(LinkId, f64)> {
+        #[cfg(test)]
+        if self.no_one_level {
+            return None;
+        }
+        if live.is_empty() || live.len() > FILL_HEAP_MIN {
+            return None;
+        }
+        let mut share = f64::INFINITY;
+        for &l in live {
+            let w = &self.lw[l as usize];
+            if w.n as usize != nflows {
+                return None;
+            }
+            let sh = w.rem / w.n as f64;
+            if sh < share {
+                share = sh;
+            }
+        }
+        if !share.is_finite() {
+            return None;
+        }
+        let tol = share * 1e-9;
+        let l0 = *live.iter().find(|&&l| self.lw[l as usize].rem / self.lw[l as usize].n as f64 <= share + tol)?;
+        Some((l0, share))
+    }
+
+    /// The filling of `one_level`'s component: what `fill_level` does at its one level, where
+    /// the link `l0` rates every flow (in its list's order) and each live link's `lw.fixed`
+    /// gains every flow's rate.  The other `lw` values are not read after the filling.
+    fn fill_one_level(
+        &mut self,
+        l0: LinkId,
+        share: f64,
+        live: &[LinkId],
+        unrated: u32,
+        rated: u32,
+        mut take: impl FnMut(FlowId, &mut Flow, &mut Hot, f64),
+    ) {
+        #[cfg(test)]
+        {
+            self.one_level_fills += 1;
+        }
+        let FlowNet { links, flows, hot, wit, cmark, lw, .. } = self;
+        let lf: &[FlowId] = &links[l0 as usize].flows;
+        for &f in lf {
+            debug_assert_eq!(cmark[f as usize], unrated);
+            cmark[f as usize] = rated;
+            wit[f as usize] = l0;
+            take(f, &mut flows[f as usize], &mut hot[f as usize], share);
+        }
+        let fixed = fx(share) * lf.len() as i128;
+        for &l in live {
+            let w = &mut lw[l as usize];
+            w.fixed = fixed;
+            w.n = 0;
+        }
+    }
+
     fn fill_gathered(
         &mut self,
         comp_links: &[LinkId],
@@ -2301,11 +2374,12 @@ impl FlowNet {
         }
         let unfixed_mark = mark;
         let fixed_mark = mark.wrapping_add(0x8000_0000);
+        let one_level = self.one_level(&live, comp_flows.len());
         // each flow as it is rated: its bytes moved at the old rate up to `now`, then its new
         // rate, in the visit where the filling reads its links (its record is in the cache then;
         // the filling itself reads no flow's rate or bytes)
         let mut rated = 0usize;
-        self.progressive_fill(&mut live, comp_flows.len(), unfixed_mark, fixed_mark, |f, fl, h, r| {
+        let take = |f: FlowId, fl: &mut Flow, h: &mut Hot, r: f64| {
             rated += 1;
             h.mark = mark; // so the component is not revisited in this resolve
             let dt = span_f64(now - fl.last);
@@ -2318,7 +2392,11 @@ impl FlowNet {
                 let finish = finish_ns(now, fl.remaining, r);
                 out.push(Reschedule { flow: f, finish, version: fl.version });
             }
-        });
+        };
+        match one_level {
+            Some((l0, share)) => self.fill_one_level(l0, share, &live, unfixed_mark, fixed_mark, take),
+            None => self.progressive_fill(&mut live, comp_flows.len(), unfixed_mark, fixed_mark, take),
+        }
         self.live = live;
         if rated != comp_flows.len() {
             // flows left unrated keep their rate: their bytes too are brought up to `now` (a
@@ -2663,6 +2741,94 @@ mod tests {
             // the heap really filled, and the reference never did
             assert!(nets[0].heap_fills > 0, "seed {seed}: no filling took the heap");
             assert_eq!(nets[1].heap_fills, 0);
+        }
+    }
+
+    /// A component whose links that can bind all carry all its flows is filled in one level
+    /// (`one_level`): the same finish times, versions, rates and loads, to the bit, as the
+    /// general filling, over groups of flows that share a few links (with capacities a few
+    /// 1e-10 apart, so that which link rates them is decided by the level's tolerance), each
+    /// flow with a private link of its own (slack or binding), and random other flows that
+    /// join groups into general components.
+    #[test]
+    fn one_level_components_fill_as_the_general_filling() {
+        for (seed, sharing) in [(1u64, Sharing::MaxMinFull), (2, Sharing::MaxMin), (3, Sharing::MaxMin)] {
+            let mut rng = Xs(seed.wrapping_mul(0x2545_f491_4f6c_dd1d) | 1);
+            let nshared = 300;
+            let mut nets = [FlowNet::new(), FlowNet::new()];
+            nets[1].no_one_level = true;
+            let caps = [1e9, 1e9 * (1.0 + 3e-10), 2e9, 2e9 * (1.0 + 7e-10), 4e9];
+            for _ in 0..nshared {
+                let bw = caps[rng.below(caps.len() as u64) as usize];
+                for n in nets.iter_mut() {
+                    n.sharing = sharing;
+                    n.add_link(bw);
+                }
+            }
+            let mut live: Vec<(FlowId, FlowId)> = vec![];
+            let mut now = 0;
+            for step in 0..300 {
+                now += 1000 * (1 + rng.below(3));
+                // a group: 1 to 6 flows over the same 1 to 3 shared links, each also over a
+                // private link (a fast one: slack; now and then a slow one: it binds)
+                for _ in 0..rng.below(3) {
+                    let len = 1 + rng.below(3) as usize;
+                    let shared = distinct_links(&mut rng, nshared, len);
+                    for _ in 0..1 + rng.below(6) {
+                        let bw = if rng.below(8) == 0 { 1e8 } else { 1e12 };
+                        let mut links = shared.clone();
+                        let l = nets[0].add_link(bw);
+                        assert_eq!(nets[1].add_link(bw), l);
+                        links.push(l);
+                        let at = rng.below(links.len() as u64) as usize;
+                        let last = links.len() - 1;
+                        links.swap(at, last);
+                        let bytes = 1e5 * (1 + rng.below(4)) as f64;
+                        let a = nets[0].start(now, &links, bytes, 0);
+                        let b = nets[1].start(now, &links, bytes, 0);
+                        live.push((a, b));
+                    }
+                }
+                // now and then a flow over random shared links: general components
+                if rng.below(8) == 0 {
+                    let len = 1 + rng.below(3) as usize;
+                    let links = distinct_links(&mut rng, nshared, len);
+                    let a = nets[0].start(now, &links, 2e5, 0);
+                    let b = nets[1].start(now, &links, 2e5, 0);
+                    live.push((a, b));
+                }
+                for _ in 0..rng.below(5) {
+                    if live.is_empty() {
+                        break;
+                    }
+                    let (a, b) = live.swap_remove(rng.below(live.len() as u64) as usize);
+                    nets[0].finish(a);
+                    nets[1].finish(b);
+                }
+                let (mut ra, mut rb) = (vec![], vec![]);
+                nets[0].resolve(now, &mut ra);
+                nets[1].resolve(now, &mut rb);
+                let key = |v: &[Reschedule], net: &FlowNet| -> Vec<(u64, u32, u64)> {
+                    v.iter().map(|r| (r.finish, r.version, net.rate_bytes_per_s(r.flow).to_bits())).collect()
+                };
+                assert_eq!(key(&ra, &nets[0]), key(&rb, &nets[1]), "seed {seed} step {step}: finish times differ");
+                for &(a, b) in &live {
+                    assert_eq!(
+                        nets[0].rate_bytes_per_s(a).to_bits(),
+                        nets[1].rate_bytes_per_s(b).to_bits(),
+                        "seed {seed} step {step}: rates differ"
+                    );
+                }
+                for l in 0..nshared {
+                    assert_eq!(
+                        nets[0].links[l].load, nets[1].links[l].load,
+                        "seed {seed} step {step}: link {l}'s load"
+                    );
+                }
+                check_pots(&nets[0], seed);
+            }
+            assert!(nets[0].one_level_fills > 100, "seed {seed}: {} one-level fillings", nets[0].one_level_fills);
+            assert_eq!(nets[1].one_level_fills, 0);
         }
     }
 
