@@ -2685,6 +2685,41 @@ mod tests {
     /// every change: many links of a few capacities (ties between links' shares at every
     /// level), flows of 1 to 8 links, starts and ends at the same instants, whole-component
     /// solves (`max-min-full`) and the incremental solve's.
+    /// Two networks that must solve alike, one step: up to `max_ends - 1` random live flows end in
+    /// both, both resolve at `now`, and the finish times, versions and rates must be the same to
+    /// the bit (`at`: the seed and step, for the messages).
+    fn end_resolve_and_compare(
+        nets: &mut [FlowNet; 2],
+        live: &mut Vec<(FlowId, FlowId)>,
+        rng: &mut Xs,
+        max_ends: u64,
+        now: Time,
+        (seed, step): (u64, usize),
+    ) {
+        for _ in 0..rng.below(max_ends) {
+            if live.is_empty() {
+                break;
+            }
+            let (a, b) = live.swap_remove(rng.below(live.len() as u64) as usize);
+            nets[0].finish(a);
+            nets[1].finish(b);
+        }
+        let (mut ra, mut rb) = (vec![], vec![]);
+        nets[0].resolve(now, &mut ra);
+        nets[1].resolve(now, &mut rb);
+        let key = |v: &[Reschedule], net: &FlowNet| -> Vec<(u64, u32, u64)> {
+            v.iter().map(|r| (r.finish, r.version, net.rate_bytes_per_s(r.flow).to_bits())).collect()
+        };
+        assert_eq!(key(&ra, &nets[0]), key(&rb, &nets[1]), "seed {seed} step {step}: finish times differ");
+        for &(a, b) in live.iter() {
+            assert_eq!(
+                nets[0].rate_bytes_per_s(a).to_bits(),
+                nets[1].rate_bytes_per_s(b).to_bits(),
+                "seed {seed} step {step}: rates differ"
+            );
+        }
+    }
+
     #[test]
     fn filling_from_a_heap_equals_the_passes_bit_for_bit() {
         for (seed, sharing) in [(1u64, Sharing::MaxMinFull), (2, Sharing::MaxMinFull), (3, Sharing::MaxMin)] {
@@ -2715,28 +2750,7 @@ mod tests {
                     let b = nets[1].start(now, &links, bytes, 0);
                     live.push((a, b));
                 }
-                for _ in 0..rng.below(10) {
-                    if live.is_empty() {
-                        break;
-                    }
-                    let (a, b) = live.swap_remove(rng.below(live.len() as u64) as usize);
-                    nets[0].finish(a);
-                    nets[1].finish(b);
-                }
-                let (mut ra, mut rb) = (vec![], vec![]);
-                nets[0].resolve(now, &mut ra);
-                nets[1].resolve(now, &mut rb);
-                let key = |v: &[Reschedule], net: &FlowNet| -> Vec<(u64, u32, u64)> {
-                    v.iter().map(|r| (r.finish, r.version, net.rate_bytes_per_s(r.flow).to_bits())).collect()
-                };
-                assert_eq!(key(&ra, &nets[0]), key(&rb, &nets[1]), "seed {seed} step {step}: finish times differ");
-                for &(a, b) in &live {
-                    assert_eq!(
-                        nets[0].rate_bytes_per_s(a).to_bits(),
-                        nets[1].rate_bytes_per_s(b).to_bits(),
-                        "seed {seed} step {step}: rates differ"
-                    );
-                }
+                end_resolve_and_compare(&mut nets, &mut live, &mut rng, 10, now, (seed, step));
             }
             // the heap really filled, and the reference never did
             assert!(nets[0].heap_fills > 0, "seed {seed}: no filling took the heap");
@@ -2797,28 +2811,7 @@ mod tests {
                     let b = nets[1].start(now, &links, 2e5, 0);
                     live.push((a, b));
                 }
-                for _ in 0..rng.below(5) {
-                    if live.is_empty() {
-                        break;
-                    }
-                    let (a, b) = live.swap_remove(rng.below(live.len() as u64) as usize);
-                    nets[0].finish(a);
-                    nets[1].finish(b);
-                }
-                let (mut ra, mut rb) = (vec![], vec![]);
-                nets[0].resolve(now, &mut ra);
-                nets[1].resolve(now, &mut rb);
-                let key = |v: &[Reschedule], net: &FlowNet| -> Vec<(u64, u32, u64)> {
-                    v.iter().map(|r| (r.finish, r.version, net.rate_bytes_per_s(r.flow).to_bits())).collect()
-                };
-                assert_eq!(key(&ra, &nets[0]), key(&rb, &nets[1]), "seed {seed} step {step}: finish times differ");
-                for &(a, b) in &live {
-                    assert_eq!(
-                        nets[0].rate_bytes_per_s(a).to_bits(),
-                        nets[1].rate_bytes_per_s(b).to_bits(),
-                        "seed {seed} step {step}: rates differ"
-                    );
-                }
+                end_resolve_and_compare(&mut nets, &mut live, &mut rng, 5, now, (seed, step));
                 for l in 0..nshared {
                     assert_eq!(
                         nets[0].links[l].load, nets[1].links[l].load,
