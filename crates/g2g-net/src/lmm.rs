@@ -53,15 +53,14 @@
 //! halo 45 % of the incremental solve's link updates were on slack links, read for nothing else),
 //! and a link that stops being slack (a start raised its bound) sums its flows' rates again
 //! (`refresh_link`: the fixed-point sum is the number the updates would have kept).  Whether a
-//! link is slack is one bit per link
-//! (`slack_bits`), set by every change of `P`: the solves test it for every link of every flow
-//! they visit, and a million-rank network's bits fit in the cache where its links' 16-byte
-//! bounds (the test read them before) do not.  A link that a finish made slack is kept in R:
+//! link is slack is one bit per link (`slack_bits`), set by every change of `P`: the solves
+//! test it for every link of every flow they visit, and a million-rank network's bits fit in
+//! the cache where its links' 16-byte bounds (the test read them before) do not.  A link that a finish made slack is kept in R:
 //! the flows it was the bottleneck of must be checked (it is no longer saturated, so they join
 //! U), and its load was kept up to that finish.  A dirty link that was slack before the change
-//! too is left out of R (it was no flow's bottleneck).  Components are still walked through slack links (splitting them
-//! there was tried: no faster on the cases measured, and it would couple the filling's 1e-9
-//! tolerance differently).
+//! too is left out of R (it was no flow's bottleneck).  Components are still walked through
+//! slack links (splitting them there was tried: no faster on the cases measured, and it would
+//! couple the filling's 1e-9 tolerance differently).
 //!
 //! *Dominated links.*  A second bound makes more links slack (`Dom`): each flow names, for each
 //! link of its path, the nearest of the path's slowest links (the link itself if it is one), and
@@ -984,15 +983,9 @@ impl FlowNet {
     /// `refresh_link` of the links a start or finish has just made not slack.
     #[inline]
     fn refresh_unslacked(&mut self) {
-        if self.unslacked.is_empty() {
-            return;
-        }
-        let ls = std::mem::take(&mut self.unslacked);
-        for &l in &ls {
+        while let Some(l) = self.unslacked.pop() {
             self.refresh_link(l as usize);
         }
-        self.unslacked = ls;
-        self.unslacked.clear();
     }
 
     /// A flow's term in its links' `Pot` (its smallest link capacity, rounded up; outside the
@@ -2286,7 +2279,7 @@ impl FlowNet {
         if self.no_one_level {
             return None;
         }
-        if live.is_empty() || live.len() > FILL_HEAP_MIN {
+        if live.is_empty() {
             return None;
         }
         let mut share = f64::INFINITY;
@@ -2334,9 +2327,7 @@ impl FlowNet {
         }
         let fixed = fx(share) * lf.len() as i128;
         for &l in live {
-            let w = &mut lw[l as usize];
-            w.fixed = fixed;
-            w.n = 0;
+            lw[l as usize].fixed = fixed;
         }
     }
 
@@ -2680,14 +2671,9 @@ mod tests {
         links
     }
 
-    /// Progressive filling from a heap (components of more than `FILL_HEAP_MIN` live links)
-    /// gives the passes' rates to the bit and the same finish times in the same order, after
-    /// every change: many links of a few capacities (ties between links' shares at every
-    /// level), flows of 1 to 8 links, starts and ends at the same instants, whole-component
-    /// solves (`max-min-full`) and the incremental solve's.
     /// Two networks that must solve alike, one step: up to `max_ends - 1` random live flows end in
     /// both, both resolve at `now`, and the finish times, versions and rates must be the same to
-    /// the bit (`at`: the seed and step, for the messages).
+    /// the bit (`seed` and `step` name the step in the messages).
     fn end_resolve_and_compare(
         nets: &mut [FlowNet; 2],
         live: &mut Vec<(FlowId, FlowId)>,
@@ -2720,6 +2706,11 @@ mod tests {
         }
     }
 
+    /// Progressive filling from a heap (components of more than `FILL_HEAP_MIN` live links)
+    /// gives the passes' rates to the bit and the same finish times in the same order, after
+    /// every change: many links of a few capacities (ties between links' shares at every
+    /// level), flows of 1 to 8 links, starts and ends at the same instants, whole-component
+    /// solves (`max-min-full`) and the incremental solve's.
     #[test]
     fn filling_from_a_heap_equals_the_passes_bit_for_bit() {
         for (seed, sharing) in [(1u64, Sharing::MaxMinFull), (2, Sharing::MaxMinFull), (3, Sharing::MaxMin)] {
