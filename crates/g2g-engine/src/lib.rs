@@ -181,6 +181,13 @@ impl<E> EventQueue<E> {
             self.bucket_push(slot, ev);
             return;
         }
+        self.push_new(t, ev);
+    }
+
+    /// `push` at a time that is neither `now` nor the last one pushed: its slot from the table.
+    /// Out of line, so that `push`'s common paths stay small where the callers inline them.
+    #[inline(never)]
+    fn push_new(&mut self, t: Time, ev: E) {
         let at = table_at(t, self.table_bits);
         let (et, es) = self.table[at];
         let slot = if et == t { es } else { self.slot_of(t, at, (et, es)) };

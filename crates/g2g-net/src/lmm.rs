@@ -71,7 +71,9 @@
 //! `Pot` is far above its capacity, this bound is the NIC's capacity, below it.  The same proof
 //! holds: at a level `s` of the filling each named link `k` has `rated_k + n_k s <= cap_k`, and
 //! summing over the named links bounds the link's own `rated + n s` by their sum.  A slowest link
-//! names itself, so it is never slack by this bound.
+//! names itself, so it is never slack by this bound.  A flow's term and named links are found
+//! once, at its start, and kept (`FlowNet::doms`) for its end, which removes exactly what the
+//! start added (a capacity scaled while flows are live finds them again for every flow).
 //!
 //! What the scans read of a flow -- its rate and the solves' marks -- is in a dense table of its
 //! own (`Hot`, 16 bytes a flow), not in the flow's record: links of thousands of flows are scanned
@@ -585,7 +587,20 @@ enum Doms {
     List(Vec<bool>),
 }
 
+/// `FlowNet::doms` of a flow whose path is past the mask's 64 places (found again at its end)
+const NO_DOMS: u64 = u64::MAX;
+
 impl Doms {
+    /// What `FlowNet::doms` keeps of these, found with term `t` (a term is at most 2^40, never
+    /// `NO_DOMS`)
+    #[inline]
+    fn stored(&self, t: u64) -> (u64, u64) {
+        match self {
+            Doms::Mask(mask) => (t, *mask),
+            Doms::List(_) => (NO_DOMS, 0),
+        }
+    }
+
     /// The dominator of the link at place `j` of the path `links` these were found for: the
     /// nearest place of the smallest capacity, the earlier one of two as near.
     #[inline(always)]
@@ -742,6 +757,10 @@ pub struct FlowNet {
     /// per flow: its witness, one of its links, the last found to be its bottleneck (by the
     /// incremental check, or the link the filling rated it at); a hint only, always re-checked
     wit: Vec<LinkId>,
+    /// per flow, its dominators as `start` found them (`dominators`: the term and the places'
+    /// mask; term `NO_DOMS` for a path past the mask's 64 places), which `finish` takes back
+    /// instead of reading its links' capacities again (`scale_link` keeps them)
+    doms: Vec<(u64, u64)>,
     /// per flow: the generation of its live completion event (`completion_due`), in a dense
     /// table of its own: most of an all-to-all's completion events are stale (a flow sped up
     /// got a new one), and telling one from the live event then reads 4 bytes a flow, in the
@@ -868,6 +887,7 @@ impl FlowNet {
         self.flows.reserve(n.saturating_sub(self.flows.len()));
         self.hot.reserve(n.saturating_sub(self.hot.len()));
         self.wit.reserve(n.saturating_sub(self.wit.len()));
+        self.doms.reserve(n.saturating_sub(self.doms.len()));
         self.gens.reserve(n.saturating_sub(self.gens.len()));
         self.slot.reserve(n.saturating_sub(self.slot.len()));
         self.cmark.reserve(n.saturating_sub(self.cmark.len()));
@@ -933,6 +953,7 @@ impl FlowNet {
             }
             for f in 0..self.flows.len() {
                 let (t, doms) = self.dominators(&self.flows[f].links);
+                self.doms[f] = doms.stored(t);
                 for (j, &l) in self.flows[f].links.iter().enumerate() {
                     let p = &mut self.pot[l as usize];
                     p.sum = p.sum.wrapping_add(t);
@@ -1070,6 +1091,7 @@ impl FlowNet {
             });
             self.hot.push(Hot::default());
             self.wit.push(links[0]);
+            self.doms.push((NO_DOMS, 0));
             self.gens.push(0);
             (self.flows.len() - 1) as FlowId
         };
@@ -1078,6 +1100,7 @@ impl FlowNet {
             self.cmark.resize(id as usize + 1, 0);
         }
         let (term, doms) = self.dominators(links);
+        self.doms[id as usize] = doms.stored(term);
         let use_dom = self.uses_dom();
         let FlowNet { links: ltab, pot, dom, slack_bits, slot, unslacked, .. } = self;
         let my_slots = &mut slot[id as usize];
@@ -1123,7 +1146,10 @@ impl FlowNet {
         let token = f.token;
         let rate = self.hot[id as usize].rate;
         let links = std::mem::take(&mut f.links);
-        let (term, doms) = self.dominators(&links);
+        let (term, doms) = match self.doms[id as usize] {
+            (NO_DOMS, _) => self.dominators(&links),
+            (t, mask) => (t, Doms::Mask(mask)),
+        };
         let use_dom = self.uses_dom();
         // the tables a flow's end updates, borrowed apart
         let FlowNet { links: ltab, pot, dom, slack_bits, slot, flows, unslacked, turned_slack, .. } = self;
@@ -2222,19 +2248,24 @@ impl FlowNet {
 
     /// `gather_small`'s walk, for components of at most `limit` flows in all.
     fn gather_within(&mut self, mark: u32, limit: usize) -> bool {
-        // a dirty link of more flows answers at once (a halo's NIC and fat-tree links)
-        if self.dirty.iter().any(|&l| self.links[l as usize].flows.len() > limit) {
-            return false;
-        }
+        // (the walk's stack, unmarked on a failure, holds only what this call marked)
+        self.stack.clear();
         for i in (0..self.dirty.len()).rev() {
             let seed = self.dirty[i];
             // a link left with no flow is its own component, with nothing to rate (`finish` set
             // its load), and a link already reached is in one found before
-            if self.links[seed as usize].mark.get() == mark || self.links[seed as usize].flows.is_empty() {
+            let lk = &self.links[seed as usize];
+            if lk.mark.get() == mark {
+                continue;
+            }
+            let n = lk.flows.len();
+            if n == 0 {
                 continue;
             }
             self.comp_starts.push((self.comp_links.len() as u32, self.comp_flows.len() as u32));
-            if !self.gather_component(seed, mark, limit) {
+            // a seed of more flows answers at once (a halo's NIC and fat-tree links), as a link
+            // of more does in the walk
+            if n > limit || !self.gather_component(seed, mark, limit) {
                 let old = mark.wrapping_sub(1);
                 for k in 0..self.comp_links.len() {
                     let l = self.comp_links[k];
@@ -2591,6 +2622,13 @@ mod tests {
     /// with flows on them.
     fn check_pots(net: &FlowNet, seed: u64) -> usize {
         let mut slack = 0;
+        // each live flow keeps the dominators its path has now (`finish` takes them back)
+        for (f, fl) in net.flows.iter().enumerate() {
+            if fl.active() {
+                let (t, doms) = net.dominators(&fl.links);
+                assert_eq!(net.doms[f], doms.stored(t), "seed {seed}: flow {f}'s dominators are stale");
+            }
+        }
         for l in 0..net.links.len() {
             let want: u64 = net.links[l].flows.iter().map(|&f| net.pot_term(&net.flows[f as usize].links)).sum();
             assert_eq!(net.pot[l].sum, want, "seed {seed}: link {l}'s bound drifted");
@@ -3220,6 +3258,12 @@ mod tests {
         assert!((n.rate_bytes_per_s(b) - 0.5e9).abs() < 1.0);
         // each flow's own 2 B/ns link is slack now (a term of 1 B/ns), the shared one is not
         assert_eq!(check_pots(&n, 0), 2);
+        // a flow's end takes back the dominators it had since the scaling (its slowest link is
+        // the shared one now): the bounds stay exact
+        n.finish(a);
+        run(&mut n, 20);
+        check_pots(&n, 0);
+        assert!((n.rate_bytes_per_s(b) - 1e9).abs() < 1.0);
     }
 
     /// Scaling links before any flow starts (what-ifs do it for every network link) sets the
