@@ -42,6 +42,9 @@ impl CollPhase {
 pub(crate) struct CollRun {
     pub rank: u32,
     pub comm: u32,
+    /// the communicator numbers its ranks as the world does (no member list): a step's peer is
+    /// its world rank, without looking the communicator up
+    pub world_ranks: bool,
     pub ctx: u64,
     pub rounds: Vec<Round>,
     /// the current round (`AFTER_COPY`: none yet, the send buffer's staging copy runs first)

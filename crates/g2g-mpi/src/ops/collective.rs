@@ -45,6 +45,7 @@ impl State<'_> {
     fn start_coll(&mut self, r: u32, op: &Op, kind: CollKind, nonblocking: bool) -> Result<bool, SimError> {
         let comm = self.world.comm(op.comm).map_err(|e| self.terr(r, e))?;
         let size = comm.size;
+        let world_ranks = comm.def.members.is_none();
         let me = match &comm.def.members {
             None => r,
             Some(m) => m
@@ -105,6 +106,7 @@ impl State<'_> {
         let cr = CollRun {
             rank: r,
             comm: op.comm,
+            world_ranks,
             ctx,
             rounds,
             idx: 0,
@@ -190,16 +192,24 @@ impl State<'_> {
             let idx = cr.idx;
             let (nrecv, nsend) = (cr.rounds[idx].recvs.len(), cr.rounds[idx].sends.len());
             let (r, comm, ctx, gpu, staged) = (cr.rank, cr.comm, cr.ctx, cr.gpu_path, cr.hostcopy);
+            let world_ranks = cr.world_ranks;
+            let world = |st: &Self, peer: u32| {
+                if world_ranks {
+                    peer
+                } else {
+                    st.world.comms[&comm].def.world(peer).unwrap()
+                }
+            };
             let mut n = 0;
             for k in 0..nrecv {
                 let s = self.colls[c].rounds[idx].recvs[k];
-                let w = self.world.comms[&comm].def.world(s.peer).unwrap();
+                let w = world(self, s.peer);
                 self.post_recv(r, w as i32, ctx, 0, Owner::Coll(c));
                 n += 1;
             }
             for k in 0..nsend {
                 let s = self.colls[c].rounds[idx].sends[k];
-                let w = self.world.comms[&comm].def.world(s.peer).unwrap();
+                let w = world(self, s.peer);
                 let route = self.route(r, w, gpu, gpu, s.bytes, true);
                 let spec = SendSpec {
                     src: r,

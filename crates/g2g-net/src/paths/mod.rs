@@ -251,9 +251,14 @@ impl std::fmt::Debug for Route {
     }
 }
 
-/// The path of a message: the first model of [`preference`] that carries it.
+/// The path of a message: the first model of [`preference`] that carries it.  Host buffers on
+/// both sides take the host path without asking the others: every other model moves device
+/// memory (`only_the_host_path_carries_host_buffers`).
 #[inline]
 pub fn choose(m: &Machine, q: &PathQuery) -> Route {
+    if !q.src_gpu && !q.dst_gpu {
+        return Route { model: &HOST, stage_src: false, stage_dst: false };
+    }
     for model in preference() {
         if model.carries(m, q) {
             let st = model.stages();
@@ -292,6 +297,33 @@ pipeline_chunk = "1000B"
 pipeline_threshold = "1000B"
 rdma_max_bytes = "4000B"
 "#;
+
+    /// `choose` sends host-to-host messages by the host path without asking the other models:
+    /// none of them carries one, whatever the nodes, size, GPU-awareness or machine.
+    #[test]
+    fn only_the_host_path_carries_host_buffers() {
+        for rdma in [false, true] {
+            let m = machine(rdma);
+            for (a, b) in [(0, 1), (0, 2), (1, 3), (2, 2)] {
+                for bytes in [1, 999, 1000, 1001, 4000, 4001, 1 << 30] {
+                    for gpu_aware in [false, true] {
+                        let q = PathQuery {
+                            src: Endpoint { node: a / 2, gpu: a % 2 },
+                            dst: Endpoint { node: b / 2, gpu: b % 2 },
+                            src_gpu: false,
+                            dst_gpu: false,
+                            bytes,
+                            gpu_aware,
+                        };
+                        for model in preference() {
+                            assert_eq!(model.carries(&m, &q), model.name() == "host", "{} {q:?}", model.name());
+                        }
+                        assert_eq!(choose(&m, &q).model.name(), "host");
+                    }
+                }
+            }
+        }
+    }
 
     fn machine(rdma: bool) -> Machine {
         let mut cfg = MachineConfig::from_toml(MACHINE, "paths.toml").unwrap();
