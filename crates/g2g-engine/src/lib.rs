@@ -163,7 +163,7 @@ impl<E> EventQueue<E> {
 
     /// Schedules `ev` at absolute time `t`.  A time in the past (a wrapped addition) or past
     /// [`MAX_TIME`] is recorded in [`overflow`](Self::overflow) (the event is kept at `now`).
-    #[inline]
+    #[inline(always)]
     pub fn push(&mut self, t: Time, ev: E) {
         if t < self.now || t > MAX_TIME {
             self.out_of_range(t);
