@@ -2709,6 +2709,19 @@ mod tests {
         links
     }
 
+    /// Gives both networks `sharing` and the same `n` links, each of a capacity drawn from `caps`.
+    fn same_links(nets: &mut [FlowNet; 2], sharing: Sharing, caps: &[f64], n: usize, rng: &mut Xs) {
+        for net in nets.iter_mut() {
+            net.sharing = sharing;
+        }
+        for _ in 0..n {
+            let bw = caps[rng.below(caps.len() as u64) as usize];
+            for net in nets.iter_mut() {
+                net.add_link(bw);
+            }
+        }
+    }
+
     /// Two networks that must solve alike, one step: up to `max_ends - 1` random live flows end in
     /// both, both resolve at `now`, and the finish times, versions and rates must be the same to
     /// the bit (`seed` and `step` name the step in the messages).
@@ -2756,16 +2769,11 @@ mod tests {
             let nlinks = 700;
             let mut nets = [FlowNet::new(), FlowNet::new()];
             nets[1].fill_by_passes = true;
-            for _ in 0..nlinks {
-                // capacities a few 1e-10 apart: links whose shares are within the levels'
-                // tolerance of each other without being equal, where the order of the visits
-                // decides which of them rates a flow they share
-                let bw = [1e9, 1e9 * (1.0 + 3e-10), 2e9, 2e9 * (1.0 + 7e-10), 2.5e9, 5e9][rng.below(6) as usize];
-                for n in nets.iter_mut() {
-                    n.sharing = sharing;
-                    n.add_link(bw);
-                }
-            }
+            // capacities a few 1e-10 apart: links whose shares are within the levels' tolerance
+            // of each other without being equal, where the order of the visits decides which of
+            // them rates a flow they share
+            let caps = [1e9, 1e9 * (1.0 + 3e-10), 2e9, 2e9 * (1.0 + 7e-10), 2.5e9, 5e9];
+            same_links(&mut nets, sharing, &caps, nlinks, &mut rng);
             let mut live: Vec<(FlowId, FlowId)> = vec![];
             let mut now = 0;
             for step in 0..160 {
@@ -2801,13 +2809,7 @@ mod tests {
             let mut nets = [FlowNet::new(), FlowNet::new()];
             nets[1].no_one_level = true;
             let caps = [1e9, 1e9 * (1.0 + 3e-10), 2e9, 2e9 * (1.0 + 7e-10), 4e9];
-            for _ in 0..nshared {
-                let bw = caps[rng.below(caps.len() as u64) as usize];
-                for n in nets.iter_mut() {
-                    n.sharing = sharing;
-                    n.add_link(bw);
-                }
-            }
+            same_links(&mut nets, sharing, &caps, nshared, &mut rng);
             let mut live: Vec<(FlowId, FlowId)> = vec![];
             let mut now = 0;
             for step in 0..300 {
