@@ -85,6 +85,14 @@
 //! filling's visit (one pass over the records, not two), and prefetches the records a few places
 //! ahead in a link's list; the incremental solve's scans of a link's list prefetch the `Hot`
 //! entries ahead in the same way.
+//! The incremental solve reads R's links by place (`RWork`): what a round reads of a link and the
+//! solve does not change (its capacity, whether the check looks at its fixed flows, its largest
+//! committed rate and their count) is taken from its record once, when it first joins a round,
+//! and the check of a U flow reads its links' round values from there, through the places of its
+//! links that can bind (`upath`), not from each link's record and stat: at scale R's links are
+//! scattered over tables far larger than the cache (the tests compare both ways at every check).
+//! A link's two bounds (`Pot`, `Dom`), which every start and end updates on each link of the
+//! path, share one cache line (`Bounds`).
 //! The whole-component solve's progressive filling finds each level by a pass over the
 //! component's links, or, over more than `FILL_HEAP_MIN` links, from a heap of their fair shares
 //! (the same levels, the same links in the same order, so the same rates to the bit: a 65,536-rank
@@ -245,8 +253,14 @@ struct RWork {
     /// largest, and the U flows whose committed rate was the link's `lmax`
     sum: f64,
     umax: f64,
-    /// its largest committed rate as the round began (read only where `u_at_max` counts)
+    /// its largest committed rate as the round began (read only where `u_at_max` counts, or
+    /// with `nmax`)
     lmax: f64,
+    /// its capacity, and how many of its flows had `lmax` as the round began (the link's
+    /// `Link::nmax`, 0 if not known): what the check of a U flow reads of the link
+    /// (`u_has_bottleneck`)
+    cap: f64,
+    nmax: u32,
     n: u32,
     /// how many U flows it carries
     u: u32,
@@ -587,6 +601,17 @@ enum Doms {
     List(Vec<bool>),
 }
 
+/// A link's two bounds on its load, `Pot` and `Dom`, in one cache line: a flow's start and end
+/// update both for every link of its path (a path's links are scattered over a table of
+/// millions, and apart they were two misses a link).
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(C, align(64))]
+struct Bounds {
+    pot: Pot,
+    dom: Dom,
+}
+const _: () = assert!(std::mem::size_of::<Bounds>() == 64);
+
 /// `FlowNet::doms` of a flow whose path is past the mask's 64 places (found again at its end)
 const NO_DOMS: u64 = u64::MAX;
 
@@ -743,13 +768,12 @@ const SLOTS: usize = 12;
 #[derive(Default)]
 pub struct FlowNet {
     links: Vec<Link>,
-    /// per link, the bound that tells a slack link (`Pot`)
-    pot: Vec<Pot>,
-    /// per link, the second bound (`Dom`)
-    dom: Vec<Dom>,
+    /// per link, its two bounds (`Bounds`: the one that tells a slack link, `Pot`, and the
+    /// dominators' `Dom`), one cache line a link
+    bounds: Vec<Bounds>,
     /// per link, one bit: slack (its `Pot` sum below its threshold), kept with every change of
     /// the bound.  What the solves test for every link of every flow they visit: 1 bit a link
-    /// stays in the cache where the 16-byte bounds of millions of links do not
+    /// stays in the cache where the bounds of millions of links do not
     slack_bits: Vec<u64>,
     flows: Vec<Flow>,
     /// per flow: its rate and the solves' marks (`Hot`)
@@ -809,6 +833,12 @@ pub struct FlowNet {
     rw: Vec<RWork>,
     /// per link: its place in R (valid while its mark is the solve's)
     rpos: Vec<u32>,
+    /// by place in R, for the round: can the link have been a fixed flow's bottleneck (dirty, or
+    /// saturated before the change), i.e. does the check look at its fixed flows
+    rcheck: Vec<bool>,
+    /// by place in R: the count of U flows at its largest committed rate that a round starts
+    /// from (`RWork::u_at_max`: 0, or `u32::MAX` where that rate is not known)
+    ruam: Vec<u32>,
     /// incremental max-min, by place in U: each U flow's committed rate, staged rate, the tick
     /// of the filling that rated it, and where its R links' places are in `upath`
     uold: Vec<f64>,
@@ -901,6 +931,7 @@ impl FlowNet {
         self.rpos.reserve(n);
         self.link_stat.reserve(n);
         self.last_share.reserve(n);
+        self.bounds.reserve(n);
     }
 
     /// Adds a link of `bw_bytes_per_s`; returns its id (ids are dense from 0).
@@ -916,14 +947,13 @@ impl FlowNet {
         self.lw.push(LinkWork::default());
         self.rpos.push(0);
         let p = Pot { sum: 0, thr: Pot::thr_of(bw_bytes_per_s * 1e-9) };
-        self.pot.push(p);
-        self.dom.push(Dom::default());
-        let l = self.pot.len() - 1;
+        self.bounds.push(Bounds { pot: p, dom: Dom::default() });
+        let l = self.bounds.len() - 1;
         if l >> 6 >= self.slack_bits.len() {
             self.slack_bits.push(0);
         }
         let use_dom = self.uses_dom();
-        set_slack(&mut self.slack_bits, l, p, &self.dom[l], use_dom);
+        set_slack(&mut self.slack_bits, l, p, &self.bounds[l].dom, use_dom);
         self.link_stat.push(LinkStat::default());
         self.last_share.push(f64::INFINITY);
 
@@ -941,28 +971,26 @@ impl FlowNet {
     /// Multiplies one link's capacity (what-ifs such as NIC bandwidth scaling).
     pub fn scale_link(&mut self, l: LinkId, factor: f64) {
         self.links[l as usize].cap *= factor;
-        self.pot[l as usize].thr = Pot::thr_of(self.links[l as usize].cap);
+        self.bounds[l as usize].pot.thr = Pot::thr_of(self.links[l as usize].cap);
         if self.active_flows > 0 {
             // the live flows' terms may have changed: every bound again
             // (and the flows' dominators: the slowest links of their paths may have moved)
-            for p in self.pot.iter_mut() {
-                p.sum = 0;
-            }
-            for d in self.dom.iter_mut() {
-                *d = Dom::default();
+            for b in self.bounds.iter_mut() {
+                b.pot.sum = 0;
+                b.dom = Dom::default();
             }
             for f in 0..self.flows.len() {
                 let (t, doms) = self.dominators(&self.flows[f].links);
                 self.doms[f] = doms.stored(t);
                 for (j, &l) in self.flows[f].links.iter().enumerate() {
-                    let p = &mut self.pot[l as usize];
-                    p.sum = p.sum.wrapping_add(t);
-                    self.dom[l as usize].add(doms.at(&self.flows[f].links, j), t);
+                    let b = &mut self.bounds[l as usize];
+                    b.pot.sum = b.pot.sum.wrapping_add(t);
+                    b.dom.add(doms.at(&self.flows[f].links, j), t);
                 }
             }
             let use_dom = self.uses_dom();
-            for l2 in 0..self.pot.len() {
-                set_slack(&mut self.slack_bits, l2, self.pot[l2], &self.dom[l2], use_dom);
+            for l2 in 0..self.bounds.len() {
+                set_slack(&mut self.slack_bits, l2, self.bounds[l2].pot, &self.bounds[l2].dom, use_dom);
                 // a link slack before may not be now: its load again (the others' are the same)
                 if self.slack(l2) {
                     self.links[l2].nmax = 0;
@@ -974,7 +1002,8 @@ impl FlowNet {
             // only this link's threshold moved (a what-if scales every network link before the
             // replay: one bit each, not every link's each time)
             let use_dom = self.uses_dom();
-            set_slack(&mut self.slack_bits, l as usize, self.pot[l as usize], &self.dom[l as usize], use_dom);
+            let b = &self.bounds[l as usize];
+            set_slack(&mut self.slack_bits, l as usize, b.pot, &b.dom, use_dom);
         }
     }
 
@@ -1102,12 +1131,11 @@ impl FlowNet {
         let (term, doms) = self.dominators(links);
         self.doms[id as usize] = doms.stored(term);
         let use_dom = self.uses_dom();
-        let FlowNet { links: ltab, pot, dom, slack_bits, slot, unslacked, .. } = self;
+        let FlowNet { links: ltab, bounds, slack_bits, slot, unslacked, .. } = self;
         let my_slots = &mut slot[id as usize];
         for (j, &l) in links.iter().enumerate() {
-            let p = &mut pot[l as usize];
+            let Bounds { pot: p, dom: d } = &mut bounds[l as usize];
             p.sum = p.sum.wrapping_add(term);
-            let d = &mut dom[l as usize];
             d.add(doms.at(links, j), term);
             let was_slack = slack_in(slack_bits, l as usize);
             set_slack(slack_bits, l as usize, *p, d, use_dom);
@@ -1152,13 +1180,12 @@ impl FlowNet {
         };
         let use_dom = self.uses_dom();
         // the tables a flow's end updates, borrowed apart
-        let FlowNet { links: ltab, pot, dom, slack_bits, slot, flows, unslacked, turned_slack, .. } = self;
+        let FlowNet { links: ltab, bounds, slack_bits, slot, flows, unslacked, turned_slack, .. } = self;
         let my_slots = slot[id as usize];
         for (j, &l) in links.iter().enumerate() {
-            let p = &mut pot[l as usize];
+            let Bounds { pot: p, dom: d } = &mut bounds[l as usize];
             p.sum = p.sum.wrapping_sub(term);
             let lk = &mut ltab[l as usize];
-            let d = &mut dom[l as usize];
             d.remove(doms.at(&links, j), term, lk.flows.len() - 1);
             let was_slack = slack_in(slack_bits, l as usize);
             set_slack(slack_bits, l as usize, *p, d, use_dom);
@@ -1436,6 +1463,114 @@ impl FlowNet {
             }
         }
         false
+    }
+
+    /// `has_bottleneck` for the flow `f` at place `i` in U, at its staged rate `r`, read from the
+    /// round's values by place in R.  Every link of a U flow that can bind (not slack) is in R,
+    /// at the places `upath` lists in path order, and its `RWork` holds what `is_bottleneck` reads
+    /// of it in the check: the round's sum and U's largest rate (the stat the filling wrote), the
+    /// capacity, and the largest committed rate with its count as the round began (nothing
+    /// changes them before the check).  So the test reads dense tables, not the record and the
+    /// stat of each link, scattered over tables of millions at scale; a link's fixed flows are
+    /// still scanned by `fmax`, with its cache, where the same test needs them.  The same answer,
+    /// witness and counts as `has_bottleneck`: the witness first (if it is one of those links;
+    /// a slack one is no bottleneck), then the links in path order.
+    #[inline(always)]
+    fn u_has_bottleneck(&mut self, i: usize, f: FlowId, r: f64, mark: u32, tick: u32, rl: &[LinkId]) -> bool {
+        #[cfg(test)]
+        let before = self.wit[f as usize];
+        #[cfg(not(test))]
+        let _ = tick; // (the tests compare with the check by link of round `tick`)
+        let found = self.u_has_bottleneck_by_place(i, f, r, mark, rl);
+        #[cfg(test)]
+        {
+            // the test `has_bottleneck` would make, from each link's record and stat: the same
+            // answer, and the same witness
+            let l = self.wit[f as usize];
+            let expect = [before]
+                .into_iter()
+                .chain(self.flows[f as usize].links.iter().copied())
+                .find(|&l| self.bottleneck_by_record(l, r, mark, tick));
+            assert_eq!(found, expect.is_some(), "flow {f}: the check by place differs from the one by link");
+            if let Some(e) = expect {
+                assert_eq!(l, e, "flow {f}: another witness than by link");
+            }
+        }
+        found
+    }
+
+    /// Tests: the values a round reads of each R link by place are those its record gives now
+    /// (as a round's set-up read them before they were kept by place).
+    #[cfg(test)]
+    fn assert_r_static(&mut self, rl: &[LinkId], ndirty: usize) {
+        let scanned = self.max_scanned; // (not counted: the solve does not make these scans)
+        for (i, &l) in rl.iter().enumerate() {
+            let li = l as usize;
+            let checked = i < ndirty || self.saturated_before(li);
+            let lmax = if checked { self.lmax(l) } else { self.links[li].lmax };
+            let lk = &self.links[li];
+            let uam = if lk.nmax > 0 || lk.flows.is_empty() { 0 } else { u32::MAX };
+            let w = &self.rw[i];
+            assert_eq!((self.rcheck[i], self.ruam[i], w.nmax), (checked, uam, lk.nmax), "R link {l}");
+            assert_eq!((w.lmax.to_bits(), w.cap.to_bits()), (lmax.to_bits(), lk.cap.to_bits()), "R link {l}");
+        }
+        self.max_scanned = scanned;
+    }
+
+    /// `is_bottleneck` without its side effects, for the tests' comparison above.
+    #[cfg(test)]
+    fn bottleneck_by_record(&self, l: LinkId, r: f64, mark: u32, tick: u32) -> bool {
+        let li = l as usize;
+        if self.slack(li) {
+            return false;
+        }
+        let (lk, st) = (&self.links[li], &self.link_stat[li]);
+        assert_eq!(st.tick, tick, "a U flow's link that can bind is in R");
+        if st.sum < lk.cap * (1.0 - 1e-9) || r < st.umax * (1.0 - 1e-9) {
+            return false;
+        }
+        if lk.nmax > 0 && r >= lk.lmax * (1.0 - 1e-9) {
+            return true;
+        }
+        let fmax = lk.flows.iter().filter(|&&g| self.hot[g as usize].mark != mark).map(|&g| self.hot[g as usize].rate);
+        r >= fmax.fold(0.0, f64::max) * (1.0 - 1e-9)
+    }
+
+    #[inline(always)]
+    fn u_has_bottleneck_by_place(&mut self, i: usize, f: FlowId, r: f64, mark: u32, rl: &[LinkId]) -> bool {
+        let (a, b) = (self.upath_at[i] as usize, self.upath_at[i + 1] as usize);
+        let w = self.wit[f as usize];
+        if let Some(j) = (a..b).find(|&j| rl[self.upath[j] as usize] == w) {
+            if self.r_is_bottleneck(self.upath[j], r, mark, rl) {
+                #[cfg(test)]
+                {
+                    self.witness_hits += 1;
+                }
+                return true;
+            }
+        }
+        for j in a..b {
+            let k = self.upath[j];
+            if self.r_is_bottleneck(k, r, mark, rl) {
+                self.wit[f as usize] = rl[k as usize];
+                self.bottleneck_moves += 1;
+                return true;
+            }
+        }
+        false
+    }
+
+    /// `is_bottleneck` of the R link at place `k`, from its `RWork` (`u_has_bottleneck`).
+    #[inline(always)]
+    fn r_is_bottleneck(&mut self, k: u32, r: f64, mark: u32, rl: &[LinkId]) -> bool {
+        let w = &self.rw[k as usize];
+        if w.sum < w.cap * (1.0 - 1e-9) || r < w.umax * (1.0 - 1e-9) {
+            return false;
+        }
+        if w.nmax > 0 && r >= w.lmax * (1.0 - 1e-9) {
+            return true;
+        }
+        r >= self.fmax(rl[k as usize], mark) * (1.0 - 1e-9)
     }
 
     /// Is link `l` a bottleneck of a flow at rate `r` on it (saturated, no flow on it faster)?
@@ -1811,6 +1946,10 @@ impl FlowNet {
             self.pull_from_ended(&mut u, &rl[..ndirty], mark);
         }
         let mut linked = 0;
+        // R's links whose round values (`rw`, `rcheck`, `ruam`) are set
+        let mut rinit = 0;
+        self.rcheck.clear();
+        self.ruam.clear();
         let ok = loop {
             self.incremental_rounds += 1;
             if u.len() > limit {
@@ -1855,40 +1994,54 @@ impl FlowNet {
             // so far; U's staged rates are added after the filling)
             let tick = self.next_tick();
             let mut total = 0u32;
-            // the filling's heap of fair shares, built at once from R's entries (linear, where a
-            // push each is R log R; the entries are distinct, so the heap pops them in one order
-            // however it was built)
-            let mut shares = std::mem::take(&mut self.heap).into_vec();
-            shares.clear();
-            for i in 0..rl.len() {
+            // R's links new since the last round: what the rounds read of a link that the solve
+            // does not change, from its record, once (the capacity; whether the check looks at
+            // its fixed flows; the largest committed rate and its count, as `lmax` finds them:
+            // committed rates do not move before the commit, and nothing else finds a largest
+            // rate for an R link after its first round)
+            for i in rinit..rl.len() {
                 let l = rl[i];
                 let li = l as usize;
-                let cap = self.links[li].cap;
-                let w = &mut self.rw[i];
-                let n = w.u;
-                let fixed = from_fx(w.fixed);
-                let rem = (cap - fixed).max(0.0);
-                w.n = n;
-                w.rem = rem;
-                w.off = total;
-                w.pos = total;
-                w.sum = fixed;
-                w.umax = 0.0;
-                total += n;
-                if n > 0 {
-                    shares.push(std::cmp::Reverse(((rem / n as f64).to_bits(), l, i as u32)));
-                }
                 // the largest committed rate, where the check of fixed flows reads it: on a dirty
                 // link or one saturated before the change.  On another (a PCIe or a fat-tree
                 // link of a U flow, mostly) it is found only if a check needs it, by `fmax`'s
                 // one scan, and its U flows at that rate are not counted (`u32::MAX`)
                 // (a dirty link that a finish made slack: its largest rate is found by a scan and
                 // not kept)
-                let lmax = if i < ndirty || self.saturated_before(li) { self.lmax(l) } else { self.links[li].lmax };
+                let checked = i < ndirty || self.saturated_before(li);
+                let lmax = if checked { self.lmax(l) } else { self.links[li].lmax };
                 let lk = &self.links[li];
+                self.rcheck.push(checked);
+                self.ruam.push(if lk.nmax > 0 || lk.flows.is_empty() { 0 } else { u32::MAX });
                 let w = &mut self.rw[i];
-                w.u_at_max = if lk.nmax > 0 || lk.flows.is_empty() { 0 } else { u32::MAX };
                 w.lmax = lmax;
+                w.cap = lk.cap;
+                w.nmax = lk.nmax;
+            }
+            rinit = rl.len();
+            #[cfg(test)]
+            self.assert_r_static(&rl, ndirty);
+            // the filling's heap of fair shares, built at once from R's entries (linear, where a
+            // push each is R log R; the entries are distinct, so the heap pops them in one order
+            // however it was built); by place, without reading a link's record
+            let mut shares = std::mem::take(&mut self.heap).into_vec();
+            shares.clear();
+            for i in 0..rl.len() {
+                let w = &mut self.rw[i];
+                let n = w.u;
+                let fixed = from_fx(w.fixed);
+                let rem = (w.cap - fixed).max(0.0);
+                w.n = n;
+                w.rem = rem;
+                w.off = total;
+                w.pos = total;
+                w.sum = fixed;
+                w.umax = 0.0;
+                w.u_at_max = self.ruam[i];
+                total += n;
+                if n > 0 {
+                    shares.push(std::cmp::Reverse(((rem / n as f64).to_bits(), rl[i], i as u32)));
+                }
             }
             self.heap = std::collections::BinaryHeap::from(shares);
             self.fill_u(total, tick, &rl);
@@ -1898,7 +2051,7 @@ impl FlowNet {
             for i in 0..before {
                 let f = u[i];
                 let r = self.ustaged[i];
-                if self.has_bottleneck(f, r, mark, tick) {
+                if self.u_has_bottleneck(i, f, r, mark, tick, &rl) {
                     continue;
                 }
                 // a faster fixed flow shares f's saturated link: it joins U (each such link is
@@ -1936,18 +2089,32 @@ impl FlowNet {
                     break; // as above: U has grown (so the round does not end the loop) past the limit
                 }
                 let l = rl[li];
-                let st = self.link_stat[l as usize];
-                let cap = self.links[l as usize].cap;
-                if li >= ndirty && !self.saturated_before(l as usize) {
+                #[cfg(test)]
+                {
+                    // the values by place are those of the link's record and stat
+                    let (st, lk, w) = (self.link_stat[l as usize], &self.links[l as usize], &self.rw[li]);
+                    assert_eq!(self.rcheck[li], li < ndirty || self.saturated_before(l as usize));
+                    assert_eq!(st.tick, tick);
+                    assert_eq!(
+                        (st.sum.to_bits(), st.umax.to_bits(), st.u_at_max),
+                        (w.sum.to_bits(), w.umax.to_bits(), w.u_at_max)
+                    );
+                    assert_eq!((lk.cap.to_bits(), lk.nmax), (w.cap.to_bits(), w.nmax));
+                }
+                if !self.rcheck[li] {
                     continue; // not saturated before the change: no fixed flow's bottleneck
                 }
                 // a fixed flow it was the bottleneck of had the link's largest rate (`lmax`, as
-                // committed): it keeps it if the link is still saturated and no U flow is faster
-                let lmax = self.rw[li].lmax;
-                if st.sum >= cap * (1.0 - 1e-9) && st.umax <= lmax {
+                // committed): it keeps it if the link is still saturated and no U flow is faster.
+                // (The link's round values by place: its stat's sum, U's largest rate and count
+                // at `lmax` are its `RWork`'s, as are its capacity and `nmax`, unchanged since
+                // the round began)
+                let w = self.rw[li];
+                let lmax = w.lmax;
+                if w.sum >= w.cap * (1.0 - 1e-9) && w.umax <= lmax {
                     continue;
                 }
-                if st.u_at_max >= self.links[l as usize].nmax && self.fmax(l, mark) < lmax * (1.0 - 1e-9) {
+                if w.u_at_max >= w.nmax && self.fmax(l, mark) < lmax * (1.0 - 1e-9) {
                     continue; // every flow at the top is in U: no fixed flow had it as bottleneck
                 }
                 let top = lmax * (1.0 - 1e-9);
@@ -2631,7 +2798,7 @@ mod tests {
         }
         for l in 0..net.links.len() {
             let want: u64 = net.links[l].flows.iter().map(|&f| net.pot_term(&net.flows[f as usize].links)).sum();
-            assert_eq!(net.pot[l].sum, want, "seed {seed}: link {l}'s bound drifted");
+            assert_eq!(net.bounds[l].pot.sum, want, "seed {seed}: link {l}'s bound drifted");
             // the dominators' bound: a fresh count of the link's flows' dominators (one past
             // `DOM_KEEP` since the link was last empty leaves it unknown: at most as many now)
             let mut by: std::collections::BTreeMap<LinkId, u64> = Default::default();
@@ -2646,14 +2813,14 @@ mod tests {
                 }
             }
             let dsum: u64 = by.values().sum();
-            let dom = &net.dom[l];
+            let dom = &net.bounds[l].dom;
             if dom.n == Dom::OVER {
                 assert!(!net.links[l].flows.is_empty(), "seed {seed}: empty link {l} keeps no dominators");
             } else {
                 assert_eq!((dom.n as usize, dom.sum), (by.len(), dsum), "seed {seed}: link {l}'s dominators drifted");
             }
             let bound = if net.pot_only { u64::MAX } else { dom.bound() };
-            let want_slack = net.pot[l].sum.min(bound) < net.pot[l].thr;
+            let want_slack = net.bounds[l].pot.sum.min(bound) < net.bounds[l].pot.thr;
             assert_eq!(net.slack(l), want_slack, "seed {seed}: link {l}'s slack bit is stale");
             let lk = &net.links[l];
             if lk.nmax > 0 && !lk.flows.is_empty() {
@@ -3195,7 +3362,7 @@ mod tests {
         // three flows behind each: `Pot` 150 B/ns, over 100
         let ids: Vec<FlowId> = slow.iter().flat_map(|&s| [s, s, s]).map(|s| n.start(0, &[l, s], 1e6, 0)).collect();
         // 5 dominators of 10 B/ns: 50 < 100, slack by their sum; but only 4 are counted
-        assert_eq!(n.dom[l as usize].n, Dom::OVER);
+        assert_eq!(n.bounds[l as usize].dom.n, Dom::OVER);
         assert!(!n.slack(l as usize));
         for &f in &ids[..3] {
             n.finish(f);
@@ -3205,16 +3372,16 @@ mod tests {
         for &f in &ids[3..] {
             n.finish(f);
         }
-        assert_eq!(n.dom[l as usize].n, 0);
+        assert_eq!(n.bounds[l as usize].dom.n, 0);
         let a = n.start(0, &[l, slow[0]], 1e6, 0);
         let b = n.start(0, &[slow[1], l], 1e6, 0);
         assert!(n.slack(l as usize), "two dominators of 10 B/ns: 20 < 100");
-        assert_eq!(n.dom[l as usize].sum, 2 * Pot::term(10.0));
+        assert_eq!(n.bounds[l as usize].dom.sum, 2 * Pot::term(10.0));
         for _ in 0..9 {
             n.start(0, &[l, slow[0]], 1e6, 0);
         }
         assert!(n.slack(l as usize), "11 flows, still two dominators (Pot: 110 > 100)");
-        assert!(n.pot[l as usize].sum >= n.pot[l as usize].thr);
+        assert!(n.bounds[l as usize].pot.sum >= n.bounds[l as usize].pot.thr);
         n.finish(a);
         n.finish(b);
         check_pots(&n, 0);
