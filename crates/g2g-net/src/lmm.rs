@@ -72,7 +72,7 @@
 //! holds: at a level `s` of the filling each named link `k` has `rated_k + n_k s <= cap_k`, and
 //! summing over the named links bounds the link's own `rated + n s` by their sum.  A slowest link
 //! names itself, so it is never slack by this bound.  A flow's term and named links are found
-//! once, at its start, and kept (`FlowNet::doms`) for its end, which removes exactly what the
+//! once, at its start, and kept (`Ends::doms`) for its end, which removes exactly what the
 //! start added (a capacity scaled while flows are live finds them again for every flow).
 //!
 //! What the scans read of a flow -- its rate and the solves' marks -- is in a dense table of its
@@ -92,7 +92,8 @@
 //! links that can bind (`upath`), not from each link's record and stat: at scale R's links are
 //! scattered over tables far larger than the cache (the tests compare both ways at every check).
 //! A link's two bounds (`Pot`, `Dom`), which every start and end updates on each link of the
-//! path, share one cache line (`Bounds`).
+//! path, share one cache line (`Bounds`), as do what a flow's end reads of its start (`Ends`:
+//! its dominators and its places in its links' lists).
 //! The whole-component solve's progressive filling finds each level by a pass over the
 //! component's links, or, over more than `FILL_HEAP_MIN` links, from a heap of their fair shares
 //! (the same levels, the same links in the same order, so the same rates to the bit: a 65,536-rank
@@ -612,11 +613,25 @@ struct Bounds {
 }
 const _: () = assert!(std::mem::size_of::<Bounds>() == 64);
 
-/// `FlowNet::doms` of a flow whose path is past the mask's 64 places (found again at its end)
+/// What a flow's end reads of its start, in one cache line (`FlowNet::ends`): its dominators as
+/// `start` found them (`dominators`: the term and the places' mask; term `NO_DOMS` for a path
+/// past the mask's 64 places), which `finish` takes back instead of reading its links'
+/// capacities again (`scale_link` keeps them), and its place in the flow list of each of its
+/// first `SLOTS` links, so that it leaves a link of thousands of flows without a search.  Start
+/// and end update both (apart, they were two misses each in a table past the cache at scale).
+#[derive(Clone, Copy, Debug)]
+#[repr(C, align(64))]
+struct Ends {
+    doms: (u64, u64),
+    slot: [u32; SLOTS],
+}
+const _: () = assert!(std::mem::size_of::<Ends>() == 64);
+
+/// `Ends::doms` of a flow whose path is past the mask's 64 places (found again at its end)
 const NO_DOMS: u64 = u64::MAX;
 
 impl Doms {
-    /// What `FlowNet::doms` keeps of these, found with term `t` (a term is at most 2^40, never
+    /// What `Ends::doms` keeps of these, found with term `t` (a term is at most 2^40, never
     /// `NO_DOMS`)
     #[inline]
     fn stored(&self, t: u64) -> (u64, u64) {
@@ -781,10 +796,6 @@ pub struct FlowNet {
     /// per flow: its witness, one of its links, the last found to be its bottleneck (by the
     /// incremental check, or the link the filling rated it at); a hint only, always re-checked
     wit: Vec<LinkId>,
-    /// per flow, its dominators as `start` found them (`dominators`: the term and the places'
-    /// mask; term `NO_DOMS` for a path past the mask's 64 places), which `finish` takes back
-    /// instead of reading its links' capacities again (`scale_link` keeps them)
-    doms: Vec<(u64, u64)>,
     /// per flow: the generation of its live completion event (`completion_due`), in a dense
     /// table of its own: most of an all-to-all's completion events are stale (a flow sped up
     /// got a new one), and telling one from the live event then reads 4 bytes a flow, in the
@@ -797,9 +808,9 @@ pub struct FlowNet {
     /// made)
     #[cfg(test)]
     max_scanned: u64,
-    /// per flow: its place in the flow list of each of its first `SLOTS` links, so that a
-    /// finishing flow leaves a link of thousands of flows without a search
-    slot: Vec<[u32; SLOTS]>,
+    /// per flow, what its end reads of its start (`Ends`: its dominators and its places in its
+    /// links' lists), one cache line a flow
+    ends: Vec<Ends>,
     /// free flow ids, kept by the flow's first link (`FreeIds`: the flows of a rank stay close
     /// together in the per-flow tables)
     free: FreeIds,
@@ -917,9 +928,8 @@ impl FlowNet {
         self.flows.reserve(n.saturating_sub(self.flows.len()));
         self.hot.reserve(n.saturating_sub(self.hot.len()));
         self.wit.reserve(n.saturating_sub(self.wit.len()));
-        self.doms.reserve(n.saturating_sub(self.doms.len()));
         self.gens.reserve(n.saturating_sub(self.gens.len()));
-        self.slot.reserve(n.saturating_sub(self.slot.len()));
+        self.ends.reserve(n.saturating_sub(self.ends.len()));
         self.cmark.reserve(n.saturating_sub(self.cmark.len()));
     }
 
@@ -981,7 +991,7 @@ impl FlowNet {
             }
             for f in 0..self.flows.len() {
                 let (t, doms) = self.dominators(&self.flows[f].links);
-                self.doms[f] = doms.stored(t);
+                self.ends[f].doms = doms.stored(t);
                 for (j, &l) in self.flows[f].links.iter().enumerate() {
                     let b = &mut self.bounds[l as usize];
                     b.pot.sum = b.pot.sum.wrapping_add(t);
@@ -1120,19 +1130,18 @@ impl FlowNet {
             });
             self.hot.push(Hot::default());
             self.wit.push(links[0]);
-            self.doms.push((NO_DOMS, 0));
+            self.ends.push(Ends { doms: (NO_DOMS, 0), slot: [0; SLOTS] });
             self.gens.push(0);
             (self.flows.len() - 1) as FlowId
         };
-        if self.slot.len() <= id as usize {
-            self.slot.resize(id as usize + 1, [0; SLOTS]);
+        if self.cmark.len() <= id as usize {
             self.cmark.resize(id as usize + 1, 0);
         }
         let (term, doms) = self.dominators(links);
-        self.doms[id as usize] = doms.stored(term);
+        self.ends[id as usize].doms = doms.stored(term);
         let use_dom = self.uses_dom();
-        let FlowNet { links: ltab, bounds, slack_bits, slot, unslacked, .. } = self;
-        let my_slots = &mut slot[id as usize];
+        let FlowNet { links: ltab, bounds, slack_bits, ends, unslacked, .. } = self;
+        let my_slots = &mut ends[id as usize].slot;
         for (j, &l) in links.iter().enumerate() {
             let Bounds { pot: p, dom: d } = &mut bounds[l as usize];
             p.sum = p.sum.wrapping_add(term);
@@ -1174,14 +1183,14 @@ impl FlowNet {
         let token = f.token;
         let rate = self.hot[id as usize].rate;
         let links = std::mem::take(&mut f.links);
-        let (term, doms) = match self.doms[id as usize] {
+        let (term, doms) = match self.ends[id as usize].doms {
             (NO_DOMS, _) => self.dominators(&links),
             (t, mask) => (t, Doms::Mask(mask)),
         };
         let use_dom = self.uses_dom();
         // the tables a flow's end updates, borrowed apart
-        let FlowNet { links: ltab, bounds, slack_bits, slot, flows, unslacked, turned_slack, .. } = self;
-        let my_slots = slot[id as usize];
+        let FlowNet { links: ltab, bounds, slack_bits, ends, flows, unslacked, turned_slack, .. } = self;
+        let my_slots = ends[id as usize].slot;
         for (j, &l) in links.iter().enumerate() {
             let Bounds { pot: p, dom: d } = &mut bounds[l as usize];
             p.sum = p.sum.wrapping_sub(term);
@@ -1202,7 +1211,7 @@ impl FlowNet {
                     // the link's last flow moved to `p`
                     if let Some(jm) = flows[m as usize].links.iter().position(|&x| x == l) {
                         if jm < SLOTS {
-                            slot[m as usize][jm] = p as u32;
+                            ends[m as usize].slot[jm] = p as u32;
                         }
                     }
                 }
@@ -2793,7 +2802,7 @@ mod tests {
         for (f, fl) in net.flows.iter().enumerate() {
             if fl.active() {
                 let (t, doms) = net.dominators(&fl.links);
-                assert_eq!(net.doms[f], doms.stored(t), "seed {seed}: flow {f}'s dominators are stale");
+                assert_eq!(net.ends[f].doms, doms.stored(t), "seed {seed}: flow {f}'s dominators are stale");
             }
         }
         for l in 0..net.links.len() {
@@ -3491,7 +3500,7 @@ mod tests {
                             assert!(fl.active(), "seed {seed}: a finished flow on link {l}");
                             let j = fl.links.iter().position(|&x| x == l as LinkId).expect("flow off its link");
                             if j < SLOTS {
-                                assert_eq!(net.slot[f as usize][j] as usize, p, "seed {seed}: slot of flow {f}");
+                                assert_eq!(net.ends[f as usize].slot[j] as usize, p, "seed {seed}: slot of flow {f}");
                             }
                         }
                         on_links += lk.flows.len();
