@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import shutil
 import subprocess
 import sys
@@ -25,10 +24,8 @@ SUMMARY = """==8173== I   refs:      14,787,207,207
 
 def _cachesim():
     sys.path.insert(0, str(ROOT / "bench" / "speed"))
-    spec = importlib.util.spec_from_file_location("cachesim", ROOT / "bench" / "speed" / "cachesim.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    import cachesim
+    return cachesim
 
 
 def test_counts_are_read_from_the_summary_and_a_missing_one_is_none():
@@ -58,8 +55,8 @@ def test_two_runs_of_one_build_count_the_same_instructions_and_report_the_same(t
                         "--trace", str(trace), "--ll", "256KiB"], text=True, capture_output=True, timeout=300)
     assert p.returncode == 0, p.stderr
     rows = {r.split("|")[1].strip(): r.split("|")[4].strip() for r in p.stdout.splitlines() if r.count("|") == 5}
-    # the same instructions; the simulated misses move a little with where the process's memory
-    # lands (its environment, the stack), not with the build
-    assert rows["instructions"] == "+0.00 %"
+    # the same instructions to 0.01 % and misses to 1 %: they move a little with where the
+    # process's memory lands (its environment, the stack), not with the build
+    assert abs(float(rows["instructions"].split()[0])) < 0.01, rows
     assert all(abs(float(rows[k].split()[0])) < 1.0 for k in ("D1 misses", "LL misses")), rows
     assert "reports (without engine): identical" in p.stdout

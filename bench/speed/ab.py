@@ -81,22 +81,33 @@ def summary(walls: list[float]) -> tuple[float, float, float]:
     return s[0], statistics.median(s), statistics.mean(s[: max(1, len(s) // 2)])
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def add_inputs(ap: argparse.ArgumentParser) -> None:
+    """The arguments of a comparison of two builds on one trace (this script's, `cachesim.py`'s)."""
     ap.add_argument("a", type=Path, help="core binary A (the reference)")
     ap.add_argument("b", type=Path, help="core binary B")
     ap.add_argument("--trace", type=Path, help="trace (default: run.py's 1,024-rank halo)")
     ap.add_argument("--machine", default=None, help="preset name or TOML (default lassen)")
     ap.add_argument("--sharing", default="bottleneck", help="network.sharing for the default machine (default %(default)s; '' keeps the preset's)")
     ap.add_argument("--mode", default="gpudirect")
-    ap.add_argument("--reps", type=int, default=21)
-    a = ap.parse_args(argv)
+
+
+def inputs(ap: argparse.ArgumentParser, a: argparse.Namespace) -> tuple[Path, Path]:
+    """The trace and machine file `add_inputs`' arguments name (both builds checked to exist)."""
     for c in (a.a, a.b):
         if not c.exists():
             ap.error(f"{c} not found")
     trace, machine = (a.trace, PRESETS / "lassen.toml") if a.trace else default_inputs(a.sharing or None)
     if a.machine:
         machine = Path(a.machine) if Path(a.machine).exists() else PRESETS / f"{a.machine}.toml"
+    return trace, machine
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    add_inputs(ap)
+    ap.add_argument("--reps", type=int, default=21)
+    a = ap.parse_args(argv)
+    trace, machine = inputs(ap, a)
     walls: dict[str, list[float]] = {"A": [], "B": []}
     cpus: dict[str, list[float]] = {"A": [], "B": []}
     reports: dict[str, dict] = {}

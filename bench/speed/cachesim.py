@@ -35,8 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import PRESETS  # noqa: E402
-from ab import default_inputs, trace_info  # noqa: E402
+from ab import add_inputs, inputs, trace_info  # noqa: E402
 
 # cachegrind's summary lines (on stderr, "==PID== I   refs:      14,787,207,207") -> our names
 COUNTS = {"I   refs": "instructions", "D1  misses": "D1 misses", "LL misses": "LL misses"}
@@ -81,13 +80,7 @@ def once(core: Path, trace: Path, machine: Path, mode: str, d1: str, ll: str) ->
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("a", type=Path, help="core binary A (the reference)")
-    ap.add_argument("b", type=Path, help="core binary B")
-    ap.add_argument("--trace", type=Path, help="trace (default: run.py's 1,024-rank halo)")
-    ap.add_argument("--machine", default=None, help="preset name or TOML (default lassen)")
-    ap.add_argument("--sharing", default="bottleneck",
-                    help="network.sharing for the default machine (default %(default)s; '' keeps the preset's)")
-    ap.add_argument("--mode", default="gpudirect")
+    add_inputs(ap)
     ap.add_argument("--ll", type=size_bytes, default=size_bytes("2MiB"),
                     help="simulated last-level cache (16-way, 64-byte lines; default 2MiB)")
     ap.add_argument("--d1", type=size_bytes, default=size_bytes("32KiB"),
@@ -95,12 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     if not shutil.which("valgrind"):
         ap.error("valgrind not found (apt-get install -y valgrind)")
-    for c in (a.a, a.b):
-        if not c.exists():
-            ap.error(f"{c} not found")
-    trace, machine = (a.trace, PRESETS / "lassen.toml") if a.trace else default_inputs(a.sharing or None)
-    if a.machine:
-        machine = Path(a.machine) if Path(a.machine).exists() else PRESETS / f"{a.machine}.toml"
+    trace, machine = inputs(ap, a)
     d1, ll = f"{a.d1},8,64", f"{a.ll},16,64"
     with ThreadPoolExecutor(max_workers=2) as pool:
         ra, rb = pool.map(lambda core: once(core, trace, machine, a.mode, d1, ll), (a.a, a.b))
