@@ -4,10 +4,10 @@
 //!
 //! A flow's completion event is set lazily: a flow slowed down keeps its pending event, which
 //! re-arms itself at the new finish when it fires; a flow sped up gets a new event (a generation,
-//! in a dense table of its own, tells the live one).  A flow sped up by a little (its finish moved
-//! by less than `1 / EARLY` of the time it has left) gets its new event that much early, so that
-//! the next small speed-ups find it still early enough and need none: it re-arms at the finish when
-//! it fires.  An all-to-all's flow is sped up by about 1 % each time one of the ~128 flows of its
+//! in a dense table of its own, tells the live one).  A flow sped up by a little (its new finish
+//! before its pending event by less than `1 / EARLY` of the time it has left) gets its new event
+//! that much early, so that the next small speed-ups find it still early enough and need none: it
+//! re-arms at the finish when it fires.  An all-to-all's flow is sped up by about 1 % each time one of the ~128 flows of its
 //! NIC ends, dozens of times; each speed-up set an event, and the one it replaced was delivered
 //! stale (1,024 ranks: 38 M of 51 M events).  Fewer events than one per re-rating, same completion
 //! times.
@@ -16,14 +16,15 @@ use crate::topology::LinkId;
 /// Simulated time, ns (as `g2g_engine::Time`).
 type Time = u64;
 
-/// A flow sped up by less than `1 / EARLY` of the time it has left gets its new event that much
-/// before its finish (a hint: the finish, and when the flow ends, do not depend on it)
+/// A flow whose new finish is before its pending event by less than `1 / EARLY` of the time it
+/// has left gets its new event that much before its finish (a hint: the finish, and when the flow
+/// ends, do not depend on it)
 pub const EARLY: u64 = 4;
 
 /// When the event of a flow re-rated at `now` to finish at `finish` fires, given its pending one
 /// (`pend`, or `Completion::NO_EVENT`); `None`: the pending one is early enough.  A flow without
-/// an event, or sped up by `1 / EARLY` of its time left or more, fires at its finish; one sped up
-/// by less, `1 / EARLY` of its time left before it.
+/// an event, or whose finish is now before its event by `1 / EARLY` of its time left or more,
+/// fires at its finish; one before it by less, `1 / EARLY` of its time left before its finish.
 #[inline(always)]
 pub fn event_at(now: Time, finish: Time, pend: Time) -> Option<Time> {
     if pend == Completion::NO_EVENT {
@@ -338,6 +339,19 @@ mod tests {
         assert_eq!(done, done2, "the same ends, at the same times");
         assert!(long_eager >= 100, "the long flow was re-rated {long_eager} times");
         assert!(long_events <= 20, "the long flow took {long_events} events");
+    }
+
+    #[test]
+    fn an_event_is_set_early_only_for_a_small_speed_up() {
+        let none = Completion::NO_EVENT;
+        assert_eq!(event_at(0, 100, none), Some(100), "a first event: at the finish");
+        assert_eq!(event_at(0, 100, 100), None, "the same finish");
+        assert_eq!(event_at(0, 120, 100), None, "slowed down: the pending event re-arms");
+        assert_eq!(event_at(0, 99, 100), Some(99 - 99 / EARLY), "a small speed-up: early");
+        assert_eq!(event_at(40, 99, 100), Some(99 - 59 / EARLY), "by a part of the time left");
+        assert_eq!(event_at(0, 50, 100), Some(50), "a large one: at the finish");
+        assert_eq!(event_at(10, 12, 13), Some(12), "under EARLY ns left: at the finish");
+        assert_eq!(event_at(7, 7, 9), Some(7), "due now");
     }
 
     #[test]
