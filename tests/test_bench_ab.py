@@ -37,3 +37,32 @@ def test_ab_names_the_trace_and_whether_it_is_run_py_s_workload(tmp_path):
     assert "NOT run.py's workload" in what
     what, ops = ab.trace_info(tmp_path / "none.g2g.parquet")
     assert what.startswith("no sidecar none.g2g.json") and ops is None
+
+
+def _inputs(ab, tmp_path: Path, *args: str):
+    import argparse
+    ab.TRACE_DIR = tmp_path / "cache"
+    core = tmp_path / "core"
+    core.write_bytes(b"")
+    ap = argparse.ArgumentParser()
+    ab.add_inputs(ap)
+    a = ap.parse_args([str(core), str(core), *args])
+    return ab.inputs(ap, a)
+
+
+def test_an_explicit_sharing_runs_with_a_given_trace_or_machine(tmp_path):
+    """--sharing was once dropped when --trace was given (the preset's exact max-min ran where
+    bottleneck was asked for, without a word); now it runs on a copy of the machine, and without
+    it a given trace or machine keeps the machine's own sharing."""
+    ab = _ab()
+    trace = _sidecar(tmp_path, "t", {})
+    t, m = _inputs(ab, tmp_path, "--trace", str(trace), "--sharing", "bottleneck")
+    assert t == trace and ab.sharing_of(m) == "bottleneck" and m.parent == tmp_path / "cache"
+    _, m = _inputs(ab, tmp_path, "--trace", str(trace))
+    assert m.name == "lassen.toml" and ab.sharing_of(m).startswith("max-min")
+    _, m = _inputs(ab, tmp_path, "--trace", str(trace), "--sharing", "")
+    assert m.name == "lassen.toml"
+    _, m = _inputs(ab, tmp_path, "--trace", str(trace), "--machine", "leonardo", "--sharing", "max-min-full")
+    assert ab.sharing_of(m) == "max-min-full" and m.stem == "leonardo+sharing=max-min-full"
+    _, m = _inputs(ab, tmp_path, "--trace", str(trace), "--machine", "leonardo")
+    assert m.name == "leonardo.toml"

@@ -11,9 +11,14 @@ it timed (generator, ranks, parameters, from the sidecar ``.json``) and says whe
 ``run.py``'s workload, the one the speed targets name, and gives MPI ops per CPU second.
 
     python3 bench/speed/ab.py /tmp/core-before target/release/g2gsim-core            # 1,024-rank halo, bottleneck
-    python3 bench/speed/ab.py A B --trace T.g2g.parquet --machine lassen --reps 31
+    python3 bench/speed/ab.py A B --trace T.g2g.parquet --machine lassen --reps 31   # the preset's sharing
+    python3 bench/speed/ab.py A B --trace T.g2g.parquet --sharing bottleneck         # lassen, bottleneck
 
-Without ``--trace``, the 1,024-rank halo of ``run.py`` (generated into its trace cache if needed).
+Without ``--trace``, the 1,024-rank halo of ``run.py`` (generated into its trace cache if needed),
+on ``lassen`` with bottleneck sharing unless ``--sharing`` says otherwise (``''``: the preset's
+exact max-min).  With ``--trace`` or ``--machine``, the machine's own sharing unless ``--sharing``
+names one, which then runs on a copy of the machine in the trace cache.  The output says which
+sharing ran.
 """
 from __future__ import annotations
 
@@ -29,17 +34,31 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import PRESETS  # noqa: E402
 
+TRACE_DIR = Path(os.environ.get("TMPDIR", "/tmp")) / "g2gsim-speed"   # run.py's default cache
 
-def default_inputs(sharing: str | None) -> tuple[Path, Path]:
+
+def default_trace() -> Path:
+    """run.py's 1,024-rank halo (generated into its trace cache if needed)."""
     import run
-    trace_dir = Path(os.environ.get("TMPDIR", "/tmp")) / "g2gsim-speed"   # run.py's default cache
     gen, params = run.WORKLOADS["halo"]
-    info = run.ensure_trace(trace_dir, gen, 1024, params, 8 << 30, lambda msg: print(msg, file=sys.stderr))
-    trace = Path(info["path"])
-    machine = PRESETS / "lassen.toml"
-    if sharing:
-        machine = run.derived_machine(machine, {"network": {"sharing": sharing}}, trace_dir, f"lassen+sharing={sharing}")
-    return trace, machine
+    info = run.ensure_trace(TRACE_DIR, gen, 1024, params, 8 << 30, lambda msg: print(msg, file=sys.stderr))
+    return Path(info["path"])
+
+
+def with_sharing(machine: Path, sharing: str | None) -> Path:
+    """`machine`, or a copy of it with ``network.sharing = sharing`` in the trace cache."""
+    if not sharing:
+        return machine
+    import run
+    return run.derived_machine(machine, {"network": {"sharing": sharing}}, TRACE_DIR,
+                               f"{machine.stem}+sharing={sharing}")
+
+
+def sharing_of(machine: Path) -> str:
+    """The sharing model a machine file runs (the presets' default when it names none)."""
+    import tomllib
+    net = tomllib.loads(machine.read_text()).get("network", {})
+    return net.get("sharing", "max-min (the default)")
 
 
 def trace_info(trace: Path) -> tuple[str, int | None]:
@@ -87,7 +106,9 @@ def add_inputs(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("b", type=Path, help="core binary B")
     ap.add_argument("--trace", type=Path, help="trace (default: run.py's 1,024-rank halo)")
     ap.add_argument("--machine", default=None, help="preset name or TOML (default lassen)")
-    ap.add_argument("--sharing", default="bottleneck", help="network.sharing for the default machine (default %(default)s; '' keeps the preset's)")
+    ap.add_argument("--sharing", default=None,
+                    help="network.sharing to run (a copy of the machine with it); default: bottleneck on the default "
+                         "trace and machine, else the machine's own; '' keeps the machine's own")
     ap.add_argument("--mode", default="gpudirect")
 
 
@@ -96,10 +117,16 @@ def inputs(ap: argparse.ArgumentParser, a: argparse.Namespace) -> tuple[Path, Pa
     for c in (a.a, a.b):
         if not c.exists():
             ap.error(f"{c} not found")
-    trace, machine = (a.trace, PRESETS / "lassen.toml") if a.trace else default_inputs(a.sharing or None)
+    trace = a.trace if a.trace else default_trace()
+    machine = PRESETS / "lassen.toml"
     if a.machine:
         machine = Path(a.machine) if Path(a.machine).exists() else PRESETS / f"{a.machine}.toml"
-    return trace, machine
+        if not machine.exists():
+            ap.error(f"--machine {a.machine}: no such file or preset")
+    sharing = a.sharing
+    if sharing is None and not a.trace and not a.machine:
+        sharing = "bottleneck"   # the default case: what the first speed targets were set on
+    return trace, with_sharing(machine, sharing)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -122,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     if "sharing" not in reports["A"]:
         reports["B"].pop("sharing", None)   # a reference from before the report named its sharing
     same = reports["A"] == reports["B"]
-    print(f"{trace.name} on {machine.name}, {a.mode}, {a.reps} runs each, interleaved")
+    print(f"{trace.name} on {machine.name} ({sharing_of(machine)} sharing), {a.mode}, {a.reps} runs each, interleaved")
     what, mpi_ops = trace_info(trace)
     print(f"  trace: {what}")
     sa, sb = summary(walls["A"]), summary(walls["B"])
