@@ -54,13 +54,6 @@ def with_sharing(machine: Path, sharing: str | None) -> Path:
                                f"{machine.stem}+sharing={sharing}")
 
 
-def sharing_of(machine: Path) -> str:
-    """The sharing model a machine file runs (the presets' default when it names none)."""
-    import tomllib
-    net = tomllib.loads(machine.read_text()).get("network", {})
-    return net.get("sharing", "max-min (the default)")
-
-
 def trace_info(trace: Path) -> tuple[str, int | None]:
     """What the trace is, from the sidecar ``.json`` that ``run.py`` and ``simgrid_compare.py``
     write beside it: its generator, ranks and parameters, whether those are ``run.py``'s workload
@@ -149,7 +142,8 @@ def main(argv: list[str] | None = None) -> int:
     if "sharing" not in reports["A"]:
         reports["B"].pop("sharing", None)   # a reference from before the report named its sharing
     same = reports["A"] == reports["B"]
-    print(f"{trace.name} on {machine.name} ({sharing_of(machine)} sharing), {a.mode}, {a.reps} runs each, interleaved")
+    # the sharing that ran, as the core's report names it
+    print(f"{trace.name} on {machine.name} ({reports['B'].get('sharing', '?')} sharing), {a.mode}, {a.reps} runs each, interleaved")
     what, mpi_ops = trace_info(trace)
     print(f"  trace: {what}")
     sa, sb = summary(walls["A"]), summary(walls["B"])

@@ -35,7 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ab import add_inputs, inputs, sharing_of, trace_info  # noqa: E402
+from ab import add_inputs, inputs, trace_info  # noqa: E402
 
 # cachegrind's summary lines (on stderr, "==PID== I   refs:      14,787,207,207") -> our names
 COUNTS = {"I   refs": "instructions", "D1  misses": "D1 misses", "LL misses": "LL misses"}
@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     d1, ll = f"{a.d1},8,64", f"{a.ll},16,64"
     with ThreadPoolExecutor(max_workers=2) as pool:
         ra, rb = pool.map(lambda core: once(core, trace, machine, a.mode, d1, ll), (a.a, a.b))
-    print(f"{trace.name} on {machine.name} ({sharing_of(machine)} sharing), {a.mode}; cachegrind, D1 {a.d1:,} B, LL {a.ll:,} B")
+    print(f"{trace.name} on {machine.name} ({rb[1].get('sharing', '?')} sharing), {a.mode}; cachegrind, D1 {a.d1:,} B, LL {a.ll:,} B")
     print(f"  trace: {trace_info(trace)[0]}")
     print("  | count | A | B | B against A |")
     print("  |---|---|---|---|")

@@ -7,10 +7,10 @@
 //! in a dense table of its own, tells the live one).  A flow sped up by a little (its new finish
 //! before its pending event by less than `1 / EARLY` of the time it has left) gets its new event
 //! that much early, so that the next small speed-ups find it still early enough and need none: it
-//! re-arms at the finish when it fires.  An all-to-all's flow is sped up by about 1 % each time one of the ~128 flows of its
-//! NIC ends, dozens of times; each speed-up set an event, and the one it replaced was delivered
-//! stale (1,024 ranks: 38 M of 51 M events).  Fewer events than one per re-rating, same completion
-//! times.
+//! re-arms at the finish when it fires.  An all-to-all's flow is sped up by about 1 % each time
+//! one of the ~128 flows of its NIC ends, dozens of times; each speed-up set an event, and the
+//! one it replaced was delivered stale (1,024 ranks: 38 M of 51 M events).  Fewer events than one
+//! per re-rating, same completion times.
 use crate::lmm::{Completion, FlowId, FlowNet, Reschedule};
 use crate::topology::LinkId;
 /// Simulated time, ns (as `g2g_engine::Time`).
