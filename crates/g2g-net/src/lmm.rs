@@ -55,7 +55,10 @@
 //! (`refresh_link`: the fixed-point sum is the number the updates would have kept).  Whether a
 //! link is slack is one bit per link (`slack_bits`), set by every change of `P`: the solves
 //! test it for every link of every flow they visit, and a million-rank network's bits fit in
-//! the cache where its links' 16-byte bounds (the test read them before) do not.  A link that a finish made slack is kept in R:
+//! the cache where its links' 16-byte bounds (the test read them before) do not.  Each live flow
+//! also keeps a bind mask (`Flow::bind`: a clear bit is one of its links that is slack), so that
+//! the incremental solve's loops over its links skip the slack ones without testing them (an
+//! all-to-all flow crosses ten links, half of them slack).  A link that a finish made slack is kept in R:
 //! the flows it was the bottleneck of must be checked (it is no longer saturated, so they join
 //! U), and its load was kept up to that finish.  A dirty link that was slack before the change
 //! too is left out of R (it was no flow's bottleneck).  Components are still walked through
@@ -351,7 +354,7 @@ struct Hot {
 struct Flow {
     version: u32,
     /// while the flow is free: the next free id of its key's list (`FreeIds`; in what would be
-    /// padding)
+    /// padding).  While it is live: which of its first 32 links may not be slack (`bind`)
     free_next: FlowId,
     links: FlowLinks,
     remaining: f64,
@@ -396,6 +399,51 @@ impl Flow {
         !self.links.is_empty()
     }
 
+    /// A live flow's *bind mask* (kept in `free_next`): bit `j` clear means that link `j` of its
+    /// path is slack (bits for its first 32 links; a path's later links are always tested).
+    /// A start sets every bit; a loop over the flow's links that finds one slack may clear its
+    /// bit (`binding_places`); and a link that stops being slack sets its bit in every flow it
+    /// carries (`FlowNet::refresh_link`, which every such link goes through).  So a clear bit is
+    /// always right, and the solves skip those links without reading their slack bits (an
+    /// all-to-all flow on `lassen` crosses ten links, half of them slack).
+    #[inline(always)]
+    fn bind(&self) -> u32 {
+        self.free_next
+    }
+}
+
+/// The places in a path of `n` links whose bind mask (`Flow::bind`) is set, in path order, and
+/// every place from 32 on.
+#[inline(always)]
+fn binding_places(n: usize, bind: u32) -> Places {
+    Places { bits: if n >= 32 { bind } else { bind & ((1u32 << n) - 1) }, next: 32, n }
+}
+
+/// `binding_places`' iterator: the set bits, then the places from 32 on
+struct Places {
+    bits: u32,
+    next: usize,
+    n: usize,
+}
+
+impl Iterator for Places {
+    type Item = usize;
+    #[inline(always)]
+    fn next(&mut self) -> Option<usize> {
+        if self.bits != 0 {
+            let j = self.bits.trailing_zeros() as usize;
+            self.bits &= self.bits - 1;
+            return Some(j);
+        }
+        if self.next < self.n {
+            self.next += 1;
+            return Some(self.next - 1);
+        }
+        None
+    }
+}
+
+impl Flow {
     /// Sets the rate `r` (in `rate`, the flow's `Hot::rate`) at `now` (bytes moved so far at the
     /// old rate are counted first) and, if it changed, a new version and finish time in `out`.
     #[inline]
@@ -1024,8 +1072,17 @@ impl FlowNet {
     /// found again here when it stops being slack.
     fn refresh_link(&mut self, l: usize) {
         let (mut load, mut max, mut n) = (0i128, 0.0f64, 0u32);
-        for &g in self.links[l].flows.iter() {
-            let r = self.hot[g as usize].rate;
+        let FlowNet { links, flows, hot, .. } = self;
+        for &g in links[l].flows.iter() {
+            // it may bind again: its bit in each of its flows' bind masks (`Flow::bind`)
+            // (every place it has on the path: a path may cross a link twice)
+            let fl = &mut flows[g as usize];
+            for (j, &x) in fl.links.iter().take(32).enumerate() {
+                if x as usize == l {
+                    fl.free_next |= 1 << j;
+                }
+            }
+            let r = hot[g as usize].rate;
             load += fx(r);
             if r > max {
                 max = r;
@@ -1034,7 +1091,7 @@ impl FlowNet {
                 n += 1;
             }
         }
-        let lk = &mut self.links[l];
+        let lk = &mut links[l];
         lk.load = load;
         lk.lmax = max;
         lk.nmax = n;
@@ -1113,6 +1170,7 @@ impl FlowNet {
             f.last = now;
             f.version = f.version.wrapping_add(1);
             f.token = token;
+            f.free_next = u32::MAX; // live: every link may bind (`Flow::bind`)
             let h = &mut self.hot[id as usize];
             h.rate = 0.0;
             h.mark = 0;
@@ -1124,7 +1182,7 @@ impl FlowNet {
                 remaining: bytes.max(0.0),
                 last: now,
                 version: 0,
-                free_next: 0,
+                free_next: u32::MAX, // (`Flow::bind`)
                 token,
                 done: Completion::NEW,
             });
@@ -1977,9 +2035,14 @@ impl FlowNet {
                 ustaged.push(0.0);
                 urated.push(0);
                 let r = fx(rate);
-                for &l in flows[f as usize].links.iter() {
-                    let l = l as usize;
+                let fl = &flows[f as usize];
+                let mut clear = 0u32;
+                for j in binding_places(fl.links.len(), fl.bind()) {
+                    let l = fl.links[j] as usize;
                     if slack_in(slack_bits, l) {
+                        if j < 32 {
+                            clear |= 1 << j; // (`Flow::bind`)
+                        }
                         continue; // never binds: not in R (a dirty one is, without U's rates)
                     }
                     let lk = &links[l];
@@ -1994,6 +2057,9 @@ impl FlowNet {
                     w.fixed -= r;
                     w.u += 1;
                     upath.push(k);
+                }
+                if clear != 0 {
+                    flows[f as usize].free_next &= !clear;
                 }
                 upath_at.push(upath.len() as u32);
             }
@@ -2065,7 +2131,8 @@ impl FlowNet {
                 }
                 // a faster fixed flow shares f's saturated link: it joins U (each such link is
                 // scanned once, below, for the flows faster than its slowest failing U flow)
-                for j in 0..self.flows[f as usize].links.len() {
+                let (n, bind) = (self.flows[f as usize].links.len(), self.flows[f as usize].bind());
+                for j in binding_places(n, bind) {
                     let l = self.flows[f as usize].links[j] as usize;
                     if self.slack(l) || self.link_stat[l].sum < self.links[l].cap * (1.0 - 1e-9) {
                         continue;
@@ -2182,14 +2249,20 @@ impl FlowNet {
                         groups += 1;
                     }
                     let d = fx(new) - fx(old);
-                    for &l in fl.links.iter() {
+                    let mut clear = 0u32;
+                    for j in binding_places(fl.links.len(), fl.bind()) {
+                        let l = fl.links[j];
                         if slack_in(slack_bits, l as usize) {
+                            if j < 32 {
+                                clear |= 1 << j; // (`Flow::bind`)
+                            }
                             continue; // a slack link's load is not kept (`refresh_link`)
                         }
                         let lk = &mut links[l as usize];
                         lk.load += d;
                         lk.rate_moved(old, new);
                     }
+                    fl.free_next &= !clear;
                 }
             }
             self.incremental_rerates += (out.len() - before) as u64;
@@ -2233,7 +2306,8 @@ impl FlowNet {
             }
             self.prefetch_ahead(&u[..end], i, &self.link_stat);
             let f = u[i];
-            for j in 0..self.flows[f as usize].links.len() {
+            let (n, bind) = (self.flows[f as usize].links.len(), self.flows[f as usize].bind());
+            for j in binding_places(n, bind) {
                 let l = self.flows[f as usize].links[j] as usize;
                 if self.slack(l) || self.link_stat[l].tick == seen {
                     continue; // (a slack link is not saturated)
@@ -2803,6 +2877,10 @@ mod tests {
             if fl.active() {
                 let (t, doms) = net.dominators(&fl.links);
                 assert_eq!(net.ends[f].doms, doms.stored(t), "seed {seed}: flow {f}'s dominators are stale");
+                // a clear bit of its bind mask is a slack link (`Flow::bind`)
+                for (j, &l) in fl.links.iter().enumerate().take(32) {
+                    assert!(fl.bind() & (1 << j) != 0 || net.slack(l as usize), "seed {seed}: flow {f} skips link {l}");
+                }
             }
         }
         for l in 0..net.links.len() {
@@ -3278,7 +3356,7 @@ mod tests {
             }
             let mut rng = Xs(0x9e37_79b9_7f4a_7c15 ^ (seed * 0x1234_5678_9abc));
             let mut live: Vec<FlowId> = vec![];
-            let (mut dom_slack, mut compared) = (0usize, 0usize);
+            let (mut dom_slack, mut compared, mut skipped) = (0usize, 0usize, 0usize);
             for step in 0..400u64 {
                 let now = step * 500;
                 if live.len() > 60 && rng.below(2) == 0 {
@@ -3326,10 +3404,16 @@ mod tests {
                         check_pots(n, seed);
                     }
                 }
+                // the incremental solves skip slack links by the flows' bind masks (`Flow::bind`):
+                // more of them with both bounds
+                for &f in &live {
+                    let fl = &nets[0].flows[f as usize];
+                    skipped += (0..fl.links.len()).filter(|&j| fl.bind() & (1 << j) == 0).count();
+                }
             }
             assert!(
-                compared > 10_000 && dom_slack > 1000,
-                "seed {seed}: {compared} rates, {dom_slack} links slack by Dom alone"
+                compared > 10_000 && dom_slack > 1000 && skipped > 10_000,
+                "seed {seed}: {compared} rates, {dom_slack} links slack by Dom alone, {skipped} links skipped"
             );
         }
     }
