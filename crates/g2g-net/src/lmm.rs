@@ -357,9 +357,7 @@ struct Flow {
     /// padding).  While it is live: which of its first 32 links may not be slack (`bind`)
     free_next: FlowId,
     links: FlowLinks,
-    /// bytes left to move as of `last`, a whole number of 2^-50 byte (`BYTE_UNITS`; `left_after`
-    /// subtracts the bytes moved exactly)
-    remaining: i128,
+    remaining: f64,
     last: Time,
     token: u64,
     /// the caller's completion bookkeeping, in the flow's second cache line (which re-rating,
@@ -419,7 +417,8 @@ impl Flow {
     #[inline]
     fn rerate(&mut self, rate: &mut f64, id: FlowId, now: Time, r: f64, out: &mut Vec<Reschedule>) {
         if (*rate - r).abs() > r * 1e-12 || *rate == 0.0 {
-            self.remaining = left_after(self.remaining, *rate, now - self.last);
+            let dt = span_f64(now - self.last);
+            self.remaining = (self.remaining - *rate * dt).max(0.0);
             self.last = now;
             *rate = r;
             self.version = self.version.wrapping_add(1);
@@ -736,64 +735,14 @@ fn prefetch<T>(p: *const T) {
     let _ = p;
 }
 
-/// Units of `Flow::remaining`: bytes left are kept as a whole number of 2^-50 byte.
-const BYTE_UNITS: f64 = 1_125_899_906_842_624.0;
-
-/// `bytes` (at least 0, below 2^73) as a whole number of `BYTE_UNITS` (truncated).
-#[inline]
-fn bytes_fixed(bytes: f64) -> i128 {
-    let v = bytes * BYTE_UNITS;
-    if v < 9_223_372_036_854_775_808.0 {
-        return v as i64 as i128;
-    }
-    fx_wide(v)
-}
-
-/// `Flow::remaining` as bytes (rounded to nearest).
-#[inline]
-fn bytes_f64(x: i128) -> f64 {
-    const INV: f64 = 1.0 / BYTE_UNITS;
-    if x == x as i64 as i128 {
-        return x as i64 as f64 * INV;
-    }
-    from_fx_wide(x) * INV
-}
-
-/// A flow's bytes left (`Flow::remaining`, in `BYTE_UNITS`) after `dt` ns at rate `r` (bytes per
-/// ns).  The bytes moved are `q * dt` with `q` the rate as a whole number of 2^-50 byte per ns
-/// (truncated; a relative error below 1e-12 for any rate above 0.001 byte per ns), an exact
-/// product, so that they add up exactly: the bytes moved over two spans at one rate are the
-/// bytes moved over the whole, to the bit, whichever instants a solve updated the flow at.  A
-/// count of service kept per group of flows at one rate (docs/scaling.md, twenty-eighth step)
-/// then gives each flow the same bytes as its own updates.  Never below zero (a flow past its
-/// finish, within the finish's rounding).
-#[inline]
-fn left_after(remaining: i128, r: f64, dt: Time) -> i128 {
-    debug_assert!(dt < 1 << 62 && r >= 0.0);
-    if r < 8192.0 {
-        // `q` below 2^63 and `dt` below 2^62 (`g2g_engine::MAX_TIME`): the product fits
-        let q = (r * BYTE_UNITS) as i64 as i128;
-        return (remaining - q * dt as i128).max(0);
-    }
-    left_after_fast_link(remaining, r, dt)
-}
-
-/// `left_after` at 8 TB/s or more (no preset has such a link): the same rule in wider numbers
-#[cold]
-#[inline(never)]
-fn left_after_fast_link(remaining: i128, r: f64, dt: Time) -> i128 {
-    let q = bytes_fixed(r);
-    remaining.saturating_sub(q.saturating_mul(dt as i128)).max(0)
-}
-
 /// When a flow with `remaining` bytes at rate `r` (bytes per ns) from `now` finishes: the next
 /// whole ns, where a quotient above a whole number by rounding noise only (1e-10 of it) counts as
 /// that number.  Incremental and whole-component solves reach the same rate through different
 /// sums, equal to the last bits or so; with round sizes and bandwidths the quotient is often a
 /// whole number, and a plain `ceil` would then put one solve a ns after the other.
 #[inline]
-fn finish_ns(now: Time, remaining: i128, r: f64) -> Time {
-    let x = if r > 0.0 { bytes_f64(remaining) / r } else { f64::MAX };
+fn finish_ns(now: Time, remaining: f64, r: f64) -> Time {
+    let x = if r > 0.0 { remaining / r } else { f64::MAX };
     if x >= 1e18 {
         return u64::MAX / 2;
     }
@@ -812,6 +761,15 @@ fn ceil_ns(y: f64) -> u64 {
     } else {
         0
     }
+}
+
+/// A span of simulated time as a float: `dt as f64`, through `i64` (one instruction on the
+/// baseline x86-64 target, where `u64` takes several); the same number, times being below 2^62
+/// (`g2g_engine::MAX_TIME`).
+#[inline(always)]
+fn span_f64(dt: Time) -> f64 {
+    debug_assert!(dt < 1 << 63);
+    dt as i64 as f64
 }
 
 /// One flow whose finish time changed: schedule its completion at `finish` with `version`.
@@ -1207,7 +1165,7 @@ impl FlowNet {
             for &l in links {
                 f.links.push(l);
             }
-            f.remaining = bytes_fixed(bytes.max(0.0));
+            f.remaining = bytes.max(0.0);
             f.last = now;
             f.version = f.version.wrapping_add(1);
             f.token = token;
@@ -1220,7 +1178,7 @@ impl FlowNet {
         } else {
             self.flows.push(Flow {
                 links: FlowLinks::from_slice(links),
-                remaining: bytes_fixed(bytes.max(0.0)),
+                remaining: bytes.max(0.0),
                 last: now,
                 version: 0,
                 free_next: u32::MAX, // (`Flow::bind`)
@@ -2697,7 +2655,8 @@ impl FlowNet {
         let take = |f: FlowId, fl: &mut Flow, h: &mut Hot, r: f64| {
             rated += 1;
             h.mark = mark; // so the component is not revisited in this resolve
-            fl.remaining = left_after(fl.remaining, h.rate, now - fl.last);
+            let dt = span_f64(now - fl.last);
+            fl.remaining = (fl.remaining - h.rate * dt).max(0.0);
             fl.last = now;
             let changed = (h.rate - r).abs() > r * 1e-12 || h.rate == 0.0;
             h.rate = r;
@@ -2717,7 +2676,8 @@ impl FlowNet {
             // second update of a rated flow at the same `now` changes nothing)
             for &f in comp_flows {
                 let fl = &mut self.flows[f as usize];
-                fl.remaining = left_after(fl.remaining, self.hot[f as usize].rate, now - fl.last);
+                let dt = span_f64(now - fl.last);
+                fl.remaining = (fl.remaining - self.hot[f as usize].rate * dt).max(0.0);
                 fl.last = now;
             }
         }
@@ -3917,13 +3877,15 @@ mod tests {
         for y in ys {
             assert_eq!(ceil_ns(y), y.ceil().max(0.0) as u64, "{y:e}");
         }
-        // a flow's `Pot` term (capacities below 2^20 bytes per ns) converted through `i64`: the
-        // library's numbers
+        // a flow's `Pot` term (capacities below 2^20 bytes per ns) and spans of time (below
+        // 2^62 ns) converted through `i64`: the library's numbers
         for _ in 0..200_000 {
             let m = f64::from_bits(rng.next() >> 1);
             if m < POT_SCALE {
                 assert_eq!(Pot::term(m), (m * POT_SCALE).ceil() as u64, "{m:e}");
             }
+            let dt = rng.next() >> (2 + rng.below(62));
+            assert_eq!(span_f64(dt).to_bits(), (dt as f64).to_bits(), "{dt}");
         }
     }
 
@@ -4009,68 +3971,6 @@ mod tests {
                     assert!((got - want).abs() <= 1e-12 * want, "seed {seed}: rate {got} want {want}");
                 }
             }
-        }
-    }
-
-    /// A flow's bytes are moved in fixed point (`left_after`), so that bytes moved over two spans
-    /// at one rate are the bytes moved over the whole, to the bit: a net whose solves update the
-    /// flows at many more instants (a flow started and ended again at once makes its component
-    /// dirty; the solve re-fills it at the same rates and brings every flow's bytes up to now)
-    /// leaves them with the same bytes, and so the same finish times, as one updated only when
-    /// their rates change.  (What a count of service per group of flows at one rate needs:
-    /// docs/scaling.md, twenty-eighth step.)  With the bytes kept as floats, the extra updates
-    /// round differently.
-    #[test]
-    fn bytes_moved_over_split_spans_equal_the_whole_to_the_bit() {
-        for sharing in [Sharing::MaxMin, Sharing::MaxMinFull] {
-            let mut rng = Xs(0x2545_f491_4f6c_dd1d);
-            let mut nets = [FlowNet::new(), FlowNet::new()];
-            for net in nets.iter_mut() {
-                net.sharing = sharing;
-                // rates that are no round numbers of bytes per ns
-                net.add_link(7e9 / 3.0);
-                net.add_link(1e10 / 7.0);
-                net.add_link(3.3e9);
-            }
-            let mut long = [vec![], vec![]];
-            let mut now: Time = 0;
-            let mut extra = 0;
-            for step in 0..400 {
-                now += 1 + rng.below(997);
-                // a real change now and then, the same in both: a flow starts on random links
-                let change = step % 40 == 0;
-                let len = 1 + rng.below(3) as usize;
-                let path = distinct_links(&mut rng, 3, len);
-                let bytes = 1e6 + rng.below(1 << 30) as f64 / 7.0;
-                for (k, net) in nets.iter_mut().enumerate() {
-                    if change {
-                        long[k].push(net.start(now, &path, bytes, 0));
-                    } else if k == 1 {
-                        // the second net only: a flow started and ended at once, no rate changes
-                        let f = net.start(now, &path, 1.0, 0);
-                        net.finish(f);
-                        extra += 1;
-                    }
-                    run(net, now);
-                }
-            }
-            assert!(extra > 300 && long[0].len() == 10);
-            // bring both up to one instant through a last change and compare each flow's bytes
-            now += 1;
-            for net in nets.iter_mut() {
-                let f = net.start(now, &[0, 1, 2], 1e6, 0);
-                run(net, now);
-                let _ = f;
-            }
-            for (&a, &b) in long[0].iter().zip(&long[1]) {
-                let (fa, fb) = (&nets[0].flows[a as usize], &nets[1].flows[b as usize]);
-                assert_eq!((fa.last, fb.last), (now, now), "{sharing:?}: both brought up to now");
-                assert_eq!(fa.remaining, fb.remaining, "{sharing:?}: flow {a}'s bytes left");
-                assert_eq!(nets[0].hot[a as usize].rate.to_bits(), nets[1].hot[b as usize].rate.to_bits());
-            }
-            // the first flows moved bytes at several rates, each over many spans in the second net
-            let first = &nets[0].flows[long[0][0] as usize];
-            assert!(first.version >= 5, "{sharing:?}: {} rates", first.version);
         }
     }
 }
