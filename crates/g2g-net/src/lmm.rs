@@ -1246,15 +1246,7 @@ impl FlowNet {
     /// Removes a finished flow at `now`.
     pub fn finish(&mut self, id: FlowId) -> u64 {
         if self.prefetches_paths() {
-            prefetch(self.ends.as_ptr().wrapping_add(id as usize));
-            self.prefetch_path(&self.flows[id as usize].links);
-            // then, each link's list where the flow is and its last flow (which moves there)
-            let slots = &self.ends[id as usize].slot;
-            for (j, &l) in self.flows[id as usize].links.iter().enumerate().take(SLOTS) {
-                let v = &self.links[l as usize].flows;
-                prefetch(v.as_ptr().wrapping_add(slots[j] as usize));
-                prefetch(v.as_ptr().wrapping_add(v.len().saturating_sub(1)));
-            }
+            self.prefetch_end(id);
         }
         let f = &mut self.flows[id as usize];
         debug_assert!(f.active());
@@ -1337,7 +1329,23 @@ impl FlowNet {
         }
     }
 
-    /// Do starts and ends ask for their links' records ahead (`prefetch_path`)?
+    /// `prefetch_path` for the end of live flow `id`, with its `Ends` record first; then, from
+    /// its links' records, its place in each link's list (its first `SLOTS` links) and the list's
+    /// last entry, which moves into that place.
+    #[inline(always)]
+    fn prefetch_end(&self, id: FlowId) {
+        prefetch(self.ends.as_ptr().wrapping_add(id as usize));
+        let links = &self.flows[id as usize].links;
+        self.prefetch_path(links);
+        let slots = &self.ends[id as usize].slot;
+        for (&l, &p) in links.iter().zip(slots) {
+            let v = &self.links[l as usize].flows;
+            prefetch(v.as_ptr().wrapping_add(p as usize));
+            prefetch(v.as_ptr().wrapping_add(v.len().saturating_sub(1)));
+        }
+    }
+
+    /// Do starts and ends ask for their links' records ahead (`prefetch_path`, `prefetch_end`)?
     #[inline(always)]
     fn prefetches_paths(&self) -> bool {
         #[cfg(test)]
