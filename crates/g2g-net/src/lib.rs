@@ -2,6 +2,7 @@
 //! the GPU data paths, and machine files.
 pub mod completion;
 pub mod config;
+mod flow_dump;
 mod free_ids;
 pub mod lmm;
 pub mod machine;

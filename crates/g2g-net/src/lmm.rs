@@ -969,10 +969,15 @@ pub struct FlowNet {
     /// links that a finish has made slack since the last solve: they were not before, so their
     /// flows are checked as a dirty link's are (the solve's R keeps no other slack link)
     turned_slack: Vec<LinkId>,
+    #[cfg(feature = "flow-dump")]
+    dump: crate::flow_dump::FlowDump,
 }
 
 impl FlowNet {
     pub fn new() -> FlowNet {
+        #[cfg(feature = "flow-dump")]
+        return FlowNet { dump: crate::flow_dump::FlowDump::from_env(), ..FlowNet::default() };
+        #[cfg(not(feature = "flow-dump"))]
         FlowNet::default()
     }
 
@@ -1164,6 +1169,8 @@ impl FlowNet {
     /// Starts a flow of `bytes` over `links` at `now`.  Call `resolve(now, ..)` before time moves on.
     pub fn start(&mut self, now: Time, links: &[LinkId], bytes: f64, token: u64) -> FlowId {
         debug_assert!(!links.is_empty());
+        #[cfg(feature = "flow-dump")]
+        let dump_at = (now, bytes);
         if self.prefetches_paths() {
             self.prefetch_path(links);
         }
@@ -1240,11 +1247,18 @@ impl FlowNet {
             self.started.push(id);
         }
         self.active_flows += 1;
+        #[cfg(feature = "flow-dump")]
+        {
+            let caps: Vec<f64> = self.links.iter().map(|l| l.cap).collect();
+            self.dump.start(&caps, dump_at.0, id, links, dump_at.1);
+        }
         id
     }
 
     /// Removes a finished flow at `now`.
     pub fn finish(&mut self, id: FlowId) -> u64 {
+        #[cfg(feature = "flow-dump")]
+        self.dump.finish(id);
         if self.prefetches_paths() {
             self.prefetch_end(id);
         }
@@ -1408,6 +1422,11 @@ impl FlowNet {
     /// the ones kept of them, in `resolve`'s order)
     #[inline(always)]
     pub(crate) fn resolve_any(&mut self, now: Time, out: &mut Vec<Reschedule>) {
+        #[cfg(feature = "flow-dump")]
+        {
+            let links = &self.links;
+            self.dump.resolve(now, &self.slack_bits, |l| links.get(l).map(|k| k.cap));
+        }
         let before = out.len();
         self.resolve_with(now, out);
         self.turned_slack.clear();
