@@ -15,8 +15,10 @@
 //! `bench/speed/grouped_solve.py --replay PATH` replays such a file through the grouped solve's
 //! specification, so that its work is counted on a traced run's own flows and paths.
 //!
-//!     cargo build --release -p g2g-mpi --bin g2gsim-core --features g2g-net/flow-dump
-//!     G2G_FLOW_DUMP=/tmp/a2a.flows target/release/g2gsim-core TRACE MACHINE --mode gpudirect
+//! ```text
+//! cargo build --release -p g2g-mpi --bin g2gsim-core --features g2g-net/flow-dump
+//! G2G_FLOW_DUMP=/tmp/a2a.flows target/release/g2gsim-core TRACE MACHINE --mode gpudirect
+//! ```
 use std::fs::File;
 use std::io::{BufWriter, Write};
 
