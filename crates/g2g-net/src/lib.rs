@@ -4,6 +4,7 @@ pub mod completion;
 pub mod config;
 mod flow_dump;
 mod free_ids;
+pub mod grouped;
 pub mod lmm;
 pub mod machine;
 pub mod paths;

@@ -1,0 +1,982 @@
+//! The grouped exact max-min solve (issue 27): `bench/speed/grouped_solve.py`'s specification in
+//! Rust, beside the per-flow solve of `lmm.rs`, so that the two can be timed on the same flows
+//! (`examples/flow_replay.rs` replays a flow dump of the core through both) before the replay
+//! is moved onto it.  Not yet a sharing model of the simulator: no machine file selects it.
+//!
+//! Every live flow is in one group; every flow of a group has the group's rate.  A group is keyed
+//! by a link, its members' common bottleneck; it keeps how many of its members cross each link
+//! that can bind (`cnt`), and a service clock: the bytes each member has moved since it joined are
+//! `s - s0`, the same for all of them, so that a member's end is a target on `s` and the group
+//! has one next completion, its least target (a heap per group).  Each link keeps, per group
+//! crossing it, how many of the group's flows cross it (`lg`), and its load.
+//!
+//! A solve (`resolve`) gathers a set U of groups (new flows' groups; groups keyed at a link of an
+//! ended flow; groups on a saturated link of a new flow; `rings` rings of groups keyed at a
+//! saturated link of U's groups), then runs rounds of a progressive filling over U's groups, with
+//! splits and merges, and a check; groups that fail the check join U for another round.  The
+//! rules and their reasons are in the Python file's docstring; this file follows it step by step,
+//! with the same names.  The rates are f64 with the same tolerance as the specification's
+//! (`EPS`), not `lmm.rs`'s exact integers: tests compare them with `max-min-full` to 1e-9.
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+
+use smallvec::SmallVec;
+
+/// The specification's tolerance on saturation and on "faster"
+const EPS: f64 = 1e-9;
+const NONE: u32 = u32::MAX;
+
+/// (group -> count), for the invariants' check
+type Map = HashMap<u32, u32>;
+
+/// A flow: its group, its path, its end as a target on its group's clock
+#[derive(Default, Clone)]
+struct GFlow {
+    /// NONE when the slot is free
+    group: u32,
+    /// its place in the group's members
+    mpos: u32,
+    /// counts its joins, so that its group's heap can tell a stale entry
+    epoch: u32,
+    /// the group's clock value at which it ends
+    target: f64,
+    links: SmallVec<[u32; 8]>,
+    /// its place in each link's flow list (`on`)
+    lpos: SmallVec<[u32; 8]>,
+}
+
+#[derive(Default)]
+struct Group {
+    live: bool,
+    /// bytes per ns
+    rate: f64,
+    key: u32,
+    members: Vec<u32>,
+    /// binding link -> members crossing it
+    /// (binding link, members crossing it); the link's entry for the group in `lg` names its place
+    cnt: Vec<(u32, u32)>,
+    /// the clock: bytes each member has moved, as of time `t` (ns)
+    s: f64,
+    t: f64,
+    version: u32,
+    /// (target, flow, epoch), least first; entries of flows that left are dropped when met
+    ends: BinaryHeap<Reverse<(u64, u32, u32)>>,
+}
+
+/// What the solves did, summed (the specification's `Counts`, the ones a port can keep cheaply)
+#[derive(Default, Clone, Debug)]
+pub struct GroupCounts {
+    pub solves: u64,
+    pub rounds: u64,
+    pub groups_in_u: u64,
+    pub flows_in_u: u64,
+    pub moves: u64,
+    pub rerated_groups: u64,
+    pub rerated_flows: u64,
+}
+
+/// One group's next completion after a solve: its least target, at `finish_ns`
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GroupEnd {
+    pub group: u32,
+    pub flow: u32,
+    pub finish_ns: f64,
+    pub version: u32,
+}
+
+/// Flows over links, rated by exact max-min over groups (module docs).
+#[derive(Default)]
+pub struct GroupNet {
+    cap: Vec<f64>,
+    slack: Vec<bool>,
+    /// per link: (group, its members crossing the link, the link's place in the group's `cnt`)
+    lg: Vec<SmallVec<[(u32, u32, u32); 4]>>,
+    load: Vec<f64>,
+    on: Vec<Vec<u32>>,
+    flows: Vec<GFlow>,
+    free_flows: Vec<u32>,
+    groups: Vec<Group>,
+    free_groups: Vec<u32>,
+    /// groups freed in a solve, reused only after it
+    freed_in_solve: Vec<u32>,
+    /// groups of flows started since the last solve
+    new: Vec<u32>,
+    /// links that lost load since the last solve
+    dirty: Vec<u32>,
+    is_dirty: Vec<bool>,
+    /// groups to re-rate at the next solve (slack changes)
+    pull: Vec<u32>,
+    pub rings: usize,
+    now: f64,
+    // the solve's scratch
+    u: Vec<u32>,
+    in_u: Vec<u32>,
+    ustamp: u32,
+    fixed_at: Vec<u32>,
+    round: u32,
+    staged: Vec<f64>,
+    rl: Vec<u32>,
+    rmark: Vec<u32>,
+    rstamp: u32,
+    rem: Vec<f64>,
+    nn: Vec<u32>,
+    /// the filling's links by fair share
+    heap: BinaryHeap<Reverse<(u64, u32)>>,
+    ld: Vec<f64>,
+    ldmark: Vec<u32>,
+    ldstamp: u32,
+    more: Vec<u32>,
+    pub counts: GroupCounts,
+    /// ns spent in the solves' parts, when `time_phases`: gathering U, the fillings, the checks,
+    /// the commits
+    pub phase_ns: [u64; 4],
+    pub time_phases: bool,
+}
+
+/// An f64's bits as a u64 in the f64's order (negatives below positives), for the heap of ends
+fn ordered_bits(x: f64) -> u64 {
+    let b = x.to_bits();
+    if b >> 63 == 1 {
+        !b
+    } else {
+        b | 1 << 63
+    }
+}
+
+fn lg_find(v: &[(u32, u32, u32)], g: u32) -> Option<usize> {
+    v.iter().position(|e| e.0 == g)
+}
+
+impl GroupNet {
+    pub fn new(rings: usize) -> GroupNet {
+        GroupNet { rings, ..Default::default() }
+    }
+
+    /// Adds a link of `bytes_per_ns`; ids are dense from 0.
+    pub fn add_link(&mut self, bytes_per_ns: f64) -> u32 {
+        self.cap.push(bytes_per_ns);
+        self.slack.push(false);
+        self.lg.push(SmallVec::new());
+        self.load.push(0.0);
+        self.on.push(Vec::new());
+        self.is_dirty.push(false);
+        self.rmark.push(0);
+        self.rem.push(0.0);
+        self.nn.push(0);
+        self.ld.push(0.0);
+        self.ldmark.push(0);
+        (self.cap.len() - 1) as u32
+    }
+
+    pub fn num_links(&self) -> usize {
+        self.cap.len()
+    }
+
+    fn saturated(&self, l: u32, load: f64) -> bool {
+        load >= self.cap[l as usize] * (1.0 - EPS)
+    }
+
+    fn new_group(&mut self, rate: f64, s: f64, t: f64, key: u32) -> u32 {
+        let gid = match self.free_groups.pop() {
+            Some(g) => g,
+            None => {
+                self.groups.push(Group::default());
+                self.in_u.push(0);
+                self.fixed_at.push(0);
+                self.staged.push(0.0);
+                (self.groups.len() - 1) as u32
+            }
+        };
+        let g = &mut self.groups[gid as usize];
+        debug_assert!(!g.live && g.members.is_empty() && g.cnt.is_empty());
+        g.live = true;
+        g.rate = rate;
+        g.s = s;
+        g.t = t;
+        g.key = key;
+        g.ends.clear();
+        gid
+    }
+
+    fn free_group(&mut self, gid: u32, in_solve: bool) {
+        let g = &mut self.groups[gid as usize];
+        debug_assert!(g.members.is_empty());
+        g.live = false;
+        g.version = g.version.wrapping_add(1);
+        g.ends.clear();
+        if in_solve {
+            self.freed_in_solve.push(gid);
+        } else {
+            self.free_groups.push(gid);
+        }
+    }
+
+    fn advance(&mut self, gid: u32, now: f64) {
+        let g = &mut self.groups[gid as usize];
+        g.s += g.rate * (now - g.t);
+        g.t = now;
+    }
+
+    fn attach(&mut self, gid: u32, f: u32) {
+        let fl = &mut self.flows[f as usize];
+        fl.group = gid;
+        fl.epoch = fl.epoch.wrapping_add(1);
+        let g = &mut self.groups[gid as usize];
+        fl.mpos = g.members.len() as u32;
+        g.members.push(f);
+        g.ends.push(Reverse((ordered_bits(fl.target), f, fl.epoch)));
+        let rate = g.rate;
+        for i in 0..self.flows[f as usize].links.len() {
+            let l = self.flows[f as usize].links[i];
+            if self.slack[l as usize] {
+                continue;
+            }
+            self.bump(gid, l, 1);
+            self.load[l as usize] += rate;
+        }
+        let g = &mut self.groups[gid as usize];
+        let n = g.members.len();
+        if g.ends.len() > 2 * n + 16 {
+            self.compact_ends(gid);
+        }
+    }
+
+    fn detach(&mut self, gid: u32, f: u32) {
+        let fl = &self.flows[f as usize];
+        let g = &mut self.groups[gid as usize];
+        let at = fl.mpos as usize;
+        g.members.swap_remove(at);
+        if at < g.members.len() {
+            self.flows[g.members[at] as usize].mpos = at as u32;
+        }
+        let rate = g.rate;
+        for i in 0..self.flows[f as usize].links.len() {
+            let l = self.flows[f as usize].links[i];
+            if self.slack[l as usize] {
+                continue;
+            }
+            self.unbump(gid, l, 1);
+            self.load[l as usize] -= rate;
+        }
+    }
+
+    /// `by` more of group gid's members cross link l.
+    fn bump(&mut self, gid: u32, l: u32, by: u32) {
+        let v = &mut self.lg[l as usize];
+        let g = &mut self.groups[gid as usize];
+        match lg_find(v, gid) {
+            Some(i) => {
+                v[i].1 += by;
+                g.cnt[v[i].2 as usize].1 += by;
+            }
+            None => {
+                v.push((gid, by, g.cnt.len() as u32));
+                g.cnt.push((l, by));
+            }
+        }
+    }
+
+    /// `by` fewer of group gid's members cross link l.
+    fn unbump(&mut self, gid: u32, l: u32, by: u32) {
+        let v = &mut self.lg[l as usize];
+        let i = lg_find(v, gid).expect("a group on its members' links");
+        v[i].1 -= by;
+        let pos = v[i].2 as usize;
+        let g = &mut self.groups[gid as usize];
+        g.cnt[pos].1 -= by;
+        if v[i].1 == 0 {
+            v.swap_remove(i);
+            self.drop_cnt(gid, pos);
+        }
+    }
+
+    /// Group gid's entry `pos` of `cnt` leaves it (the last one takes its place).
+    fn drop_cnt(&mut self, gid: u32, pos: usize) {
+        let g = &mut self.groups[gid as usize];
+        g.cnt.swap_remove(pos);
+        if pos < g.cnt.len() {
+            let moved = g.cnt[pos].0;
+            let w = &mut self.lg[moved as usize];
+            let j = lg_find(w, gid).expect("a group on its counted links");
+            w[j].2 = pos as u32;
+        }
+    }
+
+    /// Drops the stale entries of a group's heap of ends.
+    fn compact_ends(&mut self, gid: u32) {
+        let g = &mut self.groups[gid as usize];
+        let flows = &self.flows;
+        let kept: Vec<_> = g
+            .ends
+            .drain()
+            .filter(|Reverse((_, f, e))| {
+                let fl = &flows[*f as usize];
+                fl.group == gid && fl.epoch == *e
+            })
+            .collect();
+        g.ends = BinaryHeap::from(kept);
+    }
+
+    /// f leaves src for dst with its bytes left (both clocks moved to the solve's now).
+    fn move_flow(&mut self, f: u32, src: u32, dst: u32) {
+        let now = self.now;
+        self.advance(src, now);
+        self.advance(dst, now);
+        let left = self.flows[f as usize].target - self.groups[src as usize].s;
+        self.detach(src, f);
+        self.flows[f as usize].target = self.groups[dst as usize].s + left;
+        self.attach(dst, f);
+        self.counts.moves += 1;
+    }
+
+    /// The group's next completion: its least target's (flow, time), or none at rate 0.
+    fn next_end(&mut self, gid: u32) -> Option<(u32, f64)> {
+        loop {
+            let g = &self.groups[gid as usize];
+            let &Reverse((_, f, e)) = g.ends.peek()?;
+            let fl = &self.flows[f as usize];
+            if fl.group == gid && fl.epoch == e {
+                if g.rate <= 0.0 {
+                    return None;
+                }
+                return Some((f, g.t + (fl.target - g.s).max(0.0) / g.rate));
+            }
+            self.groups[gid as usize].ends.pop();
+        }
+    }
+
+    /// Starts a flow of `bytes` over `links` at `now` (ns); returns its id.
+    pub fn start(&mut self, now: f64, links: &[u32], bytes: f64) -> u32 {
+        let f = match self.free_flows.pop() {
+            Some(f) => f,
+            None => {
+                self.flows.push(GFlow { group: NONE, ..Default::default() });
+                (self.flows.len() - 1) as u32
+            }
+        };
+        let gid = self.new_group(0.0, 0.0, now, NONE);
+        {
+            let fl = &mut self.flows[f as usize];
+            fl.links.clear();
+            fl.links.extend_from_slice(links);
+            fl.lpos.clear();
+            fl.target = bytes;
+            for &l in links {
+                let on = &mut self.on[l as usize];
+                fl.lpos.push(on.len() as u32);
+                on.push(f);
+            }
+        }
+        self.attach(gid, f);
+        self.new.push(gid);
+        f
+    }
+
+    /// Removes flow `f` at `now` (ns).
+    pub fn finish(&mut self, f: u32, now: f64) {
+        let gid = self.flows[f as usize].group;
+        debug_assert_ne!(gid, NONE);
+        self.advance(gid, now);
+        for i in 0..self.flows[f as usize].links.len() {
+            let l = self.flows[f as usize].links[i] as usize;
+            if !self.slack[l] && !self.is_dirty[l] {
+                self.is_dirty[l] = true;
+                self.dirty.push(l as u32);
+            }
+        }
+        self.detach(gid, f);
+        for i in 0..self.flows[f as usize].links.len() {
+            let (l, p) = (self.flows[f as usize].links[i], self.flows[f as usize].lpos[i]);
+            let on = &mut self.on[l as usize];
+            on.swap_remove(p as usize);
+            if (p as usize) < on.len() {
+                let moved = on[p as usize] as usize;
+                let j = self.flows[moved].links.iter().position(|&k| k == l).expect("a flow on its link");
+                self.flows[moved].lpos[j] = p;
+            }
+        }
+        let fl = &mut self.flows[f as usize];
+        fl.group = NONE;
+        self.free_flows.push(f);
+        if self.groups[gid as usize].members.is_empty() {
+            self.free_group(gid, false);
+        }
+    }
+
+    /// Link l becomes slack (it cannot bind: out of every group's counts) or stops being slack.
+    pub fn set_slack(&mut self, l: u32, slack: bool) {
+        let li = l as usize;
+        if slack == self.slack[li] {
+            return;
+        }
+        if slack {
+            let entries = std::mem::take(&mut self.lg[li]);
+            for &(gid, _, pos) in &entries {
+                if self.groups[gid as usize].key == l {
+                    self.pull.push(gid);
+                }
+                self.drop_cnt(gid, pos as usize);
+            }
+            self.lg[li] = entries;
+            self.lg[li].clear();
+            self.load[li] = 0.0;
+            self.slack[li] = true;
+        } else {
+            self.slack[li] = false;
+            for i in 0..self.on[li].len() {
+                let f = self.on[li][i];
+                let gid = self.flows[f as usize].group;
+                self.bump(gid, l, 1);
+                self.load[li] += self.groups[gid as usize].rate;
+            }
+            if self.saturated(l, self.load[li]) {
+                let gs: SmallVec<[u32; 8]> = self.lg[li].iter().map(|e| e.0).collect();
+                self.pull.extend(gs);
+            }
+            if !self.is_dirty[li] {
+                self.is_dirty[li] = true;
+                self.dirty.push(l);
+            }
+        }
+    }
+
+    /// A flow's rate, bytes per ns.
+    pub fn rate(&self, f: u32) -> f64 {
+        self.groups[self.flows[f as usize].group as usize].rate
+    }
+
+    /// Live groups and flows.
+    pub fn sizes(&self) -> (usize, usize) {
+        let g = self.groups.iter().filter(|g| g.live).count();
+        (g, self.flows.len() - self.free_flows.len())
+    }
+
+    fn add_u(&mut self, gid: u32) {
+        if self.in_u[gid as usize] != self.ustamp {
+            self.in_u[gid as usize] = self.ustamp;
+            self.u.push(gid);
+        }
+    }
+
+    fn in_u(&self, gid: u32) -> bool {
+        self.in_u[gid as usize] == self.ustamp
+    }
+
+    /// Re-rates what changed since the last solve; appends every U group's next completion to
+    /// `out` (its rate or its members changed), by group.
+    pub fn resolve(&mut self, now: f64, out: &mut Vec<GroupEnd>) {
+        let t0 = self.time_phases.then(std::time::Instant::now);
+        self.ustamp = self.ustamp.wrapping_add(1).max(1);
+        self.u.clear();
+        let mut buf: Vec<u32> = Vec::new();
+        let new = std::mem::take(&mut self.new);
+        for &gid in &new {
+            if !self.groups[gid as usize].live {
+                continue;
+            }
+            self.add_u(gid);
+            buf.clear();
+            for &(l, _) in &self.groups[gid as usize].cnt {
+                if self.saturated(l, self.load[l as usize]) {
+                    buf.extend(self.lg[l as usize].iter().map(|e| e.0));
+                }
+            }
+            for &h in &buf {
+                self.add_u(h);
+            }
+        }
+        self.new = new;
+        self.new.clear();
+        let dirty = std::mem::take(&mut self.dirty);
+        for &l in &dirty {
+            self.is_dirty[l as usize] = false;
+            buf.clear();
+            buf.extend(self.lg[l as usize].iter().map(|e| e.0).filter(|&h| self.groups[h as usize].key == l));
+            for &h in &buf {
+                self.add_u(h);
+            }
+        }
+        let pull = std::mem::take(&mut self.pull);
+        for &h in &pull {
+            if self.groups[h as usize].live {
+                self.add_u(h);
+            }
+        }
+        self.pull = pull;
+        self.pull.clear();
+        for _ in 0..self.rings {
+            buf.clear();
+            for &gid in &self.u {
+                for &(l, _) in &self.groups[gid as usize].cnt {
+                    if self.saturated(l, self.load[l as usize]) {
+                        buf.extend(
+                            self.lg[l as usize].iter().map(|e| e.0).filter(|&h| self.groups[h as usize].key == l),
+                        );
+                    }
+                }
+            }
+            for &h in &buf {
+                self.add_u(h);
+            }
+        }
+        if self.u.is_empty() {
+            self.dirty = dirty;
+            self.dirty.clear();
+            return;
+        }
+        self.counts.solves += 1;
+        self.now = now;
+        self.add_phase(0, t0);
+        loop {
+            self.counts.rounds += 1;
+            let t1 = self.time_phases.then(std::time::Instant::now);
+            self.fill(&dirty);
+            self.add_phase(1, t1);
+            let t2 = self.time_phases.then(std::time::Instant::now);
+            self.check();
+            self.add_phase(2, t2);
+            if self.more.is_empty() {
+                break;
+            }
+            let more = std::mem::take(&mut self.more);
+            for &h in &more {
+                self.add_u(h);
+            }
+            self.more = more;
+        }
+        self.dirty = dirty;
+        self.dirty.clear();
+        // the commit
+        let t3 = self.time_phases.then(std::time::Instant::now);
+        let mut u = std::mem::take(&mut self.u);
+        u.sort_unstable();
+        self.counts.groups_in_u += u.len() as u64;
+        for &gid in &u {
+            let r = self.staged[gid as usize];
+            self.advance(gid, now);
+            let g = &mut self.groups[gid as usize];
+            self.counts.flows_in_u += g.members.len() as u64;
+            if r != g.rate {
+                let d = r - g.rate;
+                for &(l, n) in &g.cnt {
+                    self.load[l as usize] += n as f64 * d;
+                }
+                g.rate = r;
+                self.counts.rerated_groups += 1;
+                self.counts.rerated_flows += g.members.len() as u64;
+            }
+            g.version = g.version.wrapping_add(1);
+            let version = g.version;
+            if let Some((flow, finish_ns)) = self.next_end(gid) {
+                out.push(GroupEnd { group: gid, flow, finish_ns, version });
+            }
+        }
+        self.u = u;
+        self.free_groups.append(&mut self.freed_in_solve);
+        self.add_phase(3, t3);
+    }
+
+    fn add_phase(&mut self, i: usize, since: Option<std::time::Instant>) {
+        if let Some(t) = since {
+            self.phase_ns[i] += t.elapsed().as_nanos() as u64;
+        }
+    }
+
+    /// The filling over U's groups (splitting and merging them): their new rates, in `staged`.
+    fn fill(&mut self, dirty: &[u32]) {
+        self.rstamp = self.rstamp.wrapping_add(1).max(1);
+        self.rl.clear();
+        let rs = self.rstamp;
+        for &l in dirty {
+            if self.rmark[l as usize] != rs {
+                self.rmark[l as usize] = rs;
+                self.rl.push(l);
+            }
+        }
+        for &gid in &self.u {
+            for &(l, _) in &self.groups[gid as usize].cnt {
+                if self.rmark[l as usize] != rs {
+                    self.rmark[l as usize] = rs;
+                    self.rl.push(l);
+                }
+            }
+        }
+        self.heap.clear();
+        for i in 0..self.rl.len() {
+            let l = self.rl[i] as usize;
+            let (mut fixed, mut n) = (0.0, 0u32);
+            for &(h, k, _) in &self.lg[l] {
+                if self.in_u[h as usize] == self.ustamp {
+                    n += k;
+                } else {
+                    fixed += k as f64 * self.groups[h as usize].rate;
+                }
+            }
+            self.rem[l] = self.cap[l] - fixed;
+            self.nn[l] = n;
+            if n > 0 {
+                self.heap.push(Reverse((ordered_bits(self.rem[l] / n as f64), l as u32)));
+            }
+        }
+        self.round = self.round.wrapping_add(1).max(1);
+        let round = self.round;
+        let mut unfixed = self.u.len();
+        let mut whole: SmallVec<[u32; 8]> = SmallVec::new();
+        let mut minority: SmallVec<[u32; 8]> = SmallVec::new();
+        let mut movers: Vec<u32> = Vec::new();
+        while unfixed > 0 {
+            // the link of least fair share, ties to the lower id (a heap of (share, link); an
+            // entry is stale once the link's share moved or its U flows are all fixed)
+            let (share, l) = loop {
+                let Reverse((bits, l)) = self.heap.pop().expect("a U flow without a link that can bind");
+                let n = self.nn[l as usize];
+                if n > 0 && ordered_bits(self.rem[l as usize] / n as f64) == bits {
+                    break (self.rem[l as usize] / n as f64, l);
+                }
+            };
+            let lam = share.max(0.0);
+            whole.clear();
+            minority.clear();
+            let cands: SmallVec<[(u32, u32); 8]> = self.lg[l as usize]
+                .iter()
+                .map(|e| (e.0, e.1))
+                .filter(|&(h, _)| self.in_u[h as usize] == self.ustamp && self.fixed_at[h as usize] != round)
+                .collect();
+            for &(h, k) in &cands {
+                let m = self.groups[h as usize].members.len() as u32;
+                if k == m {
+                    whole.push(h);
+                } else if 2 * k > m {
+                    let rest = self.split_off(h, l, &mut movers);
+                    self.add_u(rest);
+                    unfixed += 1;
+                    whole.push(h);
+                } else {
+                    minority.push(h);
+                }
+            }
+            let top = if whole.is_empty() {
+                let r = self.groups[minority[0] as usize].rate;
+                let t = self.new_group(r, 0.0, self.now, NONE);
+                self.add_u(t);
+                unfixed += 1;
+                t
+            } else {
+                *whole.iter().max_by_key(|&&h| (self.groups[h as usize].members.len(), Reverse(h))).expect("whole")
+            };
+            for &g in &minority {
+                movers.clear();
+                movers.extend(
+                    self.groups[g as usize]
+                        .members
+                        .iter()
+                        .copied()
+                        .filter(|&f| self.flows[f as usize].links.contains(&l)),
+                );
+                movers.sort_unstable();
+                for &f in &movers {
+                    self.move_flow(f, g, top);
+                }
+            }
+            for &g in &whole {
+                if g == top {
+                    continue;
+                }
+                movers.clear();
+                movers.extend_from_slice(&self.groups[g as usize].members);
+                movers.sort_unstable();
+                for &f in &movers {
+                    self.move_flow(f, g, top);
+                }
+                self.in_u[g as usize] = 0;
+                unfixed -= 1;
+                self.free_group(g, true);
+            }
+            self.fixed_at[top as usize] = round;
+            unfixed -= 1;
+            let g = &mut self.groups[top as usize];
+            for &(k, m) in &g.cnt {
+                let k = k as usize;
+                self.rem[k] -= m as f64 * lam;
+                self.nn[k] -= m;
+                if self.nn[k] > 0 {
+                    self.heap.push(Reverse((ordered_bits(self.rem[k] / self.nn[k] as f64), k as u32)));
+                }
+            }
+            g.key = l;
+            self.staged[top as usize] = lam;
+        }
+        let in_u = &self.in_u;
+        let us = self.ustamp;
+        self.u.retain(|&g| in_u[g as usize] == us);
+    }
+
+    /// g's members that do not cross l leave it for a new group (same rate and clock).
+    fn split_off(&mut self, g: u32, l: u32, movers: &mut Vec<u32>) -> u32 {
+        let (r, s, t, key) = {
+            let gg = &self.groups[g as usize];
+            (gg.rate, gg.s, gg.t, gg.key)
+        };
+        let h = self.new_group(r, s, t, key);
+        movers.clear();
+        movers.extend(
+            self.groups[g as usize].members.iter().copied().filter(|&f| !self.flows[f as usize].links.contains(&l)),
+        );
+        movers.sort_unstable();
+        for i in 0..movers.len() {
+            self.move_flow(movers[i], g, h);
+        }
+        h
+    }
+
+    fn rate_now(&self, h: u32) -> f64 {
+        if self.in_u(h) {
+            self.staged[h as usize]
+        } else {
+            self.groups[h as usize].rate
+        }
+    }
+
+    fn load_of(&mut self, l: u32) -> f64 {
+        let li = l as usize;
+        if self.ldmark[li] != self.ldstamp {
+            self.ldmark[li] = self.ldstamp;
+            self.ld[li] = self.lg[li].iter().map(|&(h, k, _)| k as f64 * self.rate_now(h)).sum();
+        }
+        self.ld[li]
+    }
+
+    /// The groups that must join U (`more`), or none: the staged rates are then max-min.
+    fn check(&mut self) {
+        self.ldstamp = self.ldstamp.wrapping_add(1).max(1);
+        self.more.clear();
+        let mut links: SmallVec<[u32; 16]> = SmallVec::new();
+        for i in 0..self.u.len() {
+            let gid = self.u[i];
+            let r = self.staged[gid as usize];
+            let key = self.groups[gid as usize].key;
+            let faster = self.lg[key as usize]
+                .iter()
+                .any(|&(h, _, _)| !self.in_u(h) && self.groups[h as usize].rate > r * (1.0 + EPS));
+            let kl = self.load_of(key);
+            if !faster && self.saturated(key, kl) {
+                continue;
+            }
+            links.clear();
+            links.extend(self.groups[gid as usize].cnt.iter().map(|e| e.0));
+            for &l in &links {
+                let ll = self.load_of(l);
+                if self.saturated(l, ll) {
+                    for j in 0..self.lg[l as usize].len() {
+                        let h = self.lg[l as usize][j].0;
+                        if !self.in_u(h) && self.groups[h as usize].rate > r * (1.0 + EPS) {
+                            self.more.push(h);
+                        }
+                    }
+                }
+            }
+        }
+        for i in 0..self.rl.len() {
+            let l = self.rl[i];
+            let li = l as usize;
+            if !self.lg[li].iter().any(|&(h, _, _)| !self.in_u(h) && self.groups[h as usize].key == l) {
+                continue;
+            }
+            let top = self.lg[li].iter().map(|&(h, _, _)| self.rate_now(h)).fold(f64::NEG_INFINITY, f64::max);
+            let ll = self.load_of(l);
+            let sat = self.saturated(l, ll);
+            for j in 0..self.lg[li].len() {
+                let h = self.lg[li][j].0;
+                if !self.in_u(h) && self.groups[h as usize].key == l {
+                    let hr = self.groups[h as usize].rate;
+                    if !sat || top > hr * (1.0 + EPS) {
+                        self.more.push(h);
+                    }
+                }
+            }
+        }
+        self.more.sort_unstable();
+        self.more.dedup();
+    }
+
+    /// The state's own invariants (counts, loads, the max-min condition per group); for tests.
+    pub fn assert_valid(&self) {
+        let mut want: Vec<Map> = vec![Map::default(); self.cap.len()];
+        for (f, fl) in self.flows.iter().enumerate() {
+            if fl.group == NONE {
+                continue;
+            }
+            let g = &self.groups[fl.group as usize];
+            assert!(g.live && g.members[fl.mpos as usize] == f as u32, "flow {f}: its group's members");
+            for &l in &fl.links {
+                if !self.slack[l as usize] {
+                    *want[l as usize].entry(fl.group).or_insert(0) += 1;
+                }
+            }
+        }
+        for (l, w) in want.iter().enumerate() {
+            let have: Map = self.lg[l].iter().map(|e| (e.0, e.1)).collect();
+            for &(h, k, pos) in &self.lg[l] {
+                assert_eq!(self.groups[h as usize].cnt[pos as usize], (l as u32, k), "link {l}: group {h}'s place");
+            }
+            assert_eq!(&have, w, "link {l}: group counts");
+            let ld: f64 = w.iter().map(|(&h, &k)| k as f64 * self.groups[h as usize].rate).sum();
+            assert!((ld - self.load[l]).abs() <= 1e-9 * self.cap[l].max(1.0), "link {l}: load");
+            assert!(ld <= self.cap[l] * (1.0 + 1e-7), "link {l}: over capacity");
+        }
+        for (gid, g) in self.groups.iter().enumerate() {
+            if !g.live {
+                continue;
+            }
+            assert!(!g.members.is_empty(), "group {gid}: empty");
+            assert!(g.key != NONE, "group {gid}: no key");
+            assert!(g.members.iter().all(|&f| self.flows[f as usize].links.contains(&g.key)), "group {gid}: key");
+            assert!(self.saturated(g.key, self.load[g.key as usize]), "group {gid}: key not saturated");
+            let top = self.lg[g.key as usize].iter().map(|&(h, _, _)| self.groups[h as usize].rate).fold(0.0, f64::max);
+            assert!(top <= g.rate * (1.0 + 1e-7), "group {gid}: a faster group on its key");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lmm::{FlowNet, Reschedule, Sharing};
+
+    /// xorshift64*
+    struct Xs(u64);
+    impl Xs {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        }
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+    }
+
+    fn compare(g: &GroupNet, f: &FlowNet, ids: &[(u32, u32)], what: &str) {
+        for &(gi, fi) in ids {
+            let a = g.rate(gi);
+            let b = f.rate_bytes_per_s(fi) * 1e-9;
+            assert!((a - b).abs() <= 1e-9 * b.max(1e-12), "{what}: flow {gi}: grouped {a} against max-min-full {b}");
+        }
+    }
+
+    /// Random networks, random starts and ends: after every solve the grouped rates are the
+    /// per-flow full solve's (`max-min-full`), and the grouped state is valid.
+    fn random_against_full(rings: usize, seeds: std::ops::Range<u64>) {
+        for seed in seeds {
+            let mut rng = Xs(0x9e37_79b9_7f4a_7c15 ^ (seed * 7919 + 1));
+            let nlinks = 3 + rng.below(12) as u32;
+            let mut g = GroupNet::new(rings);
+            let mut f = FlowNet::new();
+            f.sharing = Sharing::MaxMinFull;
+            for _ in 0..nlinks {
+                // few distinct capacities: ties and shared bottlenecks
+                let cap = [10.0, 12.5, 25.0, 50.0][rng.below(4) as usize];
+                g.add_link(cap);
+                f.add_link(cap * 1e9);
+            }
+            let mut live: Vec<(u32, u32)> = Vec::new();
+            let mut out = Vec::new();
+            let mut rs: Vec<Reschedule> = Vec::new();
+            let mut now = 0u64;
+            for step in 0..120 {
+                now += 1 + rng.below(100);
+                let nstart = rng.below(4);
+                let nend = if live.is_empty() { 0 } else { rng.below(3) };
+                for _ in 0..nend {
+                    if live.is_empty() {
+                        break;
+                    }
+                    let i = rng.below(live.len() as u64) as usize;
+                    let (gi, fi) = live.swap_remove(i);
+                    g.finish(gi, now as f64);
+                    f.finish(fi);
+                }
+                for _ in 0..nstart {
+                    let len = 1 + rng.below(4) as usize;
+                    let mut p: Vec<u32> = Vec::new();
+                    while p.len() < len.min(nlinks as usize) {
+                        let l = rng.below(nlinks as u64) as u32;
+                        if !p.contains(&l) {
+                            p.push(l);
+                        }
+                    }
+                    let bytes = 1e6;
+                    let gi = g.start(now as f64, &p, bytes);
+                    let fi = f.start(now, &p, bytes, 0);
+                    live.push((gi, fi));
+                }
+                out.clear();
+                rs.clear();
+                g.resolve(now as f64, &mut out);
+                f.resolve(now, &mut rs);
+                g.assert_valid();
+                compare(&g, &f, &live, &format!("seed {seed} step {step} rings {rings}"));
+            }
+        }
+    }
+
+    #[test]
+    fn grouped_rates_equal_the_full_solve() {
+        random_against_full(0, 0..60);
+    }
+
+    #[test]
+    fn grouped_rates_equal_the_full_solve_with_rings() {
+        random_against_full(2, 100..160);
+    }
+
+    #[test]
+    fn a_group_ends_at_its_least_target_and_moves_keep_bytes() {
+        // two flows on one link: one group at half the link each; the smaller ends first
+        let mut g = GroupNet::new(0);
+        let l = g.add_link(10.0);
+        let a = g.start(0.0, &[l], 1000.0);
+        let b = g.start(0.0, &[l], 3000.0);
+        let mut out = Vec::new();
+        g.resolve(0.0, &mut out);
+        g.assert_valid();
+        assert_eq!(g.rate(a), 5.0);
+        assert_eq!(g.rate(b), 5.0);
+        let (first, t) =
+            out.iter().map(|e| (e.flow, e.finish_ns)).fold((NONE, f64::INFINITY), |x, y| if y.1 < x.1 { y } else { x });
+        assert_eq!((first, t), (a, 200.0));
+        g.finish(a, 200.0);
+        out.clear();
+        g.resolve(200.0, &mut out);
+        // b moved 1000 bytes at 5, has 2000 left at 10: ends at 400
+        assert_eq!(out.len(), 1);
+        assert_eq!((out[0].flow, out[0].finish_ns), (b, 400.0));
+        assert_eq!(g.rate(b), 10.0);
+    }
+
+    #[test]
+    fn slack_links_are_out_of_the_counts_and_rates_hold() {
+        // a flow over a slow link and a fast one, another over the fast one only
+        let mut g = GroupNet::new(0);
+        let slow = g.add_link(10.0);
+        let fast = g.add_link(40.0);
+        let a = g.start(0.0, &[slow, fast], 1e6);
+        let b = g.start(0.0, &[fast], 1e6);
+        let mut out = Vec::new();
+        g.resolve(0.0, &mut out);
+        assert_eq!((g.rate(a), g.rate(b)), (10.0, 30.0));
+        // b ends: every flow on the fast link crosses the slow one, so it turns slack
+        g.finish(b, 1.0);
+        g.set_slack(fast, true);
+        g.resolve(1.0, &mut out);
+        g.assert_valid();
+        assert_eq!(g.rate(a), 10.0);
+        // c starts on the fast link alone: it binds again
+        let c = g.start(2.0, &[fast], 1e6);
+        g.set_slack(fast, false);
+        g.resolve(2.0, &mut out);
+        g.assert_valid();
+        assert_eq!((g.rate(a), g.rate(c)), (10.0, 30.0));
+    }
+}
