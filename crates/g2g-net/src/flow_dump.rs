@@ -53,11 +53,12 @@ impl FlowDump {
         FlowDump { out: Some(BufWriter::with_capacity(1 << 20, f)), written: 0, slack: Vec::new() }
     }
 
-    pub(crate) fn start(&mut self, caps: &[f64], now: Time, id: u32, links: &[LinkId], bytes: f64) {
+    /// A flow starts (`cap(l)`: link l's capacity, read only for links not written yet).
+    pub(crate) fn start(&mut self, cap: impl Fn(usize) -> f64, now: Time, id: u32, links: &[LinkId], bytes: f64) {
         let Some(out) = self.out.as_mut() else { return };
         let top = links.iter().map(|&l| l as usize + 1).max().unwrap_or(0);
         while self.written < top {
-            writeln!(out, "L {} {:e}", self.written, caps[self.written]).expect("flow dump");
+            writeln!(out, "L {} {:e}", self.written, cap(self.written)).expect("flow dump");
             self.written += 1;
         }
         write!(out, "S {now} {id} {bytes:e}").expect("flow dump");
@@ -117,7 +118,7 @@ mod tests {
         let caps = [12.5, 25.0, 50.0];
         {
             let mut d = FlowDump::to(&path);
-            d.start(&caps, 100, 7, &[1], 4096.0);
+            d.start(|l| caps[l], 100, 7, &[1], 4096.0);
             // links 0 and 2 slack, 1 not: word 0b101; then link 0 binds (0b100)
             d.resolve(100, &[0b101], |l| caps.get(l).copied());
             d.finish(7);

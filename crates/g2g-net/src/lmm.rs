@@ -1249,8 +1249,8 @@ impl FlowNet {
         self.active_flows += 1;
         #[cfg(feature = "flow-dump")]
         {
-            let caps: Vec<f64> = self.links.iter().map(|l| l.cap).collect();
-            self.dump.start(&caps, dump_at.0, id, links, dump_at.1);
+            let all = &self.links;
+            self.dump.start(|l| all[l].cap, dump_at.0, id, links, dump_at.1);
         }
         id
     }
