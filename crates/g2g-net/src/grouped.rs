@@ -58,7 +58,11 @@ struct Group {
     /// the clock: bytes each member has moved, as of time `t` (ns)
     s: f64,
     t: f64,
+    /// its completion event's generation: an event of another is stale
     version: u32,
+    /// the finish (ns) its pending completion event is set for, or infinity: a solve that leaves
+    /// its finish at or after it sets none (the event re-arms when it fires: `due`)
+    pend: f64,
     /// (target, flow, epoch), least first; entries of flows that left are dropped when met
     ends: BinaryHeap<Reverse<(u64, u32, u32)>>,
 }
@@ -82,6 +86,16 @@ pub struct GroupEnd {
     pub flow: u32,
     pub finish_ns: f64,
     pub version: u32,
+}
+
+/// What a group's completion event finds (`GroupNet::due`)
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum GroupDue {
+    Stale,
+    /// its least-target member is not done: its finish, ns
+    Later(f64),
+    /// this member is done: `finish` it
+    Done(u32),
 }
 
 /// Flows over links, rated by exact max-min over groups (module docs).
@@ -195,6 +209,7 @@ impl GroupNet {
         g.t = t;
         g.key = key;
         g.ends.clear();
+        g.pend = f64::INFINITY;
         gid
     }
 
@@ -440,6 +455,32 @@ impl GroupNet {
         }
     }
 
+    /// What group `gid`'s completion event of `version` finds at `now` (ns): its least-target
+    /// member has moved its bytes (to a thousandth of a ns at its rate), or the group will end
+    /// one later (the event re-arms there), or the event is stale (an earlier one was set since,
+    /// or the group was freed).
+    pub fn due(&mut self, gid: u32, version: u32, now: f64) -> GroupDue {
+        let g = &self.groups[gid as usize];
+        if !g.live || g.version != version {
+            return GroupDue::Stale;
+        }
+        let Some((f, finish_ns)) = self.next_end(gid) else {
+            self.groups[gid as usize].pend = f64::INFINITY;
+            return GroupDue::Stale;
+        };
+        let g = &mut self.groups[gid as usize];
+        let target = self.flows[f as usize].target;
+        let left = target - (g.s + g.rate * (now - g.t));
+        if left <= g.rate * 1e-3 + 1e-12 * target.abs() {
+            g.pend = f64::INFINITY;
+            GroupDue::Done(f)
+        } else {
+            // the group was slowed down (or its least member left): the event re-arms
+            g.pend = finish_ns;
+            GroupDue::Later(finish_ns)
+        }
+    }
+
     /// A flow's rate, bytes per ns.
     pub fn rate(&self, f: u32) -> f64 {
         self.groups[self.flows[f as usize].group as usize].rate
@@ -565,10 +606,14 @@ impl GroupNet {
                 self.counts.rerated_groups += 1;
                 self.counts.rerated_flows += g.members.len() as u64;
             }
-            g.version = g.version.wrapping_add(1);
-            let version = g.version;
+            // a new event only where the finish moved before the pending one
             if let Some((flow, finish_ns)) = self.next_end(gid) {
-                out.push(GroupEnd { group: gid, flow, finish_ns, version });
+                let g = &mut self.groups[gid as usize];
+                if finish_ns < g.pend {
+                    g.version = g.version.wrapping_add(1);
+                    g.pend = finish_ns;
+                    out.push(GroupEnd { group: gid, flow, finish_ns, version: g.version });
+                }
             }
         }
         self.u = u;
@@ -946,12 +991,19 @@ mod tests {
         let (first, t) =
             out.iter().map(|e| (e.flow, e.finish_ns)).fold((NONE, f64::INFINITY), |x, y| if y.1 < x.1 { y } else { x });
         assert_eq!((first, t), (a, 200.0));
+        // a's event fires: done; b's is stale-free (its finish is later: no new event for it)
+        let ea = out.iter().find(|e| e.flow == a).copied().expect("a's group's event");
+        assert_eq!(g.due(ea.group, ea.version, 200.0), GroupDue::Done(a));
         g.finish(a, 200.0);
         out.clear();
         g.resolve(200.0, &mut out);
         // b moved 1000 bytes at 5, has 2000 left at 10: ends at 400
         assert_eq!(out.len(), 1);
         assert_eq!((out[0].flow, out[0].finish_ns), (b, 400.0));
+        // an early look finds it not done, and re-arms at its finish
+        assert_eq!(g.due(out[0].group, out[0].version, 300.0), GroupDue::Later(400.0));
+        assert_eq!(g.due(out[0].group, out[0].version.wrapping_sub(1), 400.0), GroupDue::Stale);
+        assert_eq!(g.due(out[0].group, out[0].version, 400.0), GroupDue::Done(b));
         assert_eq!(g.rate(b), 10.0);
     }
 

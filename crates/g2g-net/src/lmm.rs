@@ -971,6 +971,9 @@ pub struct FlowNet {
     turned_slack: Vec<LinkId>,
     #[cfg(feature = "flow-dump")]
     dump: crate::flow_dump::FlowDump,
+    /// sharing `max-min-grouped` (for study): the grouped solve's net and the flows' tokens and
+    /// latencies, behind the completion calls (`completion.rs`)
+    pub(crate) grouped: Option<Box<crate::completion::Grouped>>,
 }
 
 impl FlowNet {
@@ -1036,6 +1039,11 @@ impl FlowNet {
 
     pub fn link_bw(&self, l: LinkId) -> f64 {
         self.links[l as usize].cap * 1e9
+    }
+
+    /// A link's capacity, bytes per ns (as the solves see it).
+    pub(crate) fn link_cap(&self, l: usize) -> f64 {
+        self.links[l].cap
     }
 
     /// Multiplies one link's capacity (what-ifs such as NIC bandwidth scaling).
@@ -2792,6 +2800,11 @@ pub enum Sharing {
     /// capacity left by flows limited elsewhere to the others: never oversubscribes a link, may
     /// under-use it; a change only touches the flows on the changed flow's links
     Bottleneck,
+    /// for study (issue 27), not a model users choose (no machine file or Python call takes it,
+    /// only `g2gsim-core --sharing`): exact max-min by the grouped solve (`grouped.rs`), one
+    /// completion event per group; f64 rates, so finish times may differ from `max-min`'s by a
+    /// few ns
+    MaxMinGrouped,
 }
 
 impl Sharing {
@@ -2801,12 +2814,17 @@ impl Sharing {
     pub fn parse(s: &str) -> Option<Sharing> {
         Sharing::ALL.into_iter().find(|m| m.name() == s)
     }
+    /// `parse`, and the models for study (`MaxMinGrouped`): the benchmark binary's `--sharing`.
+    pub fn parse_study(s: &str) -> Option<Sharing> {
+        Sharing::parse(s).or((s == Sharing::MaxMinGrouped.name()).then_some(Sharing::MaxMinGrouped))
+    }
     /// The name `parse` reads (also the reports' `sharing`).
     pub fn name(self) -> &'static str {
         match self {
             Sharing::MaxMin => "max-min",
             Sharing::MaxMinFull => "max-min-full",
             Sharing::Bottleneck => "bottleneck",
+            Sharing::MaxMinGrouped => "max-min-grouped",
         }
     }
 }

@@ -53,7 +53,7 @@ fn main() {
             }
             "--sharing" => {
                 i += 1;
-                opt.sharing = g2g_net::lmm::Sharing::parse(args.get(i).map(|s| s.as_str()).unwrap_or(""));
+                opt.sharing = g2g_net::lmm::Sharing::parse_study(args.get(i).map(|s| s.as_str()).unwrap_or(""));
             }
             "--json" => json = true,
             a => {
