@@ -495,13 +495,8 @@ mod tests {
     /// events.
     #[test]
     fn the_grouped_solve_ends_flows_when_max_min_does() {
-        let mut x = 0x2545_f491_4f6c_dd1du64;
-        let mut below = |n: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % n
-        };
+        let mut rng = crate::lmm::tests::Xs(0x2545_f491_4f6c_dd1d);
+        let mut below = |n: u64| rng.below(n);
         let caps: Vec<f64> = (0..24).map(|i| [10e9, 12.5e9, 25e9][i % 3]).collect();
         let starts: Vec<(Time, Vec<LinkId>, f64)> = (0..600)
             .map(|i| {

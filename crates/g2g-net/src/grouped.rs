@@ -886,21 +886,8 @@ impl GroupNet {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lmm::tests::{random_path, Xs};
     use crate::lmm::{FlowNet, Reschedule, Sharing};
-
-    /// xorshift64*
-    struct Xs(u64);
-    impl Xs {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 >> 12;
-            self.0 ^= self.0 << 25;
-            self.0 ^= self.0 >> 27;
-            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-        }
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n
-        }
-    }
 
     fn compare(g: &GroupNet, f: &FlowNet, ids: &[(u32, u32)], what: &str) {
         for &(gi, fi) in ids {
@@ -943,14 +930,7 @@ mod tests {
                     f.finish(fi);
                 }
                 for _ in 0..nstart {
-                    let len = 1 + rng.below(4) as usize;
-                    let mut p: Vec<u32> = Vec::new();
-                    while p.len() < len.min(nlinks as usize) {
-                        let l = rng.below(nlinks as u64) as u32;
-                        if !p.contains(&l) {
-                            p.push(l);
-                        }
-                    }
+                    let p = random_path(&mut rng, nlinks as usize);
                     let bytes = 1e6;
                     let gi = g.start(now as f64, &p, bytes);
                     let fi = f.start(now, &p, bytes, 0);

@@ -2830,7 +2830,7 @@ impl Sharing {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn run(net: &mut FlowNet, now: Time) -> Vec<Reschedule> {
@@ -3024,7 +3024,8 @@ mod tests {
         slack
     }
 
-    struct Xs(u64);
+    /// xorshift64: the random cases of this crate's tests
+    pub(crate) struct Xs(pub(crate) u64);
     impl Xs {
         fn next(&mut self) -> u64 {
             self.0 ^= self.0 << 13;
@@ -3032,13 +3033,13 @@ mod tests {
             self.0 ^= self.0 << 17;
             self.0
         }
-        fn below(&mut self, n: u64) -> u64 {
+        pub(crate) fn below(&mut self, n: u64) -> u64 {
             self.next() % n
         }
     }
 
     /// 1 to 4 distinct links out of `nlinks`, in random order (a flow's path).
-    fn random_path(rng: &mut Xs, nlinks: usize) -> Vec<LinkId> {
+    pub(crate) fn random_path(rng: &mut Xs, nlinks: usize) -> Vec<LinkId> {
         let len = (1 + rng.below(4) as usize).min(nlinks);
         distinct_links(rng, nlinks, len)
     }
