@@ -11,6 +11,12 @@ and makes the exit status 1.  Traces are generated into ``--trace-dir`` the firs
     python3 bench/speed/same_results.py /tmp/core-ref target/release/g2gsim-core
     # exact max-min, incremental against the whole-component reference, one build:
     python3 bench/speed/same_results.py --ref-sharing max-min-full target/release/g2gsim-core target/release/g2gsim-core
+    # the grouped solve (issue 27, for study) against the whole-component reference:
+    python3 bench/speed/same_results.py --ref-sharing max-min-full --cand-sharing max-min-grouped \
+        target/release/g2gsim-core target/release/g2gsim-core
+
+A run that differs also prints how far apart the two run times are (``total_time_s``), and the
+last line the worst of them.
 """
 from __future__ import annotations
 
@@ -106,10 +112,14 @@ def main(argv=None) -> int:
                     help="run the reference with this network.sharing on the machines that keep their "
                          "preset's sharing (not the '+bottleneck' ones): e.g. the same build with "
                          "max-min-full, to check the incremental max-min against the whole-component solve")
+    ap.add_argument("--cand-sharing", choices=["max-min", "max-min-full", "max-min-grouped", "bottleneck"],
+                    help="run the candidate with this network.sharing, on the same machines as "
+                         "--ref-sharing (max-min-grouped: g2gsim-core's study option)")
     a = ap.parse_args(argv)
     a.trace_dir.mkdir(parents=True, exist_ok=True)
     bad = 0
     n = 0
+    worst = (0.0, "")
     for gen, ranks, params in CASES:
         trace = generate(a.trace_dir, gen, ranks, params)
         for machine in MACHINES:
@@ -117,20 +127,27 @@ def main(argv=None) -> int:
             for mode in MODES:
                 ref_extra = ["--sharing", a.ref_sharing] if a.ref_sharing and "+" not in machine else []
                 ref = run(a.reference, trace, toml, mode, ref_extra)
-                cand = run(a.candidate, trace, toml, mode, [])
+                cand_extra = ["--sharing", a.cand_sharing] if a.cand_sharing and "+" not in machine else []
+                cand = run(a.candidate, trace, toml, mode, cand_extra)
                 # the model that ran is said in the report (`sharing`): the one asked of the
                 # reference differs by design, and a reference from before the field has none
-                if ref_extra or "sharing" not in ref:
+                if ref_extra or cand_extra or "sharing" not in ref:
                     ref.pop("sharing", None)
                     cand.pop("sharing", None)
                 d = diff(ref, cand)
                 n += 1
                 if d:
                     bad += 1
-                    print(f"DIFF {gen}-{ranks} {machine} {mode}:")
+                    case = f"{gen}-{ranks} {machine} {mode}"
+                    t_ref, t_cand = ref.get("total_time_s"), cand.get("total_time_s")
+                    rel = abs(t_cand - t_ref) / t_ref if t_ref and t_cand is not None else math.inf
+                    worst = max(worst, (rel, case))
+                    print(f"DIFF {case} (total_time_s {rel:.2e} apart):")
                     for line in d[:8]:
                         print("   ", line)
     print(f"{n - bad} of {n} runs identical")
+    if bad:
+        print(f"worst total_time_s difference: {worst[0]:.3e} (relative), {worst[1]}")
     return 1 if bad else 0
 
 

@@ -69,7 +69,9 @@ pub struct EngineStat {
     /// those that gave way to a whole-component solve (how far the changes cascaded: one round
     /// is a change settled at once)
     pub flow_solve_rounds: u64,
-    /// flows given a new rate (and finish time) by the solves
+    /// flows given a new rate (and finish time) by the solves (max-min-grouped: the members of
+    /// the groups its solves re-rated; its rounds are in `flow_solve_rounds`, and the flows its
+    /// solves moved between groups in `flow_bottleneck_moves`)
     pub flow_rerates: u64,
     /// exact max-min: of those, the ones re-rated by incremental solves, and the distinct
     /// bottleneck links of each such solve's re-rated flows, summed (their ratio: how many flows

@@ -163,6 +163,11 @@ impl State<'_> {
                     self.xfers.need_resolve(&mut self.q);
                     let (x, s) = Transfers::of_token(token);
                     self.q.push_in(latency_ns, Ev::StageDone(x, s));
+                    let now = self.q.now();
+                    while let Some((token, latency_ns)) = self.m.net.also_finished(now) {
+                        let (x, s) = Transfers::of_token(token);
+                        self.q.push_in(latency_ns, Ev::StageDone(x, s));
+                    }
                 }
             },
             Ev::Resolve => {

@@ -160,11 +160,13 @@ pub(crate) fn engine_stat(
         messages: stats.p2p_msgs + stats.coll_msgs,
         flow_solves: net.solves,
         flow_solves_component: net.component_solves,
-        flow_solve_rounds: net.incremental_rounds,
-        flow_rerates: net.rerates,
+        // max-min-grouped: its solves' rounds, the members of the groups they re-rated, and the
+        // flows they moved between groups
+        flow_solve_rounds: net.grouped_counts().map_or(net.incremental_rounds, |c| c.rounds),
+        flow_rerates: net.grouped_counts().map_or(net.rerates, |c| c.rerated_flows),
         flow_rerates_incremental: net.incremental_rerates,
         flow_rerate_bottlenecks: net.rerate_bottlenecks,
-        flow_bottleneck_moves: net.bottleneck_moves,
+        flow_bottleneck_moves: net.grouped_counts().map_or(net.bottleneck_moves, |c| c.moves),
         peak_flows: stats.peak_flows,
         links,
         build: build_kind(),

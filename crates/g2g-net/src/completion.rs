@@ -11,6 +11,8 @@
 //! one of the ~128 flows of its NIC ends, dozens of times; each speed-up set an event, and the
 //! one it replaced was delivered stale (1,024 ranks: 38 M of 51 M events).  Fewer events than one
 //! per re-rating, same completion times.
+use smallvec::SmallVec;
+
 use crate::grouped::{GroupDue, GroupEnd, GroupNet};
 use crate::lmm::{Completion, FlowId, FlowNet, Reschedule, Sharing};
 use crate::topology::LinkId;
@@ -60,6 +62,13 @@ pub(crate) struct Grouped {
     token: Vec<u64>,
     lat: Vec<Time>,
     ends: Vec<GroupEnd>,
+    /// per flow, its slack bounds' record (`FlowNet::bounds_join`)
+    doms: Vec<(u64, u64)>,
+    /// links whose slackness a start or an end changed (scratch)
+    turned: Vec<(LinkId, bool)>,
+    /// the group whose event finished a member at this instant, until `also_finished` has
+    /// ended the group's other members done by then
+    draining: Option<u32>,
 }
 
 /// A finish in f64 ns as an event time: the next whole ns, not before `now`
@@ -74,18 +83,44 @@ impl FlowNet {
         while g.net.num_links() < self.num_links() {
             let l = g.net.num_links();
             g.net.add_link(self.link_cap(l));
+            // the bounds that make a link slack are this net's (`Pot`, `Dom`): an empty link is
+            g.net.set_slack(l as u32, self.is_slack(l as LinkId));
+        }
+        // the slack links, as max-min's start finds them: out of the grouped counts
+        g.turned.clear();
+        let doms = self.bounds_join(links, &mut g.turned);
+        for &(l, slack) in &g.turned {
+            g.net.set_slack(l, slack);
         }
         let f = g.net.start(now as f64, links, bytes);
         let i = f as usize;
         if g.token.len() <= i {
             g.token.resize(i + 1, 0);
             g.lat.resize(i + 1, 0);
+            g.doms.resize(i + 1, (0, 0));
         }
         g.token[i] = token;
         g.lat[i] = latency_ns;
+        g.doms[i] = doms;
         self.grouped = Some(g);
         self.active_flows += 1;
         f
+    }
+
+    /// Ends grouped flow `flow` at `now` (`g` is `self.grouped`, taken out): its links' slack
+    /// bounds as max-min's `finish` leaves them, then the flow out of the grouped net.  Returns
+    /// its token and latency.
+    fn grouped_end(&mut self, g: &mut Grouped, flow: u32, now: Time) -> (u64, Time) {
+        g.turned.clear();
+        let links: SmallVec<[LinkId; 8]> = SmallVec::from_slice(g.net.flow_links(flow));
+        let net = &g.net;
+        self.bounds_leave(&links, g.doms[flow as usize], |l| net.flows_on(l) - 1, &mut g.turned);
+        g.net.finish(flow, now as f64);
+        for &(l, slack) in &g.turned {
+            g.net.set_slack(l, slack);
+        }
+        self.active_flows -= 1;
+        (g.token[flow as usize], g.lat[flow as usize])
     }
 
     /// Starts a flow (as `start`) whose data pays `latency_ns` after it has moved (its stage's
@@ -160,20 +195,46 @@ impl FlowNet {
         }
     }
 
+    /// Under `max-min-grouped`, what the grouped solves did (for the report's engine block).
+    pub fn grouped_counts(&self) -> Option<&crate::grouped::GroupCounts> {
+        self.grouped.as_ref().map(|g| &g.net.counts)
+    }
+
+    /// After a `Due::Finished`: another flow that the same event finishes at `now` (its token and
+    /// latency, as `Due::Finished`'s), until none.  Only under `max-min-grouped`, where one event
+    /// stands for a group: its members done at the same instant all end before the next solve,
+    /// as the per-flow models' flows do (one event each).  Call it until it gives none.
+    #[inline]
+    pub fn also_finished(&mut self, now: Time) -> Option<(u64, Time)> {
+        let gid = self.grouped.as_ref()?.draining?;
+        let mut g = self.grouped.take()?;
+        let out = match g.net.also_done(gid, now as f64) {
+            Some(flow) => Some(self.grouped_end(&mut g, flow, now)),
+            None => {
+                g.draining = None;
+                None
+            }
+        };
+        self.grouped = Some(g);
+        out
+    }
+
     /// The completion event `(flow, gen)` fires at `now`: stale, due later, or the flow finished
     /// (removed from the network; call `resolve_completions` before time moves on).
     #[inline]
     pub fn completion_due(&mut self, f: FlowId, gen: u32, now: Time) -> Due {
-        if let Some(g) = self.grouped.as_mut() {
-            return match g.net.due(f, gen, now as f64) {
+        if let Some(mut g) = self.grouped.take() {
+            let due = match g.net.due(f, gen, now as f64) {
                 GroupDue::Stale => Due::Stale,
                 GroupDue::Later(finish_ns) => Due::Later { at: event_ns(finish_ns, now + 1), gen },
                 GroupDue::Done(flow) => {
-                    g.net.finish(flow, now as f64);
-                    self.active_flows -= 1;
-                    Due::Finished { token: g.token[flow as usize], latency_ns: g.lat[flow as usize] }
+                    g.draining = Some(f);
+                    let (token, latency_ns) = self.grouped_end(&mut g, flow, now);
+                    Due::Finished { token, latency_ns }
                 }
             };
+            self.grouped = Some(g);
+            return due;
         }
         // superseded by an earlier one: told by the dense table, without the flow's record
         if gen != self.gens[f as usize] {
@@ -441,7 +502,7 @@ mod tests {
 
     /// An event-driven run: flows started at given times (`(t, links, bytes)`, token = index),
     /// every completion delivered; returns each token's end time.
-    fn drive(sharing: Sharing, caps: &[f64], starts: &[(Time, Vec<LinkId>, f64)]) -> (Vec<Time>, u64) {
+    fn drive(sharing: Sharing, caps: &[f64], starts: &[(Time, Vec<LinkId>, f64)]) -> (Vec<Time>, u64, u64) {
         use std::cmp::Reverse;
         use std::collections::BinaryHeap;
         let mut net = FlowNet::new();
@@ -472,7 +533,12 @@ mod tests {
                         seq += 1;
                         continue;
                     }
-                    Due::Finished { token, .. } => end[token as usize] = now,
+                    Due::Finished { token, .. } => {
+                        end[token as usize] = now;
+                        while let Some((token, _)) = net.also_finished(now) {
+                            end[token as usize] = now;
+                        }
+                    }
                 }
             }
             // one solve per instant, after its last event
@@ -486,7 +552,7 @@ mod tests {
             }
         }
         assert_eq!(net.active_flows, 0);
-        (end, events)
+        (end, events, net.solves)
     }
 
     /// `max-min-grouped` (the grouped solve behind the completion calls) ends the flows when
@@ -506,10 +572,10 @@ mod tests {
                 (i as Time * 200 + below(150), links, 4096.0 * (1 + below(64)) as f64)
             })
             .collect();
-        let (want, ev_flow) = drive(Sharing::MaxMin, &caps, &starts);
-        let (got, ev_group) = drive(Sharing::MaxMinGrouped, &caps, &starts);
+        let (want, ev_flow, _) = drive(Sharing::MaxMin, &caps, &starts);
+        let (got, ev_group, _) = drive(Sharing::MaxMinGrouped, &caps, &starts);
         let nudged: Vec<(Time, Vec<LinkId>, f64)> = starts.iter().map(|(t, l, b)| (*t, l.clone(), b + 1.0)).collect();
-        let (near, _) = drive(Sharing::MaxMin, &caps, &nudged);
+        let (near, _, _) = drive(Sharing::MaxMin, &caps, &nudged);
         assert!(got.iter().all(|&t| t != Time::MAX), "a flow never ended");
         let spread = |other: &[Time]| {
             let mut d: Vec<u64> = want.iter().zip(other).map(|(a, b)| a.abs_diff(*b)).collect();
@@ -526,5 +592,52 @@ mod tests {
         assert!(g50 <= 2 * n50 + 5 && g90 <= 10 * n90 + 20 && gmax <= 4 * nmax + 100, "grouped ends too far off");
         assert!(bias.abs() <= 5.0, "grouped ends biased by {bias} ns");
         assert!(ev_group < ev_flow, "events: grouped {ev_group}, per flow {ev_flow}");
+    }
+
+    /// Flows of one group that end at the same ns all end before the next solve, as the per-flow
+    /// net's do: an all-to-all's equal messages on one bottleneck end together, and one solve
+    /// per member instead would solve as many times as the group has members.
+    #[test]
+    fn a_groups_members_ending_together_take_one_solve() {
+        // 8 equal flows on link 0, starting together; 8 more at another instant on link 1
+        let caps = [10e9, 10e9];
+        let mut starts: Vec<(Time, Vec<LinkId>, f64)> = (0..8).map(|_| (0, vec![0], 65536.0)).collect();
+        starts.extend((0..8).map(|_| (1000, vec![1], 32768.0)));
+        let (want, _, solves_flow) = drive(Sharing::MaxMin, &caps, &starts);
+        let (got, _, solves_group) = drive(Sharing::MaxMinGrouped, &caps, &starts);
+        assert_eq!(got, want);
+        assert!(want[..8].iter().all(|&t| t == want[0]) && want[8..].iter().all(|&t| t == want[8]));
+        // one solve per instant with a change (max-min counts those with flows to rate)
+        assert!(solves_flow <= 4, "{solves_flow} solves");
+        assert_eq!(solves_group, solves_flow);
+    }
+
+    /// Under `max-min-grouped` the links that max-min's bounds make slack are slack in the
+    /// grouped net too (out of its groups' counts: a fat-tree's upper links behind the NICs
+    /// would otherwise be counted and filled in every solve), and back when they can bind.
+    #[test]
+    fn grouped_flows_leave_slack_links_out_of_their_counts() {
+        let mut net = FlowNet::new();
+        net.sharing = Sharing::MaxMinGrouped;
+        // a slow link 0 in front of a fast link 1; link 2 as fast as 1, by itself
+        for c in [10e9, 25e9, 25e9] {
+            net.add_link(c);
+        }
+        let mut scratch = Vec::new();
+        let a = net.start_with_latency(0, &[0, 1], 1e6, 0, 0);
+        net.resolve_completions(0, &mut scratch, |_, _, _| {});
+        let g = &net.grouped.as_ref().expect("the grouped net").net;
+        assert!(g.is_slack(1) && !g.is_slack(0), "link 1 is behind the slower link 0");
+        // flows on link 1 alone can saturate it: it binds again
+        let _b = net.start_with_latency(0, &[1, 2], 1e6, 1, 0);
+        let _c = net.start_with_latency(0, &[1, 2], 1e6, 2, 0);
+        net.resolve_completions(0, &mut scratch, |_, _, _| {});
+        let g = &net.grouped.as_ref().expect("the grouped net").net;
+        assert!(!g.is_slack(1), "link 1 can bind with three flows");
+        // 25 GB/s shared by three flows (link 0's 10 does not hold the first back)
+        for f in [a, 1, 2] {
+            assert!((g.rate(f) - 25.0 / 3.0).abs() < 1e-9, "flow {f}: rate {}", g.rate(f));
+        }
+        g.assert_valid();
     }
 }

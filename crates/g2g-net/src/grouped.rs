@@ -52,9 +52,9 @@ struct Group {
     rate: f64,
     key: u32,
     members: Vec<u32>,
-    /// binding link -> members crossing it
-    /// (binding link, members crossing it); the link's entry for the group in `lg` names its place
-    cnt: Vec<(u32, u32)>,
+    /// (binding link, members crossing it, the group's place in the link's `lg`); the link's
+    /// entry for the group names this one's place back
+    cnt: Vec<(u32, u32, u32)>,
     /// the clock: bytes each member has moved, as of time `t` (ns)
     s: f64,
     t: f64,
@@ -270,37 +270,56 @@ impl GroupNet {
             if self.slack[l as usize] {
                 continue;
             }
-            self.unbump(gid, l, 1);
             self.load[l as usize] -= rate;
+            self.unbump(gid, l, 1);
+        }
+    }
+
+    /// Group gid's entry for link l: (its place in `lg[l]`, its place in the group's `cnt`), found
+    /// in the shorter of the two lists (a NIC's link carries many groups; a group keyed at a NIC
+    /// counts many links).
+    #[inline]
+    fn entry(&self, gid: u32, l: u32) -> Option<(usize, usize)> {
+        let v = &self.lg[l as usize];
+        let c = &self.groups[gid as usize].cnt;
+        if c.len() <= v.len() {
+            c.iter().position(|e| e.0 == l).map(|p| (c[p].2 as usize, p))
+        } else {
+            lg_find(v, gid).map(|i| (i, v[i].2 as usize))
         }
     }
 
     /// `by` more of group gid's members cross link l.
     fn bump(&mut self, gid: u32, l: u32, by: u32) {
-        let v = &mut self.lg[l as usize];
-        let g = &mut self.groups[gid as usize];
-        match lg_find(v, gid) {
-            Some(i) => {
-                v[i].1 += by;
-                g.cnt[v[i].2 as usize].1 += by;
+        match self.entry(gid, l) {
+            Some((i, p)) => {
+                self.lg[l as usize][i].1 += by;
+                self.groups[gid as usize].cnt[p].1 += by;
             }
             None => {
+                let v = &mut self.lg[l as usize];
+                let g = &mut self.groups[gid as usize];
                 v.push((gid, by, g.cnt.len() as u32));
-                g.cnt.push((l, by));
+                g.cnt.push((l, by, (v.len() - 1) as u32));
             }
         }
     }
 
     /// `by` fewer of group gid's members cross link l.
     fn unbump(&mut self, gid: u32, l: u32, by: u32) {
+        let (i, pos) = self.entry(gid, l).expect("a group on its members' links");
         let v = &mut self.lg[l as usize];
-        let i = lg_find(v, gid).expect("a group on its members' links");
         v[i].1 -= by;
-        let pos = v[i].2 as usize;
-        let g = &mut self.groups[gid as usize];
-        g.cnt[pos].1 -= by;
+        self.groups[gid as usize].cnt[pos].1 -= by;
         if v[i].1 == 0 {
             v.swap_remove(i);
+            if i < v.len() {
+                let (h, _, hp) = v[i];
+                self.groups[h as usize].cnt[hp as usize].2 = i as u32;
+            } else if v.is_empty() {
+                // no flow left on it: its load is zero, not what the sums' rounding left
+                self.load[l as usize] = 0.0;
+            }
             self.drop_cnt(gid, pos);
         }
     }
@@ -310,10 +329,8 @@ impl GroupNet {
         let g = &mut self.groups[gid as usize];
         g.cnt.swap_remove(pos);
         if pos < g.cnt.len() {
-            let moved = g.cnt[pos].0;
-            let w = &mut self.lg[moved as usize];
-            let j = lg_find(w, gid).expect("a group on its counted links");
-            w[j].2 = pos as u32;
+            let (moved, _, at) = g.cnt[pos];
+            self.lg[moved as usize][at as usize].2 = pos as u32;
         }
     }
 
@@ -342,6 +359,50 @@ impl GroupNet {
         self.flows[f as usize].target = self.groups[dst as usize].s + left;
         self.attach(dst, f);
         self.counts.moves += 1;
+    }
+
+    /// All of g's members join `dst` (as `move_flow` each, in flow order), its counts added to
+    /// dst's link by link: a group's entry per link moves once, not once per member crossing it.
+    fn merge_into(&mut self, g: u32, dst: u32, movers: &mut Vec<u32>) {
+        let now = self.now;
+        self.advance(g, now);
+        self.advance(dst, now);
+        movers.clear();
+        movers.extend_from_slice(&self.groups[g as usize].members);
+        movers.sort_unstable();
+        let (gs, ds) = (self.groups[g as usize].s, self.groups[dst as usize].s);
+        for &f in movers.iter() {
+            let fl = &mut self.flows[f as usize];
+            fl.target = ds + (fl.target - gs);
+            fl.group = dst;
+            fl.epoch = fl.epoch.wrapping_add(1);
+            let d = &mut self.groups[dst as usize];
+            fl.mpos = d.members.len() as u32;
+            d.members.push(f);
+            d.ends.push(Reverse((ordered_bits(fl.target), f, fl.epoch)));
+        }
+        self.counts.moves += movers.len() as u64;
+        let cnt = std::mem::take(&mut self.groups[g as usize].cnt);
+        let dr = self.groups[dst as usize].rate - self.groups[g as usize].rate;
+        for &(l, k, at) in &cnt {
+            let v = &mut self.lg[l as usize];
+            let at = at as usize;
+            v.swap_remove(at);
+            if at < v.len() {
+                let (h, _, hp) = v[at];
+                self.groups[h as usize].cnt[hp as usize].2 = at as u32;
+            }
+            self.bump(dst, l, k);
+            self.load[l as usize] += k as f64 * dr;
+        }
+        let gg = &mut self.groups[g as usize];
+        gg.cnt = cnt;
+        gg.cnt.clear();
+        gg.members.clear();
+        let n = self.groups[dst as usize].members.len();
+        if self.groups[dst as usize].ends.len() > 2 * n + 16 {
+            self.compact_ends(dst);
+        }
     }
 
     /// The group's next completion: its least target's (flow, time), or none at rate 0.
@@ -468,17 +529,51 @@ impl GroupNet {
             self.groups[gid as usize].pend = f64::INFINITY;
             return GroupDue::Stale;
         };
-        let g = &mut self.groups[gid as usize];
-        let target = self.flows[f as usize].target;
-        let left = target - (g.s + g.rate * (now - g.t));
-        if left <= g.rate * 1e-3 + 1e-12 * target.abs() {
-            g.pend = f64::INFINITY;
+        if self.is_done(gid, f, now) {
+            self.groups[gid as usize].pend = f64::INFINITY;
             GroupDue::Done(f)
         } else {
             // the group was slowed down (or its least member left): the event re-arms
-            g.pend = finish_ns;
+            self.groups[gid as usize].pend = finish_ns;
             GroupDue::Later(finish_ns)
         }
+    }
+
+    /// Member `f` of group `gid` has moved its bytes by `now` (to a thousandth of a ns at the
+    /// group's rate).
+    fn is_done(&self, gid: u32, f: u32, now: f64) -> bool {
+        let g = &self.groups[gid as usize];
+        let target = self.flows[f as usize].target;
+        let left = target - (g.s + g.rate * (now - g.t));
+        left <= g.rate * 1e-3 + 1e-12 * target.abs()
+    }
+
+    /// After a `Done` of group `gid` and the member's `finish`: another member of the group that
+    /// is done at `now` too (its next least target), to finish before the next solve; none when
+    /// the group has gone or its next member ends later.  Members that end at the same instant
+    /// then end in one solve, as the per-flow net's do (each has its own event there, all due
+    /// before the solve).
+    pub fn also_done(&mut self, gid: u32, now: f64) -> Option<u32> {
+        if !self.groups[gid as usize].live {
+            return None;
+        }
+        let (f, _) = self.next_end(gid)?;
+        self.is_done(gid, f, now).then_some(f)
+    }
+
+    /// Is link l slack (out of every group's counts)?
+    pub fn is_slack(&self, l: u32) -> bool {
+        self.slack[l as usize]
+    }
+
+    /// Flow f's links.
+    pub fn flow_links(&self, f: u32) -> &[u32] {
+        &self.flows[f as usize].links
+    }
+
+    /// How many flows cross link l.
+    pub fn flows_on(&self, l: u32) -> usize {
+        self.on[l as usize].len()
     }
 
     /// A flow's rate, bytes per ns.
@@ -517,7 +612,7 @@ impl GroupNet {
             }
             self.add_u(gid);
             buf.clear();
-            for &(l, _) in &self.groups[gid as usize].cnt {
+            for &(l, _, _) in &self.groups[gid as usize].cnt {
                 if self.saturated(l, self.load[l as usize]) {
                     buf.extend(self.lg[l as usize].iter().map(|e| e.0));
                 }
@@ -548,7 +643,7 @@ impl GroupNet {
         for _ in 0..self.rings {
             buf.clear();
             for &gid in &self.u {
-                for &(l, _) in &self.groups[gid as usize].cnt {
+                for &(l, _, _) in &self.groups[gid as usize].cnt {
                     if self.saturated(l, self.load[l as usize]) {
                         buf.extend(
                             self.lg[l as usize].iter().map(|e| e.0).filter(|&h| self.groups[h as usize].key == l),
@@ -599,7 +694,7 @@ impl GroupNet {
             self.counts.flows_in_u += g.members.len() as u64;
             if r != g.rate {
                 let d = r - g.rate;
-                for &(l, n) in &g.cnt {
+                for &(l, n, _) in &g.cnt {
                     self.load[l as usize] += n as f64 * d;
                 }
                 g.rate = r;
@@ -639,7 +734,7 @@ impl GroupNet {
             }
         }
         for &gid in &self.u {
-            for &(l, _) in &self.groups[gid as usize].cnt {
+            for &(l, _, _) in &self.groups[gid as usize].cnt {
                 if self.rmark[l as usize] != rs {
                     self.rmark[l as usize] = rs;
                     self.rl.push(l);
@@ -647,18 +742,24 @@ impl GroupNet {
             }
         }
         self.heap.clear();
+        // what U's groups leave of each link: its capacity less the load of the groups outside U,
+        // that is less its whole load plus U's part of it (U's counts walked once, not every
+        // group on every link: a NIC's link carries many groups keyed elsewhere)
         for i in 0..self.rl.len() {
             let l = self.rl[i] as usize;
-            let (mut fixed, mut n) = (0.0, 0u32);
-            for &(h, k, _) in &self.lg[l] {
-                if self.in_u[h as usize] == self.ustamp {
-                    n += k;
-                } else {
-                    fixed += k as f64 * self.groups[h as usize].rate;
-                }
+            self.rem[l] = self.cap[l] - self.load[l];
+            self.nn[l] = 0;
+        }
+        for &gid in &self.u {
+            let g = &self.groups[gid as usize];
+            for &(l, k, _) in &g.cnt {
+                self.rem[l as usize] += k as f64 * g.rate;
+                self.nn[l as usize] += k;
             }
-            self.rem[l] = self.cap[l] - fixed;
-            self.nn[l] = n;
+        }
+        for i in 0..self.rl.len() {
+            let l = self.rl[i] as usize;
+            let n = self.nn[l];
             if n > 0 {
                 self.heap.push(Reverse((ordered_bits(self.rem[l] / n as f64), l as u32)));
             }
@@ -727,12 +828,7 @@ impl GroupNet {
                 if g == top {
                     continue;
                 }
-                movers.clear();
-                movers.extend_from_slice(&self.groups[g as usize].members);
-                movers.sort_unstable();
-                for &f in &movers {
-                    self.move_flow(f, g, top);
-                }
+                self.merge_into(g, top, &mut movers);
                 self.in_u[g as usize] = 0;
                 unfixed -= 1;
                 self.free_group(g, true);
@@ -740,7 +836,7 @@ impl GroupNet {
             self.fixed_at[top as usize] = round;
             unfixed -= 1;
             let g = &mut self.groups[top as usize];
-            for &(k, m) in &g.cnt {
+            for &(k, m, _) in &g.cnt {
                 let k = k as usize;
                 self.rem[k] -= m as f64 * lam;
                 self.nn[k] -= m;
@@ -862,7 +958,9 @@ impl GroupNet {
         for (l, w) in want.iter().enumerate() {
             let have: Map = self.lg[l].iter().map(|e| (e.0, e.1)).collect();
             for &(h, k, pos) in &self.lg[l] {
-                assert_eq!(self.groups[h as usize].cnt[pos as usize], (l as u32, k), "link {l}: group {h}'s place");
+                let c = self.groups[h as usize].cnt[pos as usize];
+                assert_eq!((c.0, c.1), (l as u32, k), "link {l}: group {h}'s place");
+                assert_eq!(self.lg[l][c.2 as usize].0, h, "group {h}: link {l}'s place");
             }
             assert_eq!(&have, w, "link {l}: group counts");
             let ld: f64 = w.iter().map(|(&h, &k)| k as f64 * self.groups[h as usize].rate).sum();

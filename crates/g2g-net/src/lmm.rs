@@ -1048,6 +1048,9 @@ impl FlowNet {
 
     /// Multiplies one link's capacity (what-ifs such as NIC bandwidth scaling).
     pub fn scale_link(&mut self, l: LinkId, factor: f64) {
+        // max-min-grouped copies the capacities at its first flow (`completion.rs`); the
+        // what-ifs scale before the run (`Machine::scale_network`)
+        debug_assert!(self.grouped.is_none(), "scale_link after a max-min-grouped flow started");
         self.links[l as usize].cap *= factor;
         self.bounds[l as usize].pot.thr = Pot::thr_of(self.links[l as usize].cap);
         if self.active_flows > 0 {
@@ -1261,6 +1264,62 @@ impl FlowNet {
             self.dump.start(|l| all[l].cap, dump_at.0, id, links, dump_at.1);
         }
         id
+    }
+
+    /// `max-min-grouped` (whose flows are not in this net's tables): a flow on `links` joins the
+    /// links' slack bounds, as `start`'s do.  Returns what its end gives back to
+    /// `bounds_leave` (`Ends::doms`); the links whose slackness changed are appended to `turned`
+    /// with their new state.
+    pub(crate) fn bounds_join(&mut self, links: &[LinkId], turned: &mut Vec<(LinkId, bool)>) -> (u64, u64) {
+        let (term, doms) = self.dominators(links);
+        let use_dom = self.uses_dom();
+        let FlowNet { bounds, slack_bits, .. } = self;
+        for (j, &l) in links.iter().enumerate() {
+            let Bounds { pot: p, dom: d } = &mut bounds[l as usize];
+            p.sum = p.sum.wrapping_add(term);
+            d.add(doms.at(links, j), term);
+            let was = slack_in(slack_bits, l as usize);
+            set_slack(slack_bits, l as usize, *p, d, use_dom);
+            let now = slack_in(slack_bits, l as usize);
+            if now != was {
+                turned.push((l, now));
+            }
+        }
+        doms.stored(term)
+    }
+
+    /// `max-min-grouped`: the flow of `bounds_join` leaves its links' bounds; `left(l)` is how
+    /// many flows link `l` keeps without it.  The links whose slackness changed are appended
+    /// to `turned`.
+    pub(crate) fn bounds_leave(
+        &mut self,
+        links: &[LinkId],
+        stored: (u64, u64),
+        left: impl Fn(LinkId) -> usize,
+        turned: &mut Vec<(LinkId, bool)>,
+    ) {
+        let (term, doms) = match stored {
+            (NO_DOMS, _) => self.dominators(links),
+            (t, mask) => (t, Doms::Mask(mask)),
+        };
+        let use_dom = self.uses_dom();
+        let FlowNet { bounds, slack_bits, .. } = self;
+        for (j, &l) in links.iter().enumerate() {
+            let Bounds { pot: p, dom: d } = &mut bounds[l as usize];
+            p.sum = p.sum.wrapping_sub(term);
+            d.remove(doms.at(links, j), term, left(l));
+            let was = slack_in(slack_bits, l as usize);
+            set_slack(slack_bits, l as usize, *p, d, use_dom);
+            let now = slack_in(slack_bits, l as usize);
+            if now != was {
+                turned.push((l, now));
+            }
+        }
+    }
+
+    /// Is link `l` slack now (its bounds below its capacity: no rate can saturate it)?
+    pub(crate) fn is_slack(&self, l: LinkId) -> bool {
+        self.slack(l as usize)
     }
 
     /// Removes a finished flow at `now`.

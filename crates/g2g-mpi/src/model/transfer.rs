@@ -295,6 +295,10 @@ mod tests {
                         x.need_resolve(q);
                         let (t, s) = Transfers::of_token(token);
                         q.push_in(latency_ns, Ev::StageDone(t, s));
+                        while let Some((token, latency_ns)) = net.also_finished(now) {
+                            let (t, s) = Transfers::of_token(token);
+                            q.push_in(latency_ns, Ev::StageDone(t, s));
+                        }
                     }
                 },
                 Ev::Resolve => {
