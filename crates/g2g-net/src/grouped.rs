@@ -135,7 +135,7 @@ pub struct GroupNet {
     rem: Vec<f64>,
     nn: Vec<u32>,
     /// the filling's links by fair share
-    heap: BinaryHeap<Reverse<(u64, u32)>>,
+    heap: LinkHeap,
     ld: Vec<f64>,
     ldmark: Vec<u32>,
     ldstamp: u32,
@@ -145,6 +145,108 @@ pub struct GroupNet {
     /// the commits
     pub phase_ns: [u64; 4],
     pub time_phases: bool,
+}
+
+/// The filling's links by (fair share's bits, link), least first, with each link's place kept so
+/// that a link's share is updated in place: one entry per link, none stale (a fixing moves the
+/// shares of all the links of its group, and a heap of pushed copies grew by as many).
+#[derive(Default)]
+struct LinkHeap {
+    h: Vec<(u64, u32)>,
+    /// per link, its place in `h`, or NONE
+    pos: Vec<u32>,
+}
+
+impl LinkHeap {
+    fn clear(&mut self) {
+        for &(_, l) in &self.h {
+            self.pos[l as usize] = NONE;
+        }
+        self.h.clear();
+    }
+
+    fn peek(&self) -> Option<(u64, u32)> {
+        self.h.first().copied()
+    }
+
+    fn place(&mut self, i: usize) {
+        let l = self.h[i].1;
+        self.pos[l as usize] = i as u32;
+    }
+
+    fn up(&mut self, mut i: usize) {
+        while i > 0 {
+            let p = (i - 1) / 2;
+            if self.h[p] <= self.h[i] {
+                break;
+            }
+            self.h.swap(p, i);
+            self.place(i);
+            i = p;
+        }
+        self.place(i);
+    }
+
+    fn down(&mut self, mut i: usize) {
+        let n = self.h.len();
+        loop {
+            let (a, b) = (2 * i + 1, 2 * i + 2);
+            let mut m = i;
+            if a < n && self.h[a] < self.h[m] {
+                m = a;
+            }
+            if b < n && self.h[b] < self.h[m] {
+                m = b;
+            }
+            if m == i {
+                break;
+            }
+            self.h.swap(m, i);
+            self.place(i);
+            i = m;
+        }
+        self.place(i);
+    }
+
+    /// Link l's key is `key` now (l joins if it was not in).
+    fn set(&mut self, l: u32, key: u64) {
+        match self.pos[l as usize] {
+            NONE => {
+                self.h.push((key, l));
+                self.up(self.h.len() - 1);
+            }
+            i => {
+                let i = i as usize;
+                let old = self.h[i].0;
+                self.h[i].0 = key;
+                if key < old {
+                    self.up(i);
+                } else {
+                    self.down(i);
+                }
+            }
+        }
+    }
+
+    /// Link l leaves (if in).
+    fn remove(&mut self, l: u32) {
+        let i = self.pos[l as usize];
+        if i == NONE {
+            return;
+        }
+        let i = i as usize;
+        self.pos[l as usize] = NONE;
+        let last = self.h.pop().expect("an entry");
+        if i < self.h.len() {
+            let old = self.h[i];
+            self.h[i] = last;
+            if last < old {
+                self.up(i);
+            } else {
+                self.down(i);
+            }
+        }
+    }
 }
 
 /// An f64's bits as a u64 in the f64's order (negatives below positives), for the heap of ends
@@ -179,6 +281,7 @@ impl GroupNet {
         self.nn.push(0);
         self.ld.push(0.0);
         self.ldmark.push(0);
+        self.heap.pos.push(NONE);
         (self.cap.len() - 1) as u32
     }
 
@@ -761,7 +864,7 @@ impl GroupNet {
             let l = self.rl[i] as usize;
             let n = self.nn[l];
             if n > 0 {
-                self.heap.push(Reverse((ordered_bits(self.rem[l] / n as f64), l as u32)));
+                self.heap.set(l as u32, ordered_bits(self.rem[l] / n as f64));
             }
         }
         self.round = self.round.wrapping_add(1).max(1);
@@ -771,15 +874,10 @@ impl GroupNet {
         let mut minority: SmallVec<[u32; 8]> = SmallVec::new();
         let mut movers: Vec<u32> = Vec::new();
         while unfixed > 0 {
-            // the link of least fair share, ties to the lower id (a heap of (share, link); an
-            // entry is stale once the link's share moved or its U flows are all fixed)
-            let (share, l) = loop {
-                let Reverse((bits, l)) = self.heap.pop().expect("a U flow without a link that can bind");
-                let n = self.nn[l as usize];
-                if n > 0 && ordered_bits(self.rem[l as usize] / n as f64) == bits {
-                    break (self.rem[l as usize] / n as f64, l);
-                }
-            };
+            // the link of least fair share, ties to the lower id (it leaves the heap below, with
+            // its U flows all fixed)
+            let (_, l) = self.heap.peek().expect("a U flow without a link that can bind");
+            let share = self.rem[l as usize] / self.nn[l as usize] as f64;
             let lam = share.max(0.0);
             whole.clear();
             minority.clear();
@@ -841,7 +939,9 @@ impl GroupNet {
                 self.rem[k] -= m as f64 * lam;
                 self.nn[k] -= m;
                 if self.nn[k] > 0 {
-                    self.heap.push(Reverse((ordered_bits(self.rem[k] / self.nn[k] as f64), k as u32)));
+                    self.heap.set(k as u32, ordered_bits(self.rem[k] / self.nn[k] as f64));
+                } else {
+                    self.heap.remove(k as u32);
                 }
             }
             g.key = l;
@@ -1041,6 +1141,37 @@ mod tests {
                 g.assert_valid();
                 compare(&g, &f, &live, &format!("seed {seed} step {step} rings {rings}"));
             }
+        }
+    }
+
+    /// The filling's heap keeps one entry per link, least (key, link) first, through random
+    /// sets (keys up and down), removals and clears, as a sorted list of the same entries does.
+    #[test]
+    fn the_link_heap_gives_the_least_key_through_updates() {
+        let mut rng = Xs(0x9e37_79b9_7f4a_7c15);
+        let mut h = LinkHeap { h: vec![], pos: vec![NONE; 64] };
+        let mut want: Vec<Option<u64>> = vec![None; 64];
+        for step in 0..20_000 {
+            let l = rng.below(64) as u32;
+            match rng.below(10) {
+                0..=5 => {
+                    let k = rng.below(50);
+                    h.set(l, k);
+                    want[l as usize] = Some(k);
+                }
+                6..=8 => {
+                    h.remove(l);
+                    want[l as usize] = None;
+                }
+                _ if step % 97 == 0 => {
+                    h.clear();
+                    want.iter_mut().for_each(|w| *w = None);
+                }
+                _ => {}
+            }
+            let least = want.iter().enumerate().filter_map(|(l, k)| k.map(|k| (k, l as u32))).min();
+            assert_eq!(h.peek(), least, "step {step}");
+            assert_eq!(h.h.len(), want.iter().filter(|k| k.is_some()).count());
         }
     }
 
