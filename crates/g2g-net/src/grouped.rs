@@ -795,7 +795,10 @@ impl GroupNet {
             self.advance(gid, now);
             let g = &mut self.groups[gid as usize];
             self.counts.flows_in_u += g.members.len() as u64;
-            if r != g.rate {
+            // a rate within the tolerance of the one it has is kept: the filling's remainders
+            // (a link's load less U's part) round differently from one solve to the next, and a
+            // group re-rated by a rounding would move its loads and its events for nothing
+            if (r - g.rate).abs() > EPS * r.abs().max(g.rate.abs()) {
                 let d = r - g.rate;
                 for &(l, n, _) in &g.cnt {
                     self.load[l as usize] += n as f64 * d;
