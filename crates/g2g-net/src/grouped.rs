@@ -335,7 +335,9 @@ impl GroupNet {
         g.t = now;
     }
 
-    fn attach(&mut self, gid: u32, f: u32) {
+    /// f becomes a member of gid (its target already on gid's clock); its links are not counted.
+    #[inline]
+    fn enlist(&mut self, gid: u32, f: u32) {
         let fl = &mut self.flows[f as usize];
         fl.group = gid;
         fl.epoch = fl.epoch.wrapping_add(1);
@@ -343,7 +345,11 @@ impl GroupNet {
         fl.mpos = g.members.len() as u32;
         g.members.push(f);
         g.ends.push(Reverse((ordered_bits(fl.target), f, fl.epoch)));
-        let rate = g.rate;
+    }
+
+    fn attach(&mut self, gid: u32, f: u32) {
+        self.enlist(gid, f);
+        let rate = self.groups[gid as usize].rate;
         for i in 0..self.flows[f as usize].links.len() {
             let l = self.flows[f as usize].links[i];
             if self.slack[l as usize] {
@@ -474,15 +480,11 @@ impl GroupNet {
         movers.extend_from_slice(&self.groups[g as usize].members);
         movers.sort_unstable();
         let (gs, ds) = (self.groups[g as usize].s, self.groups[dst as usize].s);
-        for &f in movers.iter() {
+        for i in 0..movers.len() {
+            let f = movers[i];
             let fl = &mut self.flows[f as usize];
             fl.target = ds + (fl.target - gs);
-            fl.group = dst;
-            fl.epoch = fl.epoch.wrapping_add(1);
-            let d = &mut self.groups[dst as usize];
-            fl.mpos = d.members.len() as u32;
-            d.members.push(f);
-            d.ends.push(Reverse((ordered_bits(fl.target), f, fl.epoch)));
+            self.enlist(dst, f);
         }
         self.counts.moves += movers.len() as u64;
         let cnt = std::mem::take(&mut self.groups[g as usize].cnt);

@@ -556,6 +556,36 @@ fn set_slack(slack_bits: &mut [u64], l: usize, p: Pot, d: &Dom, use_dom: bool) {
     slack_bits[w] = (slack_bits[w] & !(1u64 << b)) | ((below as u64) << b);
 }
 
+/// A flow of term `term` naming dominator `dom` joins link `l`'s bounds `b`; its slack bit is
+/// set again.  Returns whether it was slack before.
+#[inline(always)]
+fn bounds_add(b: &mut Bounds, slack_bits: &mut [u64], l: usize, dom: LinkId, term: u64, use_dom: bool) -> bool {
+    b.pot.sum = b.pot.sum.wrapping_add(term);
+    b.dom.add(dom, term);
+    let was_slack = slack_in(slack_bits, l);
+    set_slack(slack_bits, l, b.pot, &b.dom, use_dom);
+    was_slack
+}
+
+/// The flow of `bounds_add` leaves link `l`, which keeps `left` flows.  Returns whether the
+/// link was slack before.
+#[inline(always)]
+fn bounds_sub(
+    b: &mut Bounds,
+    slack_bits: &mut [u64],
+    l: usize,
+    dom: LinkId,
+    term: u64,
+    left: usize,
+    use_dom: bool,
+) -> bool {
+    b.pot.sum = b.pot.sum.wrapping_sub(term);
+    b.dom.remove(dom, term, left);
+    let was_slack = slack_in(slack_bits, l);
+    set_slack(slack_bits, l, b.pot, &b.dom, use_dom);
+    was_slack
+}
+
 /// How many distinct dominators a link's `Dom` keeps count of; past that its bound is not known
 /// (until the link is empty again) and only `Pot` can make it slack
 const DOM_KEEP: usize = 4;
@@ -1229,11 +1259,8 @@ impl FlowNet {
         let FlowNet { links: ltab, bounds, slack_bits, ends, unslacked, .. } = self;
         let my_slots = &mut ends[id as usize].slot;
         for (j, &l) in links.iter().enumerate() {
-            let Bounds { pot: p, dom: d } = &mut bounds[l as usize];
-            p.sum = p.sum.wrapping_add(term);
-            d.add(doms.at(links, j), term);
-            let was_slack = slack_in(slack_bits, l as usize);
-            set_slack(slack_bits, l as usize, *p, d, use_dom);
+            let was_slack =
+                bounds_add(&mut bounds[l as usize], slack_bits, l as usize, doms.at(links, j), term, use_dom);
             let lk = &mut ltab[l as usize];
             if j < SLOTS {
                 my_slots[j] = lk.flows.len() as u32;
@@ -1275,11 +1302,7 @@ impl FlowNet {
         let use_dom = self.uses_dom();
         let FlowNet { bounds, slack_bits, .. } = self;
         for (j, &l) in links.iter().enumerate() {
-            let Bounds { pot: p, dom: d } = &mut bounds[l as usize];
-            p.sum = p.sum.wrapping_add(term);
-            d.add(doms.at(links, j), term);
-            let was = slack_in(slack_bits, l as usize);
-            set_slack(slack_bits, l as usize, *p, d, use_dom);
+            let was = bounds_add(&mut bounds[l as usize], slack_bits, l as usize, doms.at(links, j), term, use_dom);
             let now = slack_in(slack_bits, l as usize);
             if now != was {
                 turned.push((l, now));
@@ -1305,11 +1328,8 @@ impl FlowNet {
         let use_dom = self.uses_dom();
         let FlowNet { bounds, slack_bits, .. } = self;
         for (j, &l) in links.iter().enumerate() {
-            let Bounds { pot: p, dom: d } = &mut bounds[l as usize];
-            p.sum = p.sum.wrapping_sub(term);
-            d.remove(doms.at(links, j), term, left(l));
-            let was = slack_in(slack_bits, l as usize);
-            set_slack(slack_bits, l as usize, *p, d, use_dom);
+            let was =
+                bounds_sub(&mut bounds[l as usize], slack_bits, l as usize, doms.at(links, j), term, left(l), use_dom);
             let now = slack_in(slack_bits, l as usize);
             if now != was {
                 turned.push((l, now));
@@ -1344,12 +1364,10 @@ impl FlowNet {
         let FlowNet { links: ltab, bounds, slack_bits, ends, flows, unslacked, turned_slack, .. } = self;
         let my_slots = ends[id as usize].slot;
         for (j, &l) in links.iter().enumerate() {
-            let Bounds { pot: p, dom: d } = &mut bounds[l as usize];
-            p.sum = p.sum.wrapping_sub(term);
             let lk = &mut ltab[l as usize];
-            d.remove(doms.at(&links, j), term, lk.flows.len() - 1);
-            let was_slack = slack_in(slack_bits, l as usize);
-            set_slack(slack_bits, l as usize, *p, d, use_dom);
+            let left = lk.flows.len() - 1;
+            let was_slack =
+                bounds_sub(&mut bounds[l as usize], slack_bits, l as usize, doms.at(&links, j), term, left, use_dom);
             let v = &mut lk.flows;
             // its place in the link's list, as `start` or a later removal left it (a search
             // past the first `SLOTS` links of a path)
