@@ -3122,7 +3122,7 @@ pub(crate) mod tests {
     }
 
     /// `len` distinct links drawn from `0..nlinks`
-    fn distinct_links(rng: &mut Xs, nlinks: usize, len: usize) -> Vec<LinkId> {
+    pub(crate) fn distinct_links(rng: &mut Xs, nlinks: usize, len: usize) -> Vec<LinkId> {
         let mut links: Vec<LinkId> = vec![];
         while links.len() < len {
             let l = rng.below(nlinks as u64) as LinkId;
