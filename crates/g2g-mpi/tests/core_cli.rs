@@ -52,3 +52,28 @@ fn a_closed_standard_output_is_an_error_not_a_panic() {
     assert!(err.contains("writing the report to standard output"), "{err}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// A value the command line cannot read is an error naming the option, not the default run in
+/// its place (`--sharing nope` ran exact max-min and said nothing); `--sharing` takes the study
+/// model too and the report names the model that ran.
+#[test]
+fn a_bad_option_value_is_an_error_not_the_default() {
+    let dir = std::env::temp_dir().join(format!("g2g-core-cli-opt-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = dir.join("two.g2g.parquet");
+    tiny_trace(&trace);
+    let machine = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../python/g2gsim/presets/lassen.toml");
+    let core = env!("CARGO_BIN_EXE_g2gsim-core");
+    for (opt, val) in [("--sharing", "nope"), ("--gpus-per-node", "four"), ("--gpus-per-node", "0")] {
+        let out = Command::new(core).arg(&trace).arg(&machine).args([opt, val, "--json"]).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{opt} {val}: {err}");
+        assert!(err.contains(opt) && out.stdout.is_empty(), "{opt} {val}: {err}");
+    }
+    let out =
+        Command::new(core).arg(&trace).arg(&machine).args(["--sharing", "max-min-grouped", "--json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: String = String::from_utf8_lossy(&out.stdout).chars().filter(|c| !c.is_whitespace()).collect();
+    assert!(report.contains("\"sharing\":\"max-min-grouped\""), "{report}");
+    std::fs::remove_dir_all(&dir).ok();
+}
