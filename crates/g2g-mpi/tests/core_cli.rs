@@ -1,11 +1,12 @@
 //! The benchmark command line `g2gsim-core`: a report it cannot write (standard output closed,
 //! as under `| head`) is an error message and a non-zero status, not a panic.
 use std::io::Read;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use g2g_trace::writer::{NativeWriter, Row};
 
-fn tiny_trace(path: &std::path::Path) {
+fn tiny_trace(path: &Path) {
     let mut w = NativeWriter::create(path).unwrap();
     for rank in 0..2u32 {
         let mut row = Row::new("Compute");
@@ -17,14 +18,19 @@ fn tiny_trace(path: &std::path::Path) {
     w.finish(&meta).unwrap();
 }
 
-#[test]
-fn a_closed_standard_output_is_an_error_not_a_panic() {
-    let dir = std::env::temp_dir().join(format!("g2g-core-cli-{}", std::process::id()));
+/// A folder of its own with the two-rank trace, the Lassen preset, and the command
+fn setup(name: &str) -> (PathBuf, PathBuf, PathBuf, &'static str) {
+    let dir = std::env::temp_dir().join(format!("g2g-core-cli-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let trace = dir.join("two.g2g.parquet");
     tiny_trace(&trace);
-    let machine = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../python/g2gsim/presets/lassen.toml");
-    let core = env!("CARGO_BIN_EXE_g2gsim-core");
+    let machine = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../python/g2gsim/presets/lassen.toml");
+    (dir, trace, machine, env!("CARGO_BIN_EXE_g2gsim-core"))
+}
+
+#[test]
+fn a_closed_standard_output_is_an_error_not_a_panic() {
+    let (dir, trace, machine, core) = setup("stdout");
 
     // first, with standard output open: the report comes
     let ok = Command::new(core).arg(&trace).arg(&machine).arg("--json").output().unwrap();
@@ -58,12 +64,7 @@ fn a_closed_standard_output_is_an_error_not_a_panic() {
 /// model too and the report names the model that ran.
 #[test]
 fn a_bad_option_value_is_an_error_not_the_default() {
-    let dir = std::env::temp_dir().join(format!("g2g-core-cli-opt-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let trace = dir.join("two.g2g.parquet");
-    tiny_trace(&trace);
-    let machine = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../python/g2gsim/presets/lassen.toml");
-    let core = env!("CARGO_BIN_EXE_g2gsim-core");
+    let (dir, trace, machine, core) = setup("options");
     for (opt, val) in [("--sharing", "nope"), ("--gpus-per-node", "four"), ("--gpus-per-node", "0")] {
         let out = Command::new(core).arg(&trace).arg(&machine).args([opt, val, "--json"]).output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
