@@ -74,12 +74,14 @@ fn exchange(n: i32, iters: u32) -> Vec<Vec<g2g_trace::Op>> {
         .collect()
 }
 
+/// The exchange on the tapered machine under sharing `s`, with per-rank times.
+fn run_with(s: Sharing) -> g2g_mpi::Report {
+    let opt = SimOptions { sharing: Some(s), per_rank: true, ..Default::default() };
+    run(exchange(96, 4), TAPERED, opt).unwrap()
+}
+
 #[test]
 fn incremental_max_min_replays_like_the_full_solve() {
-    let run_with = |s: Sharing| {
-        let opt = SimOptions { sharing: Some(s), per_rank: true, ..Default::default() };
-        run(exchange(96, 4), TAPERED, opt).unwrap()
-    };
     let inc = run_with(Sharing::MaxMin);
     let full = run_with(Sharing::MaxMinFull);
     let bott = run_with(Sharing::Bottleneck);
@@ -117,10 +119,6 @@ fn incremental_max_min_replays_like_the_full_solve() {
 /// (at the shared NIC or a tapered uplink) unused, so its messages take longer.
 #[test]
 fn reports_name_the_sharing_and_bottleneck_differs_here_by_over_one_percent() {
-    let run_with = |s: Sharing| {
-        let opt = SimOptions { sharing: Some(s), ..Default::default() };
-        run(exchange(96, 4), TAPERED, opt).unwrap()
-    };
     let exact = run_with(Sharing::MaxMin);
     let full = run_with(Sharing::MaxMinFull);
     let bott = run_with(Sharing::Bottleneck);
@@ -140,10 +138,6 @@ fn reports_name_the_sharing_and_bottleneck_differs_here_by_over_one_percent() {
 /// counts, is tested in `g2g-net`'s `completion.rs`: neither changes a time here.)
 #[test]
 fn the_grouped_solve_replays_like_the_full_solve() {
-    let run_with = |s: Sharing| {
-        let opt = SimOptions { sharing: Some(s), per_rank: true, ..Default::default() };
-        run(exchange(96, 4), TAPERED, opt).unwrap()
-    };
     let grouped = run_with(Sharing::MaxMinGrouped);
     let full = run_with(Sharing::MaxMinFull);
     let inc = run_with(Sharing::MaxMin);

@@ -11,8 +11,6 @@
 //! one of the ~128 flows of its NIC ends, dozens of times; each speed-up set an event, and the
 //! one it replaced was delivered stale (1,024 ranks: 38 M of 51 M events).  Fewer events than one
 //! per re-rating, same completion times.
-use smallvec::SmallVec;
-
 use crate::grouped::{GroupDue, GroupEnd, GroupNet};
 use crate::lmm::{Completion, FlowId, FlowNet, Reschedule, Sharing};
 use crate::topology::LinkId;
@@ -54,8 +52,8 @@ pub enum Due {
 /// Sharing `max-min-grouped`: the grouped net in place of the per-flow one.  Its completion
 /// events name groups (`(group, version)` where the others name `(flow, generation)`): a group's
 /// event is at its least-target member's finish; when it fires and that member is done, the
-/// member ends (one per event: members ending at the same ns end one after the other, each with
-/// its own solve).
+/// member ends, and so do the group's other members done by then (`also_finished`), before the
+/// next solve.  The slack links are this net's (`bounds_join`, `bounds_leave`).
 #[derive(Default)]
 pub(crate) struct Grouped {
     net: GroupNet,
@@ -84,7 +82,7 @@ impl FlowNet {
             let l = g.net.num_links();
             g.net.add_link(self.link_cap(l));
             // the bounds that make a link slack are this net's (`Pot`, `Dom`): an empty link is
-            g.net.set_slack(l as u32, self.is_slack(l as LinkId));
+            g.net.set_slack(l as u32, self.slack(l));
         }
         // the slack links, as max-min's start finds them: out of the grouped counts
         g.turned.clear();
@@ -112,9 +110,9 @@ impl FlowNet {
     /// its token and latency.
     fn grouped_end(&mut self, g: &mut Grouped, flow: u32, now: Time) -> (u64, Time) {
         g.turned.clear();
-        let links: SmallVec<[LinkId; 8]> = SmallVec::from_slice(g.net.flow_links(flow));
+        // (`g` is out of `self`: its links are read in place while the bounds change)
         let net = &g.net;
-        self.bounds_leave(&links, g.doms[flow as usize], |l| net.flows_on(l) - 1, &mut g.turned);
+        self.bounds_leave(net.flow_links(flow), g.doms[flow as usize], |l| net.flows_on(l) - 1, &mut g.turned);
         g.net.finish(flow, now as f64);
         for &(l, slack) in &g.turned {
             g.net.set_slack(l, slack);

@@ -1,7 +1,8 @@
 //! The grouped exact max-min solve (issue 27): `bench/speed/grouped_solve.py`'s specification in
 //! Rust, beside the per-flow solve of `lmm.rs`, so that the two can be timed on the same flows
-//! (`examples/flow_replay.rs` replays a flow dump of the core through both) before the replay
-//! is moved onto it.  Not yet a sharing model of the simulator: no machine file selects it.
+//! (`examples/flow_replay.rs` replays a flow dump of the core through both).  In the replay it
+//! runs only for study, behind `completion.rs`'s calls (`g2gsim-core --sharing
+//! max-min-grouped`): no machine file selects it.
 //!
 //! Every live flow is in one group; every flow of a group has the group's rate.  A group is keyed
 //! by a link, its members' common bottleneck; it keeps how many of its members cross each link
@@ -428,15 +429,22 @@ impl GroupNet {
         v[i].1 -= by;
         self.groups[gid as usize].cnt[pos].1 -= by;
         if v[i].1 == 0 {
-            v.swap_remove(i);
-            if i < v.len() {
-                let (h, _, hp) = v[i];
-                self.groups[h as usize].cnt[hp as usize].2 = i as u32;
-            } else if v.is_empty() {
+            self.drop_lg(l, i);
+            if self.lg[l as usize].is_empty() {
                 // no flow left on it: its load is zero, not what the sums' rounding left
                 self.load[l as usize] = 0.0;
             }
             self.drop_cnt(gid, pos);
+        }
+    }
+
+    /// Link l's entry `i` of `lg` leaves it (the last one takes its place, and its group's `cnt`
+    /// is told).
+    fn drop_lg(&mut self, l: u32, i: usize) {
+        let v = &mut self.lg[l as usize];
+        v.swap_remove(i);
+        if let Some(&(h, _, hp)) = v.get(i) {
+            self.groups[h as usize].cnt[hp as usize].2 = i as u32;
         }
     }
 
@@ -497,13 +505,7 @@ impl GroupNet {
         let cnt = std::mem::take(&mut self.groups[g as usize].cnt);
         let dr = self.groups[dst as usize].rate - self.groups[g as usize].rate;
         for &(l, k, at) in &cnt {
-            let v = &mut self.lg[l as usize];
-            let at = at as usize;
-            v.swap_remove(at);
-            if at < v.len() {
-                let (h, _, hp) = v[at];
-                self.groups[h as usize].cnt[hp as usize].2 = at as u32;
-            }
+            self.drop_lg(l, at as usize);
             self.bump(dst, l, k);
             self.load[l as usize] += k as f64 * dr;
         }

@@ -1203,7 +1203,7 @@ impl FlowNet {
     /// Can link `l` never be saturated with the flows it has (`Pot`)?  (Strictly below `thr`: a
     /// link of no capacity, or one below the bound's unit, has `thr` 0 and is never slack.)
     #[inline(always)]
-    fn slack(&self, l: usize) -> bool {
+    pub(crate) fn slack(&self, l: usize) -> bool {
         slack_in(&self.slack_bits, l)
     }
 
@@ -1335,11 +1335,6 @@ impl FlowNet {
                 turned.push((l, now));
             }
         }
-    }
-
-    /// Is link `l` slack now (its bounds below its capacity: no rate can saturate it)?
-    pub(crate) fn is_slack(&self, l: LinkId) -> bool {
-        self.slack(l as usize)
     }
 
     /// Removes a finished flow at `now`.
