@@ -59,7 +59,8 @@ IGNORED = {
     "machine_info": {"label"},
     "engine": {"wall_s", "read_s", "events_per_s", "ops_per_s", "build", "events", "flow_solves",
                "flow_solves_component", "flow_solve_rounds", "flow_rerates", "flow_rerates_incremental",
-               "flow_rerate_bottlenecks", "flow_bottleneck_moves", "peak_flows"},
+               "flow_rerate_bottlenecks", "flow_bottleneck_moves", "max_min_solver", "solver_switches_ns",
+               "handed_off_flows", "peak_flows"},
 }
 MODES = ("as-traced", "hostcopy", "gpudirect")
 

@@ -63,6 +63,9 @@ pub struct SimOptions {
     pub no_overlap: bool,
     /// overrides the machine file's `network.sharing`
     pub sharing: Option<g2g_net::lmm::Sharing>,
+    /// how exact max-min is solved (`g2g_net::solver`: the same answer either way, at different
+    /// speeds); `Auto` by default
+    pub max_min_solver: g2g_net::solver::Solver,
     /// keep per-rank rows in the report (off for huge runs)
     pub per_rank: bool,
     /// write a Chrome/Perfetto trace of the simulated run here
@@ -94,6 +97,7 @@ impl Default for SimOptions {
             network_scale: 1.0,
             per_rank: true,
             sharing: None,
+            max_min_solver: g2g_net::solver::Solver::Auto,
             no_overlap: false,
             timeline: None,
             timeline_max_events: 2_000_000,

@@ -80,6 +80,13 @@ pub struct EngineStat {
     pub flow_rerate_bottlenecks: u64,
     /// exact max-min: flows whose bottleneck link moved to another (found by the incremental check)
     pub flow_bottleneck_moves: u64,
+    /// exact max-min: which solve held the flows (`per-flow`, `grouped`, or `both`: handed from
+    /// one to the other at `solver_switches_ns`, each hand-off moving the live flows, summed in
+    /// `handed_off_flows`); the two give the same rates and finish times, at different costs
+    /// (`g2g_net::solver`); `none` under bottleneck sharing
+    pub max_min_solver: &'static str,
+    pub solver_switches_ns: Vec<u64>,
+    pub handed_off_flows: u64,
     pub peak_flows: u64,
     pub links: u64,
     /// how the core was compiled: `pgo` (profile-guided, `make pgo`), `release` or `debug`

@@ -93,6 +93,7 @@ pub fn simulate(
         return Err(SimError::Options(format!("network scale {} is outside [1e-6, 1e6]", opt.network_scale)));
     }
     let mut m = Machine::build(cfg, place).map_err(SimError::Machine)?;
+    m.net.solver = opt.max_min_solver;
     if opt.network_scale != 1.0 {
         m.scale_network(opt.network_scale);
     }
@@ -204,6 +205,13 @@ fn report(st: &State, opt: &SimOptions, trace: String, machine: String, wall_s: 
     });
     st.stats.fill(&mut rep, ranks, opt.per_rank);
     explain(st, &mut rep);
+    if opt.max_min_solver != g2g_net::solver::Solver::Auto && st.m.net.sharing != g2g_net::lmm::Sharing::MaxMin {
+        rep.notices.push(format!(
+            "--solver {} changes nothing: it picks how exact max-min sharing is solved, and this run's sharing is {}",
+            opt.max_min_solver.name(),
+            st.m.net.sharing.name()
+        ));
+    }
     if opt.network_scale != 1.0 {
         if let Some(bw) = st.m.cfg.nic_rank_bw {
             rep.assumptions.push(format!(

@@ -160,13 +160,17 @@ pub(crate) fn engine_stat(
         messages: stats.p2p_msgs + stats.coll_msgs,
         flow_solves: net.solves,
         flow_solves_component: net.component_solves,
-        // max-min-grouped: its solves' rounds, the members of the groups they re-rated, and the
-        // flows they moved between groups
-        flow_solve_rounds: net.grouped_counts().map_or(net.incremental_rounds, |c| c.rounds),
-        flow_rerates: net.grouped_counts().map_or(net.rerates, |c| c.rerated_flows),
+        // the grouped solve's (where it held the flows): its rounds, the members of the groups
+        // its solves re-rated, and the flows they moved between groups, added to the per-flow
+        // solve's
+        flow_solve_rounds: net.incremental_rounds + net.grouped_counts().map_or(0, |c| c.rounds),
+        flow_rerates: net.rerates + net.grouped_counts().map_or(0, |c| c.rerated_flows),
         flow_rerates_incremental: net.incremental_rerates,
         flow_rerate_bottlenecks: net.rerate_bottlenecks,
-        flow_bottleneck_moves: net.grouped_counts().map_or(net.bottleneck_moves, |c| c.moves),
+        flow_bottleneck_moves: net.bottleneck_moves + net.grouped_counts().map_or(0, |c| c.moves),
+        max_min_solver: net.solver_used(),
+        solver_switches_ns: net.solver_switches_ns.clone(),
+        handed_off_flows: net.handed_off_flows,
         peak_flows: stats.peak_flows,
         links,
         build: build_kind(),

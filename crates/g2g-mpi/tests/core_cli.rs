@@ -65,7 +65,9 @@ fn a_closed_standard_output_is_an_error_not_a_panic() {
 #[test]
 fn a_bad_option_value_is_an_error_not_the_default() {
     let (dir, trace, machine, core) = setup("options");
-    for (opt, val) in [("--sharing", "nope"), ("--gpus-per-node", "four"), ("--gpus-per-node", "0")] {
+    for (opt, val) in
+        [("--sharing", "nope"), ("--gpus-per-node", "four"), ("--gpus-per-node", "0"), ("--solver", "fast")]
+    {
         let out = Command::new(core).arg(&trace).arg(&machine).args([opt, val, "--json"]).output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{opt} {val}: {err}");
@@ -76,5 +78,13 @@ fn a_bad_option_value_is_an_error_not_the_default() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let report: String = String::from_utf8_lossy(&out.stdout).chars().filter(|c| !c.is_whitespace()).collect();
     assert!(report.contains("\"sharing\":\"max-min-grouped\""), "{report}");
+    // the solver of exact max-min, named in the engine block
+    let out = Command::new(core).arg(&trace).arg(&machine).args(["--solver", "grouped", "--json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: String = String::from_utf8_lossy(&out.stdout).chars().filter(|c| !c.is_whitespace()).collect();
+    assert!(
+        report.contains("\"sharing\":\"max-min\"") && report.contains("\"max_min_solver\":\"grouped\""),
+        "{report}"
+    );
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -4,6 +4,7 @@ mod common;
 use common::*;
 use g2g_mpi::SimOptions;
 use g2g_net::lmm::Sharing;
+use g2g_net::solver::Solver;
 
 /// 4 GPUs per node on one shared NIC, a 2-level fat-tree with a 3:1 taper: flows limited at the
 /// NIC, at the tapered uplinks and at NVLink mix, so max-min differs from "each link's fair share".
@@ -76,8 +77,33 @@ fn exchange(n: i32, iters: u32) -> Vec<Vec<g2g_trace::Op>> {
 
 /// The exchange on the tapered machine under sharing `s`, with per-rank times.
 fn run_with(s: Sharing) -> g2g_mpi::Report {
-    let opt = SimOptions { sharing: Some(s), per_rank: true, ..Default::default() };
+    // the per-flow solve's own counts are tested below: it holds the flows throughout
+    let opt = SimOptions { sharing: Some(s), max_min_solver: Solver::PerFlow, per_rank: true, ..Default::default() };
     run(exchange(96, 4), TAPERED, opt).unwrap()
+}
+
+/// Each rank sends 4 KiB to every other rank at once and waits, three times (an all-to-all as
+/// point-to-point messages): a NIC's flows share one rate, and every end re-rates them all.
+fn all_to_all(n: i32) -> Vec<Vec<g2g_trace::Op>> {
+    (0..n)
+        .map(|r| {
+            let mut ops = vec![];
+            for it in 0..3 {
+                let mut reqs = vec![];
+                for p in (0..n).filter(|&p| p != r) {
+                    ops.push(dev(irecv(p, it, 4096, reqs.len() as u64 + 1)));
+                    reqs.push(reqs.len() as u64 + 1);
+                }
+                for p in (0..n).filter(|&p| p != r) {
+                    ops.push(dev(isend(p, it, 4096, reqs.len() as u64 + 1)));
+                    reqs.push(reqs.len() as u64 + 1);
+                }
+                ops.push(waitall(&reqs));
+                ops.push(compute(2_000 + 100 * r as u64));
+            }
+            ops
+        })
+        .collect()
 }
 
 #[test]
@@ -150,4 +176,38 @@ fn the_grouped_solve_replays_like_the_full_solve() {
     assert!(g.flow_solves <= i.flow_solves, "grouped {g:?} vs max-min {i:?}");
     // its counts: the rounds, the members of the groups it re-rated, the flows it moved
     assert!(g.flow_solve_rounds >= g.flow_solves && g.flow_rerates > 0 && g.flow_bottleneck_moves > 0, "{g:?}");
+}
+
+/// Exact max-min's default (`Solver::Auto`) hands an all-to-all's flows to the grouped solve
+/// (a change there moves hundreds of flows at one rate) and keeps the contended exchange's per
+/// flow; the per-rank times are the whole-component solve's either way, and the report says
+/// which solve held the flows and when they changed hands.
+#[test]
+fn the_default_solve_hands_an_all_to_all_to_the_grouped_solve_and_keeps_the_times() {
+    let with = |sharing: Sharing, solver: Solver| {
+        let opt = SimOptions { sharing: Some(sharing), max_min_solver: solver, per_rank: true, ..Default::default() };
+        run(all_to_all(96), TAPERED, opt).unwrap()
+    };
+    let auto = with(Sharing::MaxMin, Solver::Auto);
+    let per_flow = with(Sharing::MaxMin, Solver::PerFlow);
+    let full = with(Sharing::MaxMinFull, Solver::Auto);
+    let e = &auto.engine;
+    assert_eq!(e.max_min_solver, "both", "{e:?}");
+    assert!(!e.solver_switches_ns.is_empty() && e.handed_off_flows > 0, "{e:?}");
+    assert_eq!(per_flow.engine.max_min_solver, "per-flow");
+    assert!(per_flow.engine.solver_switches_ns.is_empty());
+    assert_eq!(full.engine.max_min_solver, "per-flow");
+    for r in 0..96 {
+        assert_eq!(end_ns(&auto, r), end_ns(&full, r), "rank {r}");
+        assert_eq!(end_ns(&per_flow, r), end_ns(&full, r), "rank {r}");
+    }
+    assert_eq!(auto.sharing, "max-min");
+    // the contended exchange moves few flows per rate: it stays with the per-flow solve
+    let opt = SimOptions { per_rank: true, ..Default::default() };
+    let exchange = run(exchange(96, 4), TAPERED, opt).unwrap();
+    assert_eq!(exchange.engine.max_min_solver, "per-flow", "{:?}", exchange.engine);
+    // a solver asked for under another sharing changes nothing, and the report says so
+    let bott = with(Sharing::Bottleneck, Solver::Grouped);
+    assert_eq!(bott.engine.max_min_solver, "none");
+    assert!(bott.notices.iter().any(|n| n.starts_with("--solver grouped changes nothing")), "{:?}", bott.notices);
 }

@@ -12,7 +12,8 @@
 //! one it replaced was delivered stale (1,024 ranks: 38 M of 51 M events).  Fewer events than one
 //! per re-rating, same completion times.
 use crate::grouped::{GroupDue, GroupEnd, GroupNet};
-use crate::lmm::{Completion, FlowId, FlowNet, Reschedule, Sharing};
+use crate::lmm::{Completion, FlowId, FlowNet, Reschedule};
+use crate::solver::GROUP_EVENT;
 use crate::topology::LinkId;
 /// Simulated time, ns (as `g2g_engine::Time`).
 type Time = u64;
@@ -56,7 +57,7 @@ pub enum Due {
 /// next solve.  The slack links are this net's (`bounds_join`, `bounds_leave`).
 #[derive(Default)]
 pub(crate) struct Grouped {
-    net: GroupNet,
+    pub(crate) net: GroupNet,
     token: Vec<u64>,
     lat: Vec<Time>,
     ends: Vec<GroupEnd>,
@@ -75,7 +76,8 @@ fn event_ns(finish_ns: f64, now: Time) -> Time {
 }
 
 impl FlowNet {
-    fn grouped_start(&mut self, now: Time, links: &[LinkId], bytes: f64, token: u64, latency_ns: Time) -> FlowId {
+    /// The grouped net, taken out of `self` (made on first use), with all of this net's links
+    pub(crate) fn grouped_box(&mut self) -> Box<Grouped> {
         let mut g =
             self.grouped.take().unwrap_or_else(|| Box::new(Grouped { net: GroupNet::new(2), ..Default::default() }));
         while g.net.num_links() < self.num_links() {
@@ -84,6 +86,18 @@ impl FlowNet {
             // the bounds that make a link slack are this net's (`Pot`, `Dom`): an empty link is
             g.net.set_slack(l as u32, self.slack(l));
         }
+        g
+    }
+
+    pub(crate) fn grouped_start(
+        &mut self,
+        now: Time,
+        links: &[LinkId],
+        bytes: f64,
+        token: u64,
+        latency_ns: Time,
+    ) -> FlowId {
+        let mut g = self.grouped_box();
         // the slack links, as max-min's start finds them: out of the grouped counts
         g.turned.clear();
         let doms = self.bounds_join(links, &mut g.turned);
@@ -108,7 +122,7 @@ impl FlowNet {
     /// Ends grouped flow `flow` at `now` (`g` is `self.grouped`, taken out): its links' slack
     /// bounds as max-min's `finish` leaves them, then the flow out of the grouped net.  Returns
     /// its token and latency.
-    fn grouped_end(&mut self, g: &mut Grouped, flow: u32, now: Time) -> (u64, Time) {
+    pub(crate) fn grouped_end(&mut self, g: &mut Grouped, flow: u32, now: Time) -> (u64, Time) {
         g.turned.clear();
         // (`g` is out of `self`: its links are read in place while the bounds change)
         let net = &g.net;
@@ -132,7 +146,7 @@ impl FlowNet {
         token: u64,
         latency_ns: Time,
     ) -> FlowId {
-        if self.sharing == Sharing::MaxMinGrouped {
+        if self.starts_grouped() {
             return self.grouped_start(now, links, bytes, token, latency_ns);
         }
         let f = self.start(now, links, bytes, token);
@@ -152,18 +166,26 @@ impl FlowNet {
         scratch: &mut Vec<Reschedule>,
         mut schedule: impl FnMut(Time, FlowId, u32),
     ) {
-        if let Some(g) = self.grouped.as_mut() {
+        self.hand_off_if_asked(now);
+        if self.grouped_on {
+            let g = self.grouped.as_mut().expect("the grouped net holds the flows");
             g.ends.clear();
             let before = g.net.counts.solves;
             g.net.resolve(now as f64, &mut g.ends);
             self.solves += g.net.counts.solves - before;
             for e in &g.ends {
-                schedule(event_ns(e.finish_ns, now), e.group, e.version);
+                schedule(event_ns(e.finish_ns, now), e.group | GROUP_EVENT, e.version);
             }
+            self.watch();
             return;
         }
         scratch.clear();
+        let components = self.component_solves;
         self.resolve_any(now, scratch);
+        if self.component_solves != components {
+            self.count_component(scratch);
+        }
+        self.watch();
         // every re-rated flow takes its new finish; the ones that need an event stay in
         // `scratch[..keep]`, with the event's time in place of the finish (a flow is re-rated at
         // most once by a solve, and whether it needs one depends on its own record only, so the
@@ -221,7 +243,13 @@ impl FlowNet {
     /// (removed from the network; call `resolve_completions` before time moves on).
     #[inline]
     pub fn completion_due(&mut self, f: FlowId, gen: u32, now: Time) -> Due {
-        if let Some(mut g) = self.grouped.take() {
+        if self.grouped_on {
+            // an event of the per-flow solve that held the flows before a hand-off
+            if f & GROUP_EVENT == 0 {
+                return Due::Stale;
+            }
+            let f = f & !GROUP_EVENT;
+            let mut g = self.grouped.take().expect("the grouped net holds the flows");
             let due = match g.net.due(f, gen, now as f64) {
                 GroupDue::Stale => Due::Stale,
                 GroupDue::Later(finish_ns) => Due::Later { at: event_ns(finish_ns, now + 1), gen },
@@ -234,8 +262,9 @@ impl FlowNet {
             self.grouped = Some(g);
             return due;
         }
-        // superseded by an earlier one: told by the dense table, without the flow's record
-        if gen != self.gens[f as usize] {
+        // superseded by an earlier one: told by the dense table, without the flow's record (or
+        // an event of the grouped solve that held the flows before a hand-off)
+        if f & GROUP_EVENT != 0 || gen != self.gens[f as usize] {
             return Due::Stale;
         }
         let e = self.completion(f);
@@ -260,7 +289,7 @@ impl FlowNet {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::lmm::Sharing;
 
@@ -501,10 +530,19 @@ mod tests {
     /// An event-driven run: flows started at given times (`(t, links, bytes)`, token = index),
     /// every completion delivered; returns each token's end time.
     fn drive(sharing: Sharing, caps: &[f64], starts: &[(Time, Vec<LinkId>, f64)]) -> (Vec<Time>, u64, u64) {
-        use std::cmp::Reverse;
-        use std::collections::BinaryHeap;
         let mut net = FlowNet::new();
         net.sharing = sharing;
+        drive_net(&mut net, caps, starts)
+    }
+
+    /// `drive` on a net set up by the caller (its sharing and solver).
+    pub(crate) fn drive_net(
+        net: &mut FlowNet,
+        caps: &[f64],
+        starts: &[(Time, Vec<LinkId>, f64)],
+    ) -> (Vec<Time>, u64, u64) {
+        use std::cmp::Reverse;
+        use std::collections::BinaryHeap;
         for &c in caps {
             net.add_link(c);
         }
@@ -524,12 +562,13 @@ mod tests {
                 let (_, links, bytes) = &starts[g as usize];
                 net.start_with_latency(now, links, *bytes, g as u64, 0);
             } else {
+                // (a stale or re-armed event may be an instant's last: the solve below still
+                // runs after it)
                 match net.completion_due(f, g, now) {
-                    Due::Stale => continue,
+                    Due::Stale => {}
                     Due::Later { at, gen } => {
                         q.push(Reverse((at, seq, f, gen)));
                         seq += 1;
-                        continue;
                     }
                     Due::Finished { token, .. } => {
                         end[token as usize] = now;
@@ -553,10 +592,10 @@ mod tests {
         (end, events, net.solves)
     }
 
-    /// `max-min-grouped` (the grouped solve behind the completion calls) ends the flows when
-    /// `max-min` does, to within what one byte more per flow moves `max-min`'s own ends (the
-    /// run is sensitive: an end a ns earlier can change the order of later ones), with fewer
-    /// events.
+    /// `max-min-grouped` (the grouped solve behind the completion calls) ends every flow at the
+    /// ns `max-min` does, with fewer events.  (Both round a finish up alike, `ceil_tol`; before
+    /// that, and before this driver solved after an instant's stale events too, the ends were a
+    /// few ns apart and the test only bounded how far.)
     #[test]
     fn the_grouped_solve_ends_flows_when_max_min_does() {
         let mut rng = crate::lmm::tests::Xs(0x2545_f491_4f6c_dd1d);
@@ -572,23 +611,10 @@ mod tests {
             .collect();
         let (want, ev_flow, _) = drive(Sharing::MaxMin, &caps, &starts);
         let (got, ev_group, _) = drive(Sharing::MaxMinGrouped, &caps, &starts);
-        let nudged: Vec<(Time, Vec<LinkId>, f64)> = starts.iter().map(|(t, l, b)| (*t, l.clone(), b + 1.0)).collect();
-        let (near, _, _) = drive(Sharing::MaxMin, &caps, &nudged);
+        let (full, _, _) = drive(Sharing::MaxMinFull, &caps, &starts);
         assert!(got.iter().all(|&t| t != Time::MAX), "a flow never ended");
-        let spread = |other: &[Time]| {
-            let mut d: Vec<u64> = want.iter().zip(other).map(|(a, b)| a.abs_diff(*b)).collect();
-            d.sort_unstable();
-            (d[d.len() / 2], d[d.len() * 9 / 10], d[d.len() - 1])
-        };
-        let (g50, g90, gmax) = spread(&got);
-        let (n50, n90, nmax) = spread(&near);
-        let bias = want.iter().zip(&got).map(|(&a, &b)| b as f64 - a as f64).sum::<f64>() / want.len() as f64;
-        eprintln!(
-            "ends against max-min, ns: grouped median {g50} p90 {g90} worst {gmax} (mean {bias:.1}); one byte more \
-             per flow: median {n50} p90 {n90} worst {nmax}; events {ev_flow} -> {ev_group}"
-        );
-        assert!(g50 <= 2 * n50 + 5 && g90 <= 10 * n90 + 20 && gmax <= 4 * nmax + 100, "grouped ends too far off");
-        assert!(bias.abs() <= 5.0, "grouped ends biased by {bias} ns");
+        assert_eq!(want, full);
+        assert_eq!(got, want);
         assert!(ev_group < ev_flow, "events: grouped {ev_group}, per flow {ev_flow}");
     }
 

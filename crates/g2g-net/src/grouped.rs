@@ -1,8 +1,10 @@
 //! The grouped exact max-min solve (issue 27): `bench/speed/grouped_solve.py`'s specification in
-//! Rust, beside the per-flow solve of `lmm.rs`, so that the two can be timed on the same flows
-//! (`examples/flow_replay.rs` replays a flow dump of the core through both).  In the replay it
-//! runs only for study, behind `completion.rs`'s calls (`g2gsim-core --sharing
-//! max-min-grouped`): no machine file selects it.
+//! Rust, beside the per-flow solve of `lmm.rs` (`examples/flow_replay.rs` replays a flow dump of
+//! the core through both).  In the replay it runs behind `completion.rs`'s calls where
+//! `solver.rs` hands it the flows (exact max-min's default, `Solver::Auto`, does where changes
+//! move many flows at one rate), or throughout (`g2gsim-core --solver grouped`, or `--sharing
+//! max-min-grouped` for study).  A finish is rounded up to the ns as the per-flow net rounds it
+//! (`ceil_tol`), so the two give the same finish times, not only the same rates.
 //!
 //! Every live flow is in one group; every flow of a group has the group's rate.  A group is keyed
 //! by a link, its members' common bottleneck; it keeps how many of its members cross each link
@@ -17,7 +19,8 @@
 //! splits and merges, and a check; groups that fail the check join U for another round.  The
 //! rules and their reasons are in the Python file's docstring; this file follows it step by step,
 //! with the same names.  The rates are f64 with the same tolerance as the specification's
-//! (`EPS`), not `lmm.rs`'s exact integers: tests compare them with `max-min-full` to 1e-9.
+//! (`EPS`): tests compare them with `max-min-full` to 1e-9, and the ends of flows driven through
+//! the completion calls to the ns (`completion.rs`, `solver.rs`).
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
@@ -254,6 +257,16 @@ impl LinkHeap {
                 self.down(i);
             }
         }
+    }
+}
+
+/// A span `x` (ns) to its whole ns as the per-flow net rounds a finish (`lmm.rs`'s `finish_ns`):
+/// up, less a tolerance of 1e-10 of the span for last-bit noise; 1e18 and beyond stay as they are
+fn ceil_tol(x: f64) -> f64 {
+    if x >= 1e18 {
+        x
+    } else {
+        (x - x * 1e-10).ceil().max(0.0)
     }
 }
 
@@ -529,7 +542,7 @@ impl GroupNet {
                 if g.rate <= 0.0 {
                     return None;
                 }
-                return Some((f, g.t + (fl.target - g.s).max(0.0) / g.rate));
+                return Some((f, g.t + ceil_tol((fl.target - g.s).max(0.0) / g.rate)));
             }
             self.groups[gid as usize].ends.pop();
         }
@@ -663,13 +676,12 @@ impl GroupNet {
         }
     }
 
-    /// Member `f` of group `gid` has moved its bytes by `now` (to a thousandth of a ns at the
-    /// group's rate).
+    /// Member `f` of group `gid` has moved its bytes by `now`: its finish, rounded as `next_end`
+    /// rounds it (`ceil_tol`, from the group's clock), is not after `now`.  The same rule as the
+    /// event's time, so an event at a member's finish finds it done, as a per-flow event does.
     fn is_done(&self, gid: u32, f: u32, now: f64) -> bool {
         let g = &self.groups[gid as usize];
-        let target = self.flows[f as usize].target;
-        let left = target - (g.s + g.rate * (now - g.t));
-        left <= g.rate * 1e-3 + 1e-12 * target.abs()
+        g.rate > 0.0 && g.t + ceil_tol((self.flows[f as usize].target - g.s).max(0.0) / g.rate) <= now
     }
 
     /// After a `Done` of group `gid` and the member's `finish`: another member of the group that
@@ -683,6 +695,30 @@ impl GroupNet {
         }
         let (f, _) = self.next_end(gid)?;
         self.is_done(gid, f, now).then_some(f)
+    }
+
+    /// The live flows in id order, each with its bytes left at `now` (ns): a hand-off to the
+    /// per-flow net (`solver.rs`).
+    pub fn live_flows(&self, now: f64, out: &mut Vec<(u32, f64)>) {
+        out.clear();
+        for (f, fl) in self.flows.iter().enumerate() {
+            if fl.group != NONE {
+                let g = &self.groups[fl.group as usize];
+                out.push((f as u32, (fl.target - (g.s + g.rate * (now - g.t))).max(0.0)));
+            }
+        }
+    }
+
+    /// Drops what starts, ends and slack changes marked for the next solve: every flow has left
+    /// (a hand-off to the per-flow net).
+    pub fn drop_pending(&mut self) {
+        debug_assert_eq!(self.flows.len(), self.free_flows.len());
+        for &l in &self.dirty {
+            self.is_dirty[l as usize] = false;
+        }
+        self.dirty.clear();
+        self.new.clear();
+        self.pull.clear();
     }
 
     /// Is link l slack (out of every group's counts)?

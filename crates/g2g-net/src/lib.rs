@@ -9,6 +9,7 @@ pub mod lmm;
 pub mod machine;
 pub mod paths;
 pub mod schema;
+pub mod solver;
 pub mod topology;
 pub mod units;
 

@@ -1004,6 +1004,14 @@ pub struct FlowNet {
     /// sharing `max-min-grouped` (for study): the grouped solve's net and the flows' tokens and
     /// latencies, behind the completion calls (`completion.rs`)
     pub(crate) grouped: Option<Box<crate::completion::Grouped>>,
+    /// exact max-min: how it is solved (`solver.rs`), whether the grouped solve holds the flows
+    /// now, the window of the choice, the instants the flows changed hands, and how many flows
+    /// the hand-offs moved
+    pub solver: crate::solver::Solver,
+    pub(crate) grouped_on: bool,
+    pub(crate) win: crate::solver::Window,
+    pub solver_switches_ns: Vec<Time>,
+    pub handed_off_flows: u64,
 }
 
 impl FlowNet {
@@ -1453,6 +1461,35 @@ impl FlowNet {
     #[inline]
     pub(crate) fn completion(&mut self, id: FlowId) -> &mut Completion {
         &mut self.flows[id as usize].done
+    }
+
+    /// Flow `id`'s rate, bytes per ns.
+    pub(crate) fn rate_of(&self, id: FlowId) -> f64 {
+        self.hot[id as usize].rate
+    }
+
+    /// Flow slots (live or free): ids are below this.
+    pub(crate) fn flow_slots(&self) -> FlowId {
+        self.flows.len() as FlowId
+    }
+
+    /// Flow `id`'s links and bytes left at `now`, if it is live (a hand-off, `solver.rs`).
+    pub(crate) fn live_at(&self, id: FlowId, now: Time) -> Option<(Vec<LinkId>, f64)> {
+        let f = &self.flows[id as usize];
+        if !f.active() {
+            return None;
+        }
+        let left = (f.remaining - self.hot[id as usize].rate * span_f64(now - f.last)).max(0.0);
+        Some((f.links.to_vec(), left))
+    }
+
+    /// Drops what starts and ends marked for the next solve (a hand-off has taken every flow).
+    pub(crate) fn drop_pending_changes(&mut self) {
+        debug_assert_eq!(self.active_flows, 0);
+        self.dirty.clear();
+        self.started.clear();
+        self.turned_slack.clear();
+        self.unslacked.clear();
     }
 
     pub fn is_current(&self, id: FlowId, version: u32) -> bool {
@@ -2873,9 +2910,9 @@ pub enum Sharing {
     /// under-use it; a change only touches the flows on the changed flow's links
     Bottleneck,
     /// for study (issue 27), not a model users choose (no machine file or Python call takes it,
-    /// only `g2gsim-core --sharing`): exact max-min by the grouped solve (`grouped.rs`), one
-    /// completion event per group; f64 rates, so finish times may differ from `max-min`'s by a
-    /// few ns
+    /// only `g2gsim-core --sharing`): exact max-min by the grouped solve (`grouped.rs`) from the
+    /// first flow to the last, one completion event per group; the same finish times as
+    /// `max-min` (which hands its flows to that solve where it is cheaper: `solver.rs`)
     MaxMinGrouped,
 }
 

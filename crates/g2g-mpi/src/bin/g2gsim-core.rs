@@ -12,7 +12,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.len() < 3 || args.iter().any(|a| a == "--help" || a == "-h") {
-        eprintln!("usage: g2gsim-core TRACE.g2g.parquet MACHINE.toml [--mode as-traced|hostcopy|gpudirect] [--gpus-per-node N] [--buffers traced|device|host] [--window traced|all] [--sharing max-min|max-min-full|bottleneck|max-min-grouped] [--json]");
+        eprintln!("usage: g2gsim-core TRACE.g2g.parquet MACHINE.toml [--mode as-traced|hostcopy|gpudirect] [--gpus-per-node N] [--buffers traced|device|host] [--window traced|all] [--sharing max-min|max-min-full|bottleneck|max-min-grouped] [--solver auto|per-flow|grouped] [--json]");
         std::process::exit(2);
     }
     let mut opt = SimOptions::default();
@@ -65,6 +65,14 @@ fn main() {
                     std::process::exit(2);
                 }
                 opt.sharing = s;
+            }
+            "--solver" => {
+                i += 1;
+                opt.max_min_solver = g2g_net::solver::Solver::parse(args.get(i).map(|s| s.as_str()).unwrap_or(""))
+                    .unwrap_or_else(|| {
+                        eprintln!("--solver must be auto, per-flow or grouped");
+                        std::process::exit(2)
+                    });
             }
             "--json" => json = true,
             a => {
