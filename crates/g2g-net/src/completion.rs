@@ -527,6 +527,25 @@ pub(crate) mod tests {
         assert_eq!(net.completion_due(a, 1, 1000), Due::Stale);
     }
 
+    /// Flows started at given times: (start ns, links, bytes)
+    pub(crate) type Starts = Vec<(Time, Vec<LinkId>, f64)>;
+
+    /// 24 links of three capacities and 600 flows over 1-4 of them, started every 200 ns or so
+    pub(crate) fn random_starts(seed: u64) -> (Vec<f64>, Starts) {
+        let mut rng = crate::lmm::tests::Xs(seed);
+        let mut below = |n: u64| rng.below(n);
+        let caps: Vec<f64> = (0..24).map(|i| [10e9, 12.5e9, 25e9][i % 3]).collect();
+        let starts = (0..600)
+            .map(|i| {
+                let mut links: Vec<LinkId> = (0..1 + below(4)).map(|_| below(24) as LinkId).collect();
+                links.sort_unstable();
+                links.dedup();
+                (i as Time * 200 + below(150), links, 4096.0 * (1 + below(64)) as f64)
+            })
+            .collect();
+        (caps, starts)
+    }
+
     /// An event-driven run: flows started at given times (`(t, links, bytes)`, token = index),
     /// every completion delivered; returns each token's end time.
     fn drive(sharing: Sharing, caps: &[f64], starts: &[(Time, Vec<LinkId>, f64)]) -> (Vec<Time>, u64, u64) {
@@ -598,17 +617,7 @@ pub(crate) mod tests {
     /// few ns apart and the test only bounded how far.)
     #[test]
     fn the_grouped_solve_ends_flows_when_max_min_does() {
-        let mut rng = crate::lmm::tests::Xs(0x2545_f491_4f6c_dd1d);
-        let mut below = |n: u64| rng.below(n);
-        let caps: Vec<f64> = (0..24).map(|i| [10e9, 12.5e9, 25e9][i % 3]).collect();
-        let starts: Vec<(Time, Vec<LinkId>, f64)> = (0..600)
-            .map(|i| {
-                let mut links: Vec<LinkId> = (0..1 + below(4)).map(|_| below(24) as LinkId).collect();
-                links.sort_unstable();
-                links.dedup();
-                (i as Time * 200 + below(150), links, 4096.0 * (1 + below(64)) as f64)
-            })
-            .collect();
+        let (caps, starts) = random_starts(0x2545_f491_4f6c_dd1d);
         let (want, ev_flow, _) = drive(Sharing::MaxMin, &caps, &starts);
         let (got, ev_group, _) = drive(Sharing::MaxMinGrouped, &caps, &starts);
         let (full, _, _) = drive(Sharing::MaxMinFull, &caps, &starts);

@@ -235,26 +235,7 @@ impl FlowNet {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::completion::tests::drive_net;
-    use crate::lmm::tests::Xs;
-
-    type Starts = Vec<(Time, Vec<LinkId>, f64)>;
-
-    /// 600 flows over 1-4 of 24 links, started every 200 ns or so (the completion tests' case)
-    fn random_starts(seed: u64) -> (Vec<f64>, Starts) {
-        let mut rng = Xs(seed);
-        let mut below = |n: u64| rng.below(n);
-        let caps: Vec<f64> = (0..24).map(|i| [10e9, 12.5e9, 25e9][i % 3]).collect();
-        let starts = (0..600)
-            .map(|i| {
-                let mut links: Vec<LinkId> = (0..1 + below(4)).map(|_| below(24) as LinkId).collect();
-                links.sort_unstable();
-                links.dedup();
-                (i as Time * 200 + below(150), links, 4096.0 * (1 + below(64)) as f64)
-            })
-            .collect();
-        (caps, starts)
-    }
+    use crate::completion::tests::{drive_net, random_starts, Starts};
 
     fn run(solver: Solver, win: Window, caps: &[f64], starts: &[(Time, Vec<LinkId>, f64)]) -> (Vec<Time>, FlowNet) {
         let mut net = FlowNet::new();
